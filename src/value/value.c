@@ -1,0 +1,143 @@
+/*
+ * value.c - construction, release and memory accounting of values.
+ *
+ * Heap objects: a vobj header followed by the payload (bytes plus a NUL for
+ * TEXT/BLOB, items for ARRAY, name/value pairs for RECORD). An object is
+ * immutable once built; refs counts the values pointing at it.
+ */
+#include "value/value.h"
+
+#include "base/mem.h"
+
+#include <string.h>
+
+static vobj *obj_new(size_t payload, uint32_t len)
+{
+    vobj *o = mem_alloc(sizeof(vobj) + payload);
+    if (!o)
+        return NULL;
+    o->refs = 1;
+    o->len = len;
+    return o;
+}
+
+static int bytes_value(value *out, enum ldb_type type, const void *p, size_t n)
+{
+    if (n > VALUE_MAX_LEN)
+        return LDB_RANGE;
+    value v;
+    memset(&v, 0, sizeof v);
+    v.s.type = (uint8_t)type;
+    if (n <= VALUE_INLINE_MAX) {
+        v.s.ilen = (uint8_t)n;
+        if (n)
+            memcpy(v.s.data, p, n);
+        *out = v;
+        return LDB_OK;
+    }
+    vobj *o = obj_new(n + 1, (uint32_t)n);
+    if (!o)
+        return LDB_NOMEM;
+    memcpy(o + 1, p, n);
+    ((char *)(o + 1))[n] = '\0';
+    v.s.ilen = VALUE_HEAP;
+    v.h.u.obj = o;
+    *out = v;
+    return LDB_OK;
+}
+
+int value_text(value *out, const char *s, size_t n)
+{
+    return bytes_value(out, LDB_TEXT, s, n);
+}
+
+int value_blob(value *out, const void *p, size_t n)
+{
+    return bytes_value(out, LDB_BLOB, p, n);
+}
+
+static value obj_value(enum ldb_type type, vobj *o)
+{
+    value v;
+    memset(&v, 0, sizeof v);
+    v.s.type = (uint8_t)type;
+    v.s.ilen = VALUE_HEAP;
+    v.h.u.obj = o;
+    return v;
+}
+
+int value_array(value *out, const value *items, size_t n)
+{
+    if (n > VALUE_MAX_LEN / sizeof(value))
+        return LDB_RANGE;
+    vobj *o = obj_new(n * sizeof(value), (uint32_t)n);
+    if (!o)
+        return LDB_NOMEM;
+    value *dst = (value *)(o + 1);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = value_copy(&items[i]);
+    *out = obj_value(LDB_ARRAY, o);
+    return LDB_OK;
+}
+
+int value_record(value *out, const value *names, const value *vals, size_t n)
+{
+    if (n > VALUE_MAX_LEN / (2 * sizeof(value)))
+        return LDB_RANGE;
+    for (size_t i = 0; i < n; i++)
+        if (value_type(&names[i]) != LDB_TEXT)
+            return LDB_TYPE;
+    vobj *o = obj_new(2 * n * sizeof(value), (uint32_t)n);
+    if (!o)
+        return LDB_NOMEM;
+    value *dst = (value *)(o + 1);
+    for (size_t i = 0; i < n; i++) {
+        dst[2 * i] = value_copy(&names[i]);
+        dst[2 * i + 1] = value_copy(&vals[i]);
+    }
+    *out = obj_value(LDB_RECORD, o);
+    return LDB_OK;
+}
+
+void value_free_obj_(value *v)
+{
+    vobj *o = v->h.u.obj;
+    size_t n = 0;
+    if (v->s.type == LDB_ARRAY)
+        n = o->len;
+    else if (v->s.type == LDB_RECORD)
+        n = 2 * (size_t)o->len;
+    value *items = (value *)(o + 1);
+    for (size_t i = 0; i < n; i++)
+        value_release(&items[i]);
+    mem_free(o);
+}
+
+size_t value_mem(const value *v)
+{
+    size_t n = sizeof(value);
+    if (!value_has_obj(v))
+        return n;
+    const vobj *o = v->h.u.obj;
+    switch (value_type(v)) {
+    case LDB_TEXT:
+    case LDB_BLOB:
+        return n + sizeof(vobj) + o->len + 1;
+    case LDB_ARRAY: {
+        const value *items = (const value *)(o + 1);
+        n += sizeof(vobj);
+        for (size_t i = 0; i < o->len; i++)
+            n += value_mem(&items[i]);
+        return n;
+    }
+    case LDB_RECORD: {
+        const value *items = (const value *)(o + 1);
+        n += sizeof(vobj);
+        for (size_t i = 0; i < 2 * (size_t)o->len; i++)
+            n += value_mem(&items[i]);
+        return n;
+    }
+    default:
+        return n;
+    }
+}

@@ -1,0 +1,269 @@
+/*
+ * test_base.c - hash table against a reference, arena, vec, strbuf, hash
+ * function and the allocation-failure hook.
+ */
+#include "test.h"
+
+#include "base/arena.h"
+#include "base/hash.h"
+#include "base/hmap.h"
+#include "base/mem.h"
+#include "base/strbuf.h"
+#include "base/vec.h"
+
+#include <stdlib.h>
+
+/* ---- hash table ----------------------------------------------------------- */
+
+/* Keys are small integers; a deliberately weak hash (key % buckets) forces
+ * long probe chains, full-hash collisions and tombstone reuse. */
+struct kv {
+    uint64_t key;
+    uint64_t val;
+    int live;
+};
+
+static uint64_t weak_hash(uint64_t k, int weak) { return weak ? (k % 7) * 0x1000 : hash_u64(k); }
+
+static uint64_t *entries_key; /* payload is an index into this model */
+static bool eq_key(const void *key, uint64_t val) { return entries_key[val] == *(const uint64_t *)key; }
+
+static void hmap_model(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    int64_t live0 = mem_live();
+    for (int weak = 0; weak < 2; weak++) {
+        enum { MAXK = 600 };
+        struct kv model[MAXK];
+        uint64_t keys[MAXK];
+        memset(model, 0, sizeof model);
+        for (int i = 0; i < MAXK; i++)
+            keys[i] = model[i].key = (uint64_t)i * 2654435761u;
+        entries_key = keys;
+        hmap m;
+        hmap_init(&m);
+        int steps = 20000 * test_scale();
+        for (int s = 0; s < steps; s++) {
+            int k = (int)rng_below(&r, s < steps / 2 ? MAXK : MAXK / 5);
+            uint64_t h = weak_hash(keys[k], weak);
+            switch (rng_below(&r, 3)) {
+            case 0: { /* insert or update */
+                uint64_t *v;
+                bool found;
+                CHECK(hmap_put(&m, h, eq_key, &keys[k], &v, &found) == LDB_OK);
+                CHECK(found == (model[k].live != 0));
+                *v = (uint64_t)k;
+                model[k].live = 1;
+                break;
+            }
+            case 1: { /* delete */
+                uint64_t *v = hmap_get(&m, h, eq_key, &keys[k]);
+                CHECK((v != NULL) == (model[k].live != 0));
+                if (v)
+                    hmap_del(&m, v);
+                model[k].live = 0;
+                break;
+            }
+            default: {
+                uint64_t *v = hmap_get(&m, h, eq_key, &keys[k]);
+                CHECK((v != NULL) == (model[k].live != 0));
+                if (v)
+                    CHECK_INT(*v, k);
+            }
+            }
+            if (s % 997 == 0) {
+                uint32_t n = 0, pos = 0;
+                uint64_t *v;
+                while ((v = hmap_next(&m, &pos, NULL)) != NULL) {
+                    CHECK(model[*v].live);
+                    n++;
+                }
+                uint32_t expect = 0;
+                for (int i = 0; i < MAXK; i++)
+                    expect += (uint32_t)model[i].live;
+                CHECK_INT(n, expect);
+                CHECK_INT(hmap_count(&m), expect);
+                CHECK(m.count + m.tombs <= (m.mask + 1) * 3 / 4);
+            }
+        }
+        hmap_free(&m);
+    }
+    CHECK_INT(mem_live(), live0);
+}
+
+static void hmap_multimap(void)
+{
+    hmap m;
+    hmap_init(&m);
+    uint64_t *v;
+    bool found;
+    for (uint64_t i = 0; i < 100; i++) {
+        CHECK(hmap_put(&m, i % 3, NULL, NULL, &v, &found) == LDB_OK);
+        CHECK(!found);
+        *v = i;
+    }
+    uint32_t pos = UINT32_MAX;
+    int seen = 0;
+    while ((v = hmap_probe(&m, 1, &pos)) != NULL) {
+        CHECK(*v % 3 == 1);
+        seen++;
+    }
+    CHECK_INT(seen, 33);
+    hmap_free(&m);
+}
+
+static void hmap_nomem(void)
+{
+    int64_t live0 = mem_live();
+    hmap m;
+    hmap_init(&m);
+    uint64_t keys[200];
+    entries_key = keys;
+    for (uint64_t i = 0; i < 200; i++) {
+        keys[i] = i;
+        uint64_t *v;
+        bool found;
+        for (;;) {
+            mem_fail_at(1, 0); /* each growth is tried once failing first */
+            int rc = hmap_put(&m, hash_u64(i), eq_key, &keys[i], &v, &found);
+            uint64_t failed = mem_failed_count();
+            mem_fail_at(0, 0);
+            if (rc == LDB_OK) {
+                *v = i;
+                break;
+            }
+            CHECK(failed && rc == LDB_NOMEM);
+            CHECK_INT(hmap_count(&m), i); /* unchanged */
+            for (uint64_t j = 0; j < i; j++)
+                CHECK(hmap_get(&m, hash_u64(j), eq_key, &keys[j]) != NULL);
+            CHECK(hmap_reserve(&m, 1) == LDB_OK);
+        }
+    }
+    hmap_free(&m);
+    CHECK_INT(mem_live(), live0);
+}
+
+/* ---- arena ---------------------------------------------------------------- */
+
+static void arena_basic(void)
+{
+    int64_t live0 = mem_live();
+    arena a;
+    arena_init(&a, 256);
+    char *p = arena_alloc(&a, 10);
+    CHECK(p && ((uintptr_t)p % 16) == 0);
+    memset(p, 'x', 10);
+    arena_mark m = arena_get_mark(&a);
+    for (int i = 0; i < 100; i++) {
+        char *q = arena_alloc(&a, (size_t)(i * 7 + 1));
+        CHECK(q && ((uintptr_t)q % 16) == 0);
+        memset(q, i, (size_t)(i * 7 + 1));
+    }
+    char *big = arena_alloc(&a, 10000);
+    CHECK(big);
+    memset(big, 1, 10000);
+    arena_rewind(&a, m);
+    CHECK(p[9] == 'x');
+    char *s = arena_strndup(&a, "hello", 5);
+    CHECK_STR(s, "hello");
+    arena_reset(&a);
+    CHECK(a.bytes == 256);
+    /* failure leaves the arena usable and unchanged */
+    mem_fail_at(1, 0);
+    CHECK(arena_alloc(&a, 100000) == NULL);
+    mem_fail_at(0, 0);
+    CHECK(arena_alloc(&a, 16) != NULL);
+    arena_free(&a);
+    CHECK_INT(mem_live(), live0);
+}
+
+/* ---- vec and strbuf ------------------------------------------------------ */
+
+static void vec_and_strbuf(void)
+{
+    int64_t live0 = mem_live();
+    VEC(int) v = VEC_INIT;
+    for (int i = 0; i < 1000; i++)
+        CHECK(vec_push(&v, i) == LDB_OK);
+    CHECK_INT(v.len, 1000);
+    CHECK_INT(vec_last(&v), 999);
+    mem_fail_at(1, 0);
+    size_t cap = v.cap;
+    while (v.len < cap)
+        CHECK(vec_push(&v, 0) == LDB_OK);
+    CHECK(vec_push(&v, 7) == LDB_NOMEM);
+    mem_fail_at(0, 0);
+    CHECK_INT(v.len, cap);
+    vec_free(&v);
+
+    strbuf sb = STRBUF_INIT;
+    CHECK_STR(sb_str(&sb), "");
+    sb_printf(&sb, "%d-%s", 12, "ab");
+    for (int i = 0; i < 100; i++)
+        sb_puts(&sb, "0123456789");
+    CHECK_INT(sb.len, 5 + 1000);
+    CHECK(memcmp(sb_str(&sb), "12-ab0123", 9) == 0);
+    size_t len;
+    char *s = sb_take(&sb, &len);
+    CHECK(s && len == 1005 && s[1005] == '\0');
+    mem_free(s);
+    mem_fail_at(1, 1);
+    sb_puts(&sb, "x");
+    sb_puts(&sb, "y");
+    mem_fail_at(0, 0);
+    CHECK_INT(sb_error(&sb), LDB_NOMEM);
+    CHECK(sb_take(&sb, NULL) == NULL);
+    CHECK_INT(mem_live(), live0);
+}
+
+/* ---- hash function -------------------------------------------------------- */
+
+static void hash_quality(void)
+{
+    /* Flipping any one input bit flips about half of the output bits. */
+    rng r;
+    rng_seed(&r, test_seed());
+    unsigned char buf[40];
+    double total = 0;
+    int trials = 0;
+    for (int t = 0; t < 200; t++) {
+        size_t n = (size_t)rng_below(&r, sizeof buf) + 1;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (unsigned char)rng_next(&r);
+        uint64_t h0 = hash_bytes(buf, n, HASH_SEED);
+        size_t bit = (size_t)rng_below(&r, n * 8);
+        buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        uint64_t h1 = hash_bytes(buf, n, HASH_SEED);
+        total += __builtin_popcountll(h0 ^ h1);
+        trials++;
+    }
+    double avg = total / trials;
+    CHECKF(avg > 28 && avg < 36, "avalanche average %.2f bits", avg);
+    /* length is part of the hash: "" vs "\0" */
+    CHECK(hash_bytes("", 0, HASH_SEED) != hash_bytes("\0", 1, HASH_SEED));
+    CHECK(hash_u64(1) != hash_u64(2));
+}
+
+static void mem_hook(void)
+{
+    mem_fail_at(3, 0);
+    void *a = mem_alloc(1), *b = mem_alloc(1), *c = mem_alloc(1), *d = mem_alloc(1);
+    CHECK(a && b && !c && d);
+    CHECK_INT(mem_failed_count(), 1);
+    mem_fail_at(2, 1);
+    void *e = mem_alloc(1), *f = mem_alloc(1), *g = mem_alloc(1);
+    CHECK(e && !f && !g);
+    CHECK_INT(mem_failed_count(), 2);
+    mem_fail_at(0, 0);
+    mem_free(a);
+    mem_free(b);
+    mem_free(d);
+    mem_free(e);
+    void *p = mem_alloc(0);
+    CHECK(p != NULL);
+    mem_free(p);
+}
+
+TEST_MAIN(T(hmap_model), T(hmap_multimap), T(hmap_nomem), T(arena_basic), T(vec_and_strbuf),
+          T(hash_quality), T(mem_hook))
