@@ -200,6 +200,41 @@ bool value_identical(const value *a, const value *b)
     return false;
 }
 
+/* Orders values that value_cmp (BINARY) calls equal: INTEGER before REAL,
+ * -0.0 before 0.0, containers element by element. */
+static int identity_tiebreak(const value *a, const value *b)
+{
+    if (a->s.type != b->s.type)
+        return a->s.type < b->s.type ? -1 : 1;
+    switch (value_type(a)) {
+    case LDB_REAL: {
+        int sa = signbit(a->h.u.r) && !isnan(a->h.u.r);
+        int sb = signbit(b->h.u.r) && !isnan(b->h.u.r);
+        return sb - sa;
+    }
+    case LDB_ARRAY:
+    case LDB_RECORD: {
+        size_t n = a->h.u.obj->len * (value_type(a) == LDB_RECORD ? 2 : 1);
+        const value *ia = (const value *)(a->h.u.obj + 1);
+        const value *ib = (const value *)(b->h.u.obj + 1);
+        for (size_t i = 0; i < n; i++) {
+            int c = value_cmp_identity(&ia[i], &ib[i]);
+            if (c)
+                return c;
+        }
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int value_cmp_identity(const value *a, const value *b)
+{
+    int c = value_cmp(a, b, LDB_COLL_BINARY);
+    return c ? c : identity_tiebreak(a, b);
+}
+
 /* ---- hashing ------------------------------------------------------------ */
 
 #define H_NULL 0x5bd1e9955bd1e995ull

@@ -74,6 +74,19 @@ int row_cmp(const row *a, const row *b)
     return a->ncols < b->ncols ? -1 : a->ncols > b->ncols;
 }
 
+int row_cmp_identity(const row *a, const row *b)
+{
+    if (a == b)
+        return 0;
+    uint32_t n = a->ncols < b->ncols ? a->ncols : b->ncols;
+    for (uint32_t i = 0; i < n; i++) {
+        int c = value_cmp_identity(&a->cols[i], &b->cols[i]);
+        if (c)
+            return c;
+    }
+    return a->ncols < b->ncols ? -1 : a->ncols > b->ncols;
+}
+
 size_t row_mem(const row *r)
 {
     size_t n = sizeof(row);

@@ -47,6 +47,9 @@ uint64_t row_hash(row *r);
 bool row_identical(const row *a, const row *b);
 /* Lexicographic value_cmp (BINARY), then shorter first: a total order. */
 int row_cmp(const row *a, const row *b);
+/* Lexicographic value_cmp_identity, then shorter first: a strict total
+ * order whose equality is row_identical. */
+int row_cmp_identity(const row *a, const row *b);
 /* Bytes held: header, values and their heap objects. */
 size_t row_mem(const row *r);
 

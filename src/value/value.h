@@ -172,6 +172,11 @@ int value_cmp(const value *a, const value *b, enum ldb_collation coll);
 bool value_eq(const value *a, const value *b, enum ldb_collation coll);
 /* Same type and same bytes (NaN payloads are all one NaN). */
 bool value_identical(const value *a, const value *b);
+/* A strict total order whose equality is value_identical: value_cmp
+ * (BINARY), ties broken by identity (INTEGER before REAL, -0.0 before 0.0).
+ * For choosing deterministic representatives among canonically equal
+ * values, never by arrival order. */
+int value_cmp_identity(const value *a, const value *b);
 /* Hash consistent with value_eq under coll. */
 uint64_t value_hash(const value *v, enum ldb_collation coll);
 /* Exact comparison of an INTEGER with a REAL (NaN above everything). */
