@@ -1,0 +1,757 @@
+/*
+ * aggregate.c - built-in aggregates and the DISTINCT layer (see
+ * aggregate.h for the results they give).
+ *
+ * min, max, string_agg and DISTINCT keep an ordered multiset of argument
+ * values with counts (struct vms), ordered by value_cmp under the
+ * instance collation with value_cmp_identity breaking ties, so that items
+ * are exactly the identity-distinct values and canonically equal values
+ * are neighbours. Deleting the current minimum therefore leaves the next
+ * one first. A multiset grows through three forms, so that the common
+ * small groups stay small:
+ *   - one item inline (no allocation), the form of most groups;
+ *   - a sorted array of up to VMS_ARRAY_MAX items (binary search, memmove);
+ *   - a counted B+tree (base/btree.h) of items from the instance pool,
+ *     O(log n) per change for large groups.
+ * It returns to the inline form only when it becomes empty. An item's
+ * count may go negative in the middle of a batch (a retraction that
+ * arrives before its insertion); finalize reports LDB_INTERNAL if the
+ * item it needs is still negative then.
+ */
+#include "value/aggregate.h"
+
+#include "base/btree.h"
+#include "base/mem.h"
+#include "base/strbuf.h"
+#include "value/exactsum.h"
+
+#include <string.h>
+
+/* ---- ordered multiset of values ----------------------------------------- */
+
+#define VMS_ARRAY_MAX 16
+#define VMS_TREE UINT32_MAX
+
+struct vitem {
+    value v;
+    int64_t n;
+};
+
+struct vms {
+    uint32_t n;   /* distinct items */
+    uint32_t cap; /* 0: inline; VMS_TREE: tree; else array capacity */
+    union {
+        struct vitem one;
+        struct vitem *arr;
+        btree *tree;
+    } u;
+};
+
+static int vcmp(const agg_inst *ai, const value *a, const value *b)
+{
+    int c = value_cmp(a, b, ai->coll);
+    return c ? c : value_cmp_identity(a, b);
+}
+
+static int tree_cmp(void *ctx, const void *a, const void *b)
+{
+    return vcmp(ctx, &((const struct vitem *)a)->v, &((const struct vitem *)b)->v);
+}
+
+/* Probe order for a canonical class: ignores identity, so a GE seek lands
+ * on the least member of the class. */
+static int tree_class_cmp(void *ctx, const void *probe, const void *item)
+{
+    const agg_inst *ai = ctx;
+    return value_cmp(probe, &((const struct vitem *)item)->v, ai->coll);
+}
+
+static void vms_init(struct vms *m) { memset(m, 0, sizeof *m); }
+
+/* Binary search in the array form: index of v or where it would go. */
+static uint32_t arr_search(const agg_inst *ai, const struct vms *m, const value *v,
+                           bool *found)
+{
+    uint32_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        int c = vcmp(ai, &m->u.arr[mid].v, v);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* Moves a full array into a tree of pool items, then adds v. */
+static int arr_to_tree(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+{
+    btree *t = mem_alloc(sizeof *t);
+    if (!t)
+        return LDB_NOMEM;
+    btree_init(t, tree_cmp, ai);
+    void *items[VMS_ARRAY_MAX + 1];
+    uint32_t k = 0;
+    for (; k < m->n; k++) {
+        struct vitem *it = pool_get(&ai->items);
+        if (!it)
+            goto fail;
+        *it = m->u.arr[k];
+        items[k] = it;
+    }
+    if (btree_bulk_load(t, items, k))
+        goto fail;
+    struct vitem *it = pool_get(&ai->items);
+    if (!it)
+        goto fail_loaded;
+    it->v = *v;
+    it->n = w;
+    if (btree_insert(t, it, NULL)) {
+        pool_put(&ai->items, it);
+        goto fail_loaded;
+    }
+    value_retain(v);
+    mem_free(m->u.arr);
+    m->u.tree = t;
+    m->cap = VMS_TREE;
+    m->n++;
+    return LDB_OK;
+fail_loaded:
+    btree_free(t);
+fail:
+    while (k > 0)
+        pool_put(&ai->items, items[--k]);
+    mem_free(t);
+    return LDB_NOMEM;
+}
+
+static int arr_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+{
+    bool found;
+    uint32_t i = arr_search(ai, m, v, &found);
+    if (found) {
+        struct vitem *it = &m->u.arr[i];
+        if ((it->n += w) == 0) {
+            value_release(&it->v);
+            memmove(it, it + 1, (m->n - i - 1) * sizeof *it);
+            if (--m->n == 0) {
+                mem_free(m->u.arr);
+                vms_init(m);
+            }
+        }
+        return LDB_OK;
+    }
+    if (m->n == m->cap) {
+        if (m->cap == VMS_ARRAY_MAX)
+            return arr_to_tree(ai, m, v, w);
+        struct vitem *na = mem_realloc(m->u.arr, 2 * m->cap * sizeof *na);
+        if (!na)
+            return LDB_NOMEM;
+        m->u.arr = na;
+        m->cap *= 2;
+    }
+    memmove(&m->u.arr[i + 1], &m->u.arr[i], (m->n - i) * sizeof m->u.arr[0]);
+    m->u.arr[i].v = value_copy(v);
+    m->u.arr[i].n = w;
+    m->n++;
+    return LDB_OK;
+}
+
+static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+{
+    struct vitem probe = { .v = *v };
+    struct vitem *it = btree_find(m->u.tree, &probe);
+    if (it) {
+        if ((it->n += w) == 0) {
+            btree_delete(m->u.tree, it);
+            value_release(&it->v);
+            pool_put(&ai->items, it);
+            if (--m->n == 0) {
+                btree_free(m->u.tree);
+                mem_free(m->u.tree);
+                vms_init(m);
+            }
+        }
+        return LDB_OK;
+    }
+    it = pool_get(&ai->items);
+    if (!it)
+        return LDB_NOMEM;
+    it->v = *v;
+    it->n = w;
+    if (btree_insert(m->u.tree, it, NULL)) {
+        pool_put(&ai->items, it);
+        return LDB_NOMEM;
+    }
+    value_retain(v);
+    m->n++;
+    return LDB_OK;
+}
+
+/* Adds w to the count of v (inserting or deleting the item as needed). */
+static int vms_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+{
+    if (w == 0)
+        return LDB_OK;
+    if (m->cap == VMS_TREE)
+        return tree_add(ai, m, v, w);
+    if (m->cap)
+        return arr_add(ai, m, v, w);
+    if (m->n == 0) {
+        m->u.one.v = value_copy(v);
+        m->u.one.n = w;
+        m->n = 1;
+        return LDB_OK;
+    }
+    if (vcmp(ai, &m->u.one.v, v) == 0) {
+        if ((m->u.one.n += w) == 0) {
+            value_release(&m->u.one.v);
+            vms_init(m);
+        }
+        return LDB_OK;
+    }
+    struct vitem *arr = mem_alloc(2 * sizeof *arr);
+    if (!arr)
+        return LDB_NOMEM;
+    arr[0] = m->u.one;
+    m->u.arr = arr;
+    m->cap = 2;
+    return arr_add(ai, m, v, w);
+}
+
+static void vms_free(agg_inst *ai, struct vms *m)
+{
+    if (m->cap == VMS_TREE) {
+        btree_cursor c;
+        for (bool on = btree_first(m->u.tree, &c); on; on = btree_next(&c)) {
+            struct vitem *it = btree_cursor_item(&c);
+            value_release(&it->v);
+            pool_put(&ai->items, it);
+        }
+        btree_free(m->u.tree);
+        mem_free(m->u.tree);
+    } else if (m->cap) {
+        for (uint32_t i = 0; i < m->n; i++)
+            value_release(&m->u.arr[i].v);
+        mem_free(m->u.arr);
+    } else if (m->n) {
+        value_release(&m->u.one.v);
+    }
+    vms_init(m);
+}
+
+static size_t vms_heap_bytes(const struct vms *m)
+{
+    if (m->cap == VMS_TREE)
+        return sizeof(btree) + btree_bytes(m->u.tree) + m->n * sizeof(struct vitem);
+    return m->cap * sizeof(struct vitem);
+}
+
+/* In-order iteration. */
+struct vms_iter {
+    const struct vms *m;
+    uint32_t i;
+    btree_cursor c;
+};
+
+static const struct vitem *iter_item(struct vms_iter *it, bool on)
+{
+    if (it->m->cap == VMS_TREE)
+        return on ? btree_cursor_item(&it->c) : NULL;
+    if (it->i >= it->m->n)
+        return NULL;
+    return it->m->cap ? &it->m->u.arr[it->i] : &it->m->u.one;
+}
+
+static const struct vitem *vms_first(struct vms_iter *it, const struct vms *m)
+{
+    it->m = m;
+    it->i = 0;
+    return iter_item(it, m->cap == VMS_TREE && btree_first(m->u.tree, &it->c));
+}
+
+static const struct vitem *vms_next(struct vms_iter *it)
+{
+    it->i++;
+    return iter_item(it, it->m->cap == VMS_TREE && btree_next(&it->c));
+}
+
+/* The first item canonically equal to v, or the first item after it. */
+static const struct vitem *vms_seek_class(const agg_inst *ai, struct vms_iter *it,
+                                          const struct vms *m, const value *v)
+{
+    it->m = m;
+    it->i = 0;
+    if (m->cap == VMS_TREE)
+        return iter_item(it, btree_seek(m->u.tree, tree_class_cmp, v, BT_GE, &it->c));
+    while (it->i < m->n && value_cmp(&iter_item(it, false)->v, v, ai->coll) < 0)
+        it->i++;
+    return iter_item(it, false);
+}
+
+static const struct vitem *vms_last(const struct vms *m)
+{
+    if (m->n == 0)
+        return NULL;
+    if (m->cap == VMS_TREE) {
+        btree_cursor c;
+        btree_last(m->u.tree, &c);
+        return btree_cursor_item(&c);
+    }
+    return m->cap ? &m->u.arr[m->n - 1] : &m->u.one;
+}
+
+static int vms_merge(agg_inst *ai, struct vms *m, const struct vms *other)
+{
+    struct vms_iter it;
+    for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
+        int rc = vms_add(ai, m, &x->v, x->n);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+/* ---- count ---------------------------------------------------------------- */
+
+static void count_init(agg_inst *ai, void *st) { *(int64_t *)st = 0; }
+
+static int count_star_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    *(int64_t *)st += w;
+    return LDB_OK;
+}
+
+static int count_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    if (!value_is_null(&args[0]))
+        *(int64_t *)st += w;
+    return LDB_OK;
+}
+
+static int count_merge(agg_inst *ai, void *st, const void *other)
+{
+    *(int64_t *)st += *(const int64_t *)other;
+    return LDB_OK;
+}
+
+static int count_finalize(agg_inst *ai, const void *st, value *out)
+{
+    int64_t n = *(const int64_t *)st;
+    if (n < 0)
+        return LDB_INTERNAL;
+    *out = value_int(n);
+    return LDB_OK;
+}
+
+static void no_destroy(agg_inst *ai, void *st) {}
+static size_t no_heap(const agg_inst *ai, const void *st) { return 0; }
+
+const struct agg_def agg_count_star = {
+    "count", 0, AGG_RETRACT | AGG_MERGE, sizeof(int64_t), count_init,
+    count_star_step, count_merge, count_finalize, no_destroy, no_heap,
+};
+
+const struct agg_def agg_count = {
+    "count", 1, AGG_RETRACT | AGG_MERGE, sizeof(int64_t), count_init,
+    count_step, count_merge, count_finalize, no_destroy, no_heap,
+};
+
+/* ---- sum, total, avg ------------------------------------------------------ */
+
+struct sum_state {
+    int64_t count; /* non-NULL inputs */
+    int64_t nreal; /* inputs that were not INTEGER/BOOLEAN: result is REAL */
+    isum ints;
+    exactsum reals;
+};
+
+static void sum_init(agg_inst *ai, void *st)
+{
+    struct sum_state *s = st;
+    s->count = s->nreal = 0;
+    isum_init(&s->ints);
+    exactsum_init(&s->reals);
+}
+
+/* Adds w copies of the number v (INTEGER or REAL) to s. */
+static int sum_number(struct sum_state *s, const value *v, int64_t w)
+{
+    if (value_type(v) == LDB_REAL) {
+        int rc = exactsum_add(&s->reals, v->h.u.r, w);
+        if (rc)
+            return rc;
+        s->nreal += w;
+    } else {
+        isum_add(&s->ints, v->h.u.i, w);
+    }
+    return LDB_OK;
+}
+
+static int sum_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    struct sum_state *s = st;
+    const value *v = &args[0];
+    int rc = LDB_OK;
+    switch (value_type(v)) {
+    case LDB_NULL:
+        return LDB_OK;
+    case LDB_INTEGER:
+    case LDB_BOOLEAN:
+    case LDB_REAL:
+        rc = sum_number(s, v, w);
+        break;
+    case LDB_TEXT: {
+        size_t n;
+        const char *p = value_bytes(v, &n);
+        value num;
+        if (value_parse_number(p, n, &num))
+            rc = sum_number(s, &num, w);
+        else
+            s->nreal += w;
+        break;
+    }
+    default:
+        s->nreal += w;
+        break;
+    }
+    if (rc == LDB_OK)
+        s->count += w;
+    return rc;
+}
+
+static int sum_merge(agg_inst *ai, void *st, const void *other)
+{
+    struct sum_state *s = st;
+    const struct sum_state *o = other;
+    int rc = exactsum_merge(&s->reals, &o->reals);
+    if (rc)
+        return rc;
+    isum_merge(&s->ints, &o->ints);
+    s->count += o->count;
+    s->nreal += o->nreal;
+    return LDB_OK;
+}
+
+static int sum_finalize(agg_inst *ai, const void *st, value *out)
+{
+    const struct sum_state *s = st;
+    if (s->count < 0 || s->nreal < 0)
+        return LDB_INTERNAL;
+    if (s->count == 0) {
+        *out = value_null();
+        return LDB_OK;
+    }
+    if (s->nreal == 0) {
+        int64_t i;
+        if (!isum_to_int64(&s->ints, &i))
+            return LDB_RANGE;
+        *out = value_int(i);
+        return LDB_OK;
+    }
+    *out = value_real(exactsum_value_plus(&s->reals, &s->ints));
+    return LDB_OK;
+}
+
+static int total_finalize(agg_inst *ai, const void *st, value *out)
+{
+    const struct sum_state *s = st;
+    if (s->count < 0 || s->nreal < 0)
+        return LDB_INTERNAL;
+    *out = value_real(s->count ? exactsum_value_plus(&s->reals, &s->ints) : 0.0);
+    return LDB_OK;
+}
+
+static int avg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    const struct sum_state *s = st;
+    if (s->count < 0 || s->nreal < 0)
+        return LDB_INTERNAL;
+    if (s->count == 0)
+        *out = value_null();
+    else
+        *out = value_real(exactsum_value_plus(&s->reals, &s->ints) / (double)s->count);
+    return LDB_OK;
+}
+
+static void sum_destroy(agg_inst *ai, void *st)
+{
+    exactsum_free(&((struct sum_state *)st)->reals);
+}
+
+static size_t sum_heap(const agg_inst *ai, const void *st)
+{
+    return exactsum_heap_bytes(&((const struct sum_state *)st)->reals);
+}
+
+const struct agg_def agg_sum = {
+    "sum", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
+    sum_step, sum_merge, sum_finalize, sum_destroy, sum_heap,
+};
+
+const struct agg_def agg_total = {
+    "total", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
+    sum_step, sum_merge, total_finalize, sum_destroy, sum_heap,
+};
+
+const struct agg_def agg_avg = {
+    "avg", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
+    sum_step, sum_merge, avg_finalize, sum_destroy, sum_heap,
+};
+
+/* ---- min, max, string_agg ------------------------------------------------- */
+
+static void vms_agg_init(agg_inst *ai, void *st) { vms_init(st); }
+
+static int vms_agg_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    if (value_is_null(&args[0]))
+        return LDB_OK;
+    return vms_add(ai, st, &args[0], w);
+}
+
+static int vms_agg_merge(agg_inst *ai, void *st, const void *other)
+{
+    return vms_merge(ai, st, other);
+}
+
+static void vms_agg_destroy(agg_inst *ai, void *st) { vms_free(ai, st); }
+
+static size_t vms_agg_heap(const agg_inst *ai, const void *st) { return vms_heap_bytes(st); }
+
+static int extreme_result(const struct vitem *it, value *out)
+{
+    if (!it) {
+        *out = value_null();
+        return LDB_OK;
+    }
+    if (it->n < 0)
+        return LDB_INTERNAL;
+    *out = value_copy(&it->v);
+    return LDB_OK;
+}
+
+static int min_finalize(agg_inst *ai, const void *st, value *out)
+{
+    struct vms_iter it;
+    return extreme_result(vms_first(&it, st), out);
+}
+
+static int max_finalize(agg_inst *ai, const void *st, value *out)
+{
+    return extreme_result(vms_last(st), out);
+}
+
+static void put_text(strbuf *sb, const value *v)
+{
+    if (value_type(v) == LDB_TEXT || value_type(v) == LDB_BLOB) {
+        size_t n;
+        const char *p = value_bytes(v, &n);
+        sb_put(sb, p, n);
+    } else {
+        value_format(sb, v);
+    }
+}
+
+static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    const struct vms *m = st;
+    if (m->n == 0) {
+        *out = value_null();
+        return LDB_OK;
+    }
+    strbuf sb = STRBUF_INIT;
+    struct vms_iter it;
+    bool first = true;
+    for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it)) {
+        if (x->n < 0) {
+            sb_free(&sb);
+            return LDB_INTERNAL;
+        }
+        for (int64_t k = 0; k < x->n; k++) {
+            if (!first)
+                put_text(&sb, &ai->sep);
+            first = false;
+            put_text(&sb, &x->v);
+        }
+    }
+    int rc = sb_error(&sb);
+    if (rc == LDB_OK)
+        rc = value_text(out, sb_str(&sb), sb.len);
+    sb_free(&sb);
+    return rc;
+}
+
+const struct agg_def agg_min = {
+    "min", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
+    vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap,
+};
+
+const struct agg_def agg_max = {
+    "max", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
+    vms_agg_step, vms_agg_merge, max_finalize, vms_agg_destroy, vms_agg_heap,
+};
+
+const struct agg_def agg_string_agg = {
+    "string_agg", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
+    vms_agg_step, vms_agg_merge, string_agg_finalize, vms_agg_destroy, vms_agg_heap,
+};
+
+const struct agg_def *agg_builtin(const char *name)
+{
+    static const struct {
+        const char *name;
+        const struct agg_def *def;
+    } table[] = {
+        { "count", &agg_count },   { "sum", &agg_sum },
+        { "total", &agg_total },   { "avg", &agg_avg },
+        { "min", &agg_min },       { "max", &agg_max },
+        { "string_agg", &agg_string_agg }, { "group_concat", &agg_string_agg },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return table[i].def;
+    return NULL;
+}
+
+/* ---- instances and the DISTINCT layer --------------------------------------- */
+/*
+ * A DISTINCT state is a multiset of argument values followed by the inner
+ * aggregate's state. The inner state always holds exactly one copy of the
+ * representative of each contributing class, because every change
+ * retracts the class's old representative and adds its new one whenever
+ * they differ.
+ */
+
+static size_t inner_offset(void) { return (sizeof(struct vms) + 7) & ~(size_t)7; }
+
+static void *inner_of(const agg_inst *ai, void *st)
+{
+    return ai->distinct ? (char *)st + inner_offset() : st;
+}
+
+int agg_inst_init(agg_inst *ai, const struct agg_def *def, enum ldb_collation coll,
+                  bool distinct, const value *sep)
+{
+    if (distinct && def->nargs != 1)
+        return LDB_MISUSE;
+    ai->def = def;
+    ai->coll = coll;
+    ai->distinct = distinct;
+    if (sep) {
+        ai->sep = value_copy(sep);
+    } else {
+        ai->sep = value_null();
+        value_text(&ai->sep, ",", 1); /* inline: cannot fail */
+    }
+    pool_init(&ai->items, sizeof(struct vitem));
+    return LDB_OK;
+}
+
+void agg_inst_free(agg_inst *ai)
+{
+    value_release(&ai->sep);
+    pool_free(&ai->items);
+}
+
+size_t agg_state_size(const agg_inst *ai)
+{
+    return (ai->distinct ? inner_offset() : 0) + ai->def->state_size;
+}
+
+void agg_init(agg_inst *ai, void *st)
+{
+    if (ai->distinct)
+        vms_init(st);
+    ai->def->init(ai, inner_of(ai, st));
+}
+
+/* Whether v's class contributes (total count > 0) and, if so, its
+ * representative: the least member with a positive count. */
+static bool class_rep(agg_inst *ai, const struct vms *m, const value *v, value *rep)
+{
+    struct vms_iter it;
+    int64_t total = 0;
+    const value *least = NULL;
+    for (const struct vitem *x = vms_seek_class(ai, &it, m, v);
+         x && value_cmp(&x->v, v, ai->coll) == 0; x = vms_next(&it)) {
+        total += x->n;
+        if (!least && x->n > 0)
+            least = &x->v;
+    }
+    if (total <= 0)
+        return false;
+    *rep = value_copy(least);
+    return true;
+}
+
+static int distinct_step(agg_inst *ai, void *st, const value *v, int64_t w)
+{
+    if (value_is_null(v) || w == 0)
+        return LDB_OK;
+    value old_rep, new_rep;
+    bool had = class_rep(ai, st, v, &old_rep);
+    int rc = vms_add(ai, st, v, w);
+    bool has = rc == LDB_OK && class_rep(ai, st, v, &new_rep);
+    void *inner = inner_of(ai, st);
+    if (rc == LDB_OK && had && has && value_identical(&old_rep, &new_rep)) {
+        had = has = false; /* nothing changes for the inner aggregate */
+        value_release(&old_rep);
+        value_release(&new_rep);
+    }
+    if (had) {
+        if (rc == LDB_OK)
+            rc = ai->def->step(ai, inner, &old_rep, -1);
+        value_release(&old_rep);
+    }
+    if (has) {
+        if (rc == LDB_OK)
+            rc = ai->def->step(ai, inner, &new_rep, 1);
+        value_release(&new_rep);
+    }
+    return rc;
+}
+
+int agg_step(agg_inst *ai, void *st, const value *args, int64_t weight)
+{
+    if (ai->distinct)
+        return distinct_step(ai, st, &args[0], weight);
+    return ai->def->step(ai, st, args, weight);
+}
+
+int agg_merge(agg_inst *ai, void *st, const void *other)
+{
+    if (!ai->distinct)
+        return ai->def->merge ? ai->def->merge(ai, st, other) : LDB_MISUSE;
+    struct vms_iter it;
+    for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
+        int rc = distinct_step(ai, st, &x->v, x->n);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+int agg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    return ai->def->finalize(ai, inner_of(ai, (void *)st), out);
+}
+
+void agg_destroy(agg_inst *ai, void *st)
+{
+    if (ai->distinct)
+        vms_free(ai, st);
+    ai->def->destroy(ai, inner_of(ai, st));
+}
+
+size_t agg_heap_bytes(const agg_inst *ai, const void *st)
+{
+    size_t n = ai->def->heap_bytes(ai, inner_of(ai, (void *)st));
+    return ai->distinct ? n + vms_heap_bytes(st) : n;
+}
