@@ -101,13 +101,14 @@ static bool probe_can_match(const struct join_node *j, df_node *side, const row 
 }
 
 /* Probes `other` (its new state, or its delta when use_delta) with each
- * entry of side's delta, weights multiplied by sign. */
-static int probe_all(struct join_node *j, df_node *side, df_node *other, bool use_delta,
-                     int64_t sign)
+ * entry of side's delta, weights multiplied by sign. The sides are named
+ * explicitly: in a self-join both are the same arrangement. */
+static int probe_all(struct join_node *j, bool from_left, bool use_delta, int64_t sign)
 {
+    df_node *side = from_left ? j->L : j->R, *other = from_left ? j->R : j->L;
     const df_batch *d = side->delta;
     const uint32_t *cols = arr_key(side)->cols;
-    struct pair_ctx p = { j, NULL, side == j->L, 0 };
+    struct pair_ctx p = { j, NULL, from_left, 0 };
     for (size_t i = 0; i < d->len; i++) {
         if (!probe_can_match(j, side, d->e[i].r))
             continue;
@@ -132,11 +133,11 @@ static int matched_pairs(struct join_node *j)
         t2 = t3 = false; /* A_old join dB is empty */
     int rc = LDB_OK;
     if (t1)
-        rc = probe_all(j, j->L, j->R, false, 1);
+        rc = probe_all(j, true, false, 1);
     if (!rc && t2)
-        rc = probe_all(j, j->R, j->L, false, 1);
+        rc = probe_all(j, false, false, 1);
     if (!rc && t3)
-        rc = probe_all(j, j->L, j->R, true, -1);
+        rc = probe_all(j, true, true, -1);
     return rc;
 }
 
@@ -243,9 +244,10 @@ static int dy_key_visit(void *c, size_t i)
     return arr_lookup(s->X, y, ycols, s->hash, flip_visit, s);
 }
 
-static int unmatched(struct join_node *j, df_node *X, df_node *Y, enum unmatched_mode mode)
+static int unmatched(struct join_node *j, bool x_left, enum unmatched_mode mode)
 {
-    struct side s = { j, X, Y, X == j->L, mode, NULL, 0, 0, !j->res, false, false };
+    df_node *X = x_left ? j->L : j->R, *Y = x_left ? j->R : j->L;
+    struct side s = { j, X, Y, x_left, mode, NULL, 0, 0, !j->res, false, false };
     int rc = LDB_OK;
     if (Y->delta->len)
         rc = arr_delta_keys(Y, dy_key_visit, &s);
@@ -267,17 +269,17 @@ static int join_run(df_node *n)
     struct join_node *j = (struct join_node *)n;
     switch (j->kind) {
     case DF_JOIN_SEMI:
-        return unmatched(j, j->L, j->R, UM_SEMI);
+        return unmatched(j, true, UM_SEMI);
     case DF_JOIN_ANTI:
-        return unmatched(j, j->L, j->R, UM_ANTI);
+        return unmatched(j, true, UM_ANTI);
     default:
         break;
     }
     int rc = matched_pairs(j);
     if (rc == LDB_OK && (j->kind == DF_JOIN_LEFT || j->kind == DF_JOIN_FULL))
-        rc = unmatched(j, j->L, j->R, UM_PAD);
+        rc = unmatched(j, true, UM_PAD);
     if (rc == LDB_OK && (j->kind == DF_JOIN_RIGHT || j->kind == DF_JOIN_FULL))
-        rc = unmatched(j, j->R, j->L, UM_PAD);
+        rc = unmatched(j, false, UM_PAD);
     return rc;
 }
 

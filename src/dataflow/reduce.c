@@ -467,8 +467,8 @@ static int gsettle(struct greduce_node *r, uint32_t gi)
     if ((rc = df_consolidate(&r->diff, &r->base.g->scratch)) ||
         batch_reserve(&r->base.out, r->diff.len))
         return rc ? rc : LDB_NOMEM;
-    memcpy(r->base.out.e + r->base.out.len, r->diff.e, r->diff.len * sizeof(df_entry));
-    r->base.out.len += r->diff.len;
+    for (size_t i = 0; i < r->diff.len; i++)
+        r->base.out.e[r->base.out.len++] = r->diff.e[i];
     r->diff.len = 0;
     return LDB_OK;
 }
