@@ -1,0 +1,592 @@
+/*
+ * test_btree.c - the counted B+tree against a sorted-array model.
+ *
+ * Items are integer keys >= 1 cast to pointers. Random operations run with
+ * tiny nodes (deep trees, frequent splits, borrows and merges) and with the
+ * default ones; after every step the tree is compared with the model, and
+ * regularly it is walked in full: btree_check, both iteration orders,
+ * ranks, every seek mode with exact and prefix probes, range counts.
+ * Separate cases cover bulk load, allocation failure and the work bound.
+ */
+#include "base/btree.h"
+#include "base/mem.h"
+#include "livedb.h"
+#include "test.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Handed to the tree as comparator context, to prove it is passed on. */
+static int tree_ctx;
+
+/* A node size above the maximum, which btree_init_fanout clamps to it. */
+#define DEFAULT_NODES UINT_MAX
+
+static void *item_of(uint64_t k) { return (void *)(uintptr_t)k; }
+static uint64_t key_of(const void *item) { return (uint64_t)(uintptr_t)item; }
+
+static int order(uint64_t x, uint64_t y) { return (x > y) - (x < y); }
+
+static int cmp_items(void *ctx, const void *a, const void *b)
+{
+    CHECK(ctx == &tree_ctx);
+    return order(key_of(a), key_of(b));
+}
+
+/* A probe compares keys without their low shift bits: with shift > 0 a
+ * whole run of neighbouring items compares equal to it. */
+struct probe {
+    uint64_t key;
+    unsigned shift;
+};
+
+static int cmp_probe(void *ctx, const void *p, const void *item)
+{
+    const struct probe *pr = p;
+    CHECK(ctx == &tree_ctx);
+    return order(pr->key >> pr->shift, key_of(item) >> pr->shift);
+}
+
+/* ---- the model: a sorted array of keys ------------------------------- */
+
+struct model {
+    uint64_t *keys;
+    size_t n, cap;
+};
+
+static void model_free(struct model *m)
+{
+    free(m->keys);
+    *m = (struct model){ 0 };
+}
+
+/* Keys whose prefix is below the probe's (or at or below it). */
+static size_t model_below(const struct model *m, const struct probe *p,
+                          bool or_equal)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = order(p->key >> p->shift, m->keys[mid] >> p->shift);
+        if (c > 0 || (or_equal && c == 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t model_pos(const struct model *m, uint64_t k)
+{
+    struct probe p = { k, 0 };
+    return model_below(m, &p, false);
+}
+
+static bool model_has(const struct model *m, uint64_t k)
+{
+    size_t i = model_pos(m, k);
+    return i < m->n && m->keys[i] == k;
+}
+
+static void model_insert(struct model *m, uint64_t k)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->keys = realloc(m->keys, m->cap * sizeof m->keys[0]);
+        CHECK(m->keys != NULL);
+    }
+    size_t i = model_pos(m, k);
+    memmove(m->keys + i + 1, m->keys + i, (m->n - i) * sizeof m->keys[0]);
+    m->keys[i] = k;
+    m->n++;
+}
+
+static void model_delete(struct model *m, uint64_t k)
+{
+    size_t i = model_pos(m, k);
+    memmove(m->keys + i, m->keys + i + 1, (m->n - i - 1) * sizeof m->keys[0]);
+    m->n--;
+}
+
+/* ---- comparing tree and model ---------------------------------------- */
+
+static void check_structure(const btree *t)
+{
+    const char *err = btree_check(t);
+    CHECKF(err == NULL, "btree_check: %s", err);
+}
+
+/* The cursor is on the model's i-th key. */
+static void check_at(const btree_cursor *c, const struct model *m, size_t i)
+{
+    CHECK(btree_cursor_item(c) != NULL);
+    CHECK_INT(key_of(btree_cursor_item(c)), m->keys[i]);
+    CHECK_INT(btree_cursor_rank(c), i);
+}
+
+static void check_iteration(const btree *t, const struct model *m)
+{
+    btree_cursor c;
+    bool on = btree_first(t, &c);
+    for (size_t i = 0; i < m->n; i++) {
+        CHECK(on);
+        check_at(&c, m, i);
+        on = btree_next(&c);
+    }
+    CHECK(!on);
+    CHECK(btree_cursor_item(&c) == NULL);
+    CHECK(!btree_next(&c) && !btree_prev(&c));
+    on = btree_last(t, &c);
+    for (size_t i = m->n; i-- > 0;) {
+        CHECK(on);
+        check_at(&c, m, i);
+        on = btree_prev(&c);
+    }
+    CHECK(!on);
+    CHECK(btree_cursor_item(&c) == NULL);
+}
+
+/* Seeks in every mode and steps a few items both ways from there. */
+static void check_seeks(const btree *t, const struct model *m,
+                        const struct probe *p)
+{
+    size_t lt = model_below(m, p, false), le = model_below(m, p, true);
+    CHECK_INT(btree_count_below(t, cmp_probe, p, false), lt);
+    CHECK_INT(btree_count_below(t, cmp_probe, p, true), le);
+    static const enum btree_seek modes[] = { BT_GE, BT_GT, BT_LE, BT_LT };
+    for (int mi = 0; mi < 4; mi++) {
+        enum btree_seek mode = modes[mi];
+        /* Expected position, one past the model's index (0: no item). */
+        size_t want = mode == BT_GE   ? (lt < m->n ? lt + 1 : 0)
+                      : mode == BT_GT ? (le < m->n ? le + 1 : 0)
+                      : mode == BT_LE ? le
+                                      : lt;
+        btree_cursor c;
+        bool on = btree_seek(t, cmp_probe, p, mode, &c);
+        CHECKF(on == (want > 0), "seek mode %d key %llu shift %u", mode,
+               (unsigned long long)p->key, p->shift);
+        if (!on) {
+            CHECK(btree_cursor_item(&c) == NULL);
+            continue;
+        }
+        size_t i = want - 1;
+        check_at(&c, m, i);
+        btree_cursor back = c;
+        for (size_t j = i + 1; j < m->n && j < i + 4; j++) {
+            CHECK(btree_next(&c));
+            check_at(&c, m, j);
+        }
+        for (size_t j = i; j-- > 0 && j + 4 > i;) {
+            CHECK(btree_prev(&back));
+            check_at(&back, m, j);
+        }
+    }
+}
+
+/* A probe that hits an item, misses between items, falls outside, or
+ * (shift > 0) covers a run of items. */
+static struct probe random_probe(rng *r, const struct model *m,
+                                 uint64_t key_limit)
+{
+    static const unsigned shifts[] = { 0, 0, 0, 1, 3, 5, 8 };
+    struct probe p = { rng_below(r, key_limit + 3), shifts[rng_below(r, 7)] };
+    if (m->n > 0 && rng_chance(r, 1, 3))
+        p.key = m->keys[rng_below(r, m->n)];
+    return p;
+}
+
+static void check_ranks(const btree *t, const struct model *m, rng *r,
+                        int times)
+{
+    btree_cursor c;
+    for (int i = 0; i < times && m->n > 0; i++) {
+        size_t rank = rng_below(r, m->n);
+        CHECK(btree_at(t, rank, &c));
+        check_at(&c, m, rank);
+    }
+    CHECK(!btree_at(t, m->n, &c));
+    CHECK(btree_cursor_item(&c) == NULL);
+}
+
+/* Everything, in O(n): for every few steps of a random run. */
+static void check_all(const btree *t, const struct model *m, rng *r,
+                      uint64_t key_limit)
+{
+    check_structure(t);
+    CHECK_INT(btree_count(t), m->n);
+    check_iteration(t, m);
+    check_ranks(t, m, r, 20);
+    for (int i = 0; i < 20; i++) {
+        struct probe p = random_probe(r, m, key_limit);
+        check_seeks(t, m, &p);
+    }
+    struct probe lo = random_probe(r, m, key_limit);
+    struct probe hi = random_probe(r, m, key_limit);
+    if (lo.key > hi.key) {
+        struct probe tmp = lo;
+        lo = hi;
+        hi = tmp;
+    }
+    lo.shift = hi.shift = 0;
+    size_t in_range = btree_count_below(t, cmp_probe, &hi, true) -
+                      btree_count_below(t, cmp_probe, &lo, false);
+    CHECK_INT(in_range, model_below(m, &hi, true) - model_below(m, &lo, false));
+}
+
+/* ---- random operations ----------------------------------------------- */
+
+static void random_op(btree *t, struct model *m, rng *r, uint64_t key_limit,
+                      bool growing)
+{
+    uint64_t k = 1 + rng_below(r, key_limit);
+    unsigned dice = (unsigned)rng_below(r, 8);
+    if (dice < (growing ? 5u : 2u)) {
+        void *existing = item_of(1);
+        CHECK_INT(btree_insert(t, item_of(k), &existing), LDB_OK);
+        if (model_has(m, k)) {
+            CHECK_INT(key_of(existing), k);
+        } else {
+            CHECK(existing == NULL);
+            model_insert(m, k);
+        }
+    } else if (dice < 7) {
+        if (m->n > 0 && rng_chance(r, 4, 5))
+            k = m->keys[rng_below(r, m->n)];
+        uint64_t allocs = mem_alloc_count();
+        void *got = btree_delete(t, item_of(k));
+        CHECK_INT(mem_alloc_count(), allocs);
+        if (model_has(m, k)) {
+            CHECK_INT(key_of(got), k);
+            model_delete(m, k);
+        } else {
+            CHECK(got == NULL);
+        }
+    } else {
+        void *got = btree_find(t, item_of(k));
+        CHECK_INT(key_of(got), model_has(m, k) ? k : 0);
+    }
+}
+
+/*
+ * Random inserts, deletes and finds on a tree with the given node sizes,
+ * swinging between empty and max_items so that the tree grows and loses
+ * levels repeatedly. Cheap checks after every step, full ones every
+ * full_every steps (and every step while the tree is small).
+ */
+static void random_run(btree *t, struct model *m, rng *r, size_t max_items,
+                       long steps, int full_every)
+{
+    uint64_t key_limit = 2 * max_items;
+    bool growing = true;
+    for (long s = 0; s < steps; s++) {
+        if (m->n >= max_items)
+            growing = false;
+        else if (m->n == 0)
+            growing = true;
+        random_op(t, m, r, key_limit, growing);
+        CHECK_INT(btree_count(t), m->n);
+        check_ranks(t, m, r, 1);
+        struct probe p = random_probe(r, m, key_limit);
+        check_seeks(t, m, &p);
+        if (m->n < 100 || s % full_every == 0)
+            check_all(t, m, r, key_limit);
+    }
+    check_all(t, m, r, key_limit);
+}
+
+static void random_config(unsigned leaf_max, unsigned inner_max,
+                          size_t max_items, long steps, int full_every)
+{
+    rng r;
+    rng_seed(&r, test_seed() ^ (leaf_max * 131 + inner_max));
+    int64_t live = mem_live();
+    btree t;
+    btree_init_fanout(&t, cmp_items, &tree_ctx, leaf_max, inner_max);
+    struct model m = { 0 };
+    random_run(&t, &m, &r, max_items, steps * test_scale(), full_every);
+    btree_free(&t);
+    check_structure(&t);
+    CHECK_INT(mem_live(), live);
+    model_free(&m);
+}
+
+static void test_random_tiny_nodes(void)
+{
+    random_config(4, 4, 400, 40000, 25);
+    random_config(5, 7, 600, 25000, 25);
+    random_config(7, 5, 600, 25000, 25);
+}
+
+static void test_random_default_nodes(void)
+{
+    random_config(DEFAULT_NODES, DEFAULT_NODES, 5000, 100000, 500);
+}
+
+static void test_misuse_and_empty(void)
+{
+    btree t;
+    btree_init(&t, cmp_items, &tree_ctx);
+    btree_cursor c;
+    struct probe p = { 5, 0 };
+    struct model m = { 0 };
+    CHECK(!btree_first(&t, &c) && !btree_last(&t, &c));
+    CHECK(!btree_at(&t, 0, &c));
+    CHECK(btree_find(&t, item_of(5)) == NULL);
+    CHECK(btree_delete(&t, item_of(5)) == NULL);
+    check_seeks(&t, &m, &p);
+    void *existing = item_of(9);
+    CHECK_INT(btree_insert(&t, NULL, &existing), LDB_MISUSE);
+    CHECK(existing == NULL);
+    CHECK_INT(btree_insert(&t, item_of(5), NULL), LDB_OK);
+    CHECK_INT(btree_insert(&t, item_of(5), NULL), LDB_OK);
+    CHECK_INT(btree_count(&t), 1);
+    void *one = item_of(1);
+    CHECK_INT(btree_bulk_load(&t, &one, 1), LDB_MISUSE);
+    CHECK(btree_bytes(&t) > 0);
+    btree_free(&t);
+    CHECK_INT(btree_bytes(&t), 0);
+    check_structure(&t);
+}
+
+/* ---- bulk load ------------------------------------------------------- */
+
+/* Loads keys 3, 6, ..., 3n (gaps for probes that miss) into t. */
+static void bulk_load_multiples(btree *t, struct model *m, size_t n)
+{
+    void **items = malloc((n ? n : 1) * sizeof *items);
+    CHECK(items != NULL);
+    for (size_t i = 0; i < n; i++) {
+        items[i] = item_of(3 * (i + 1));
+        model_insert(m, 3 * (i + 1));
+    }
+    int rc = btree_bulk_load(t, items, n);
+    free(items);
+    CHECK_INT(rc, LDB_OK);
+}
+
+static void test_bulk_load(void)
+{
+    static const unsigned fanouts[][2] = { { 4, 4 }, { 5, 7 }, { DEFAULT_NODES, DEFAULT_NODES } };
+    static const size_t sizes[] = { 0, 1, 2, 3, 4, 5, 6, 9, 17, 63, 64, 65,
+                                    100, 1000, 4095, 4096, 4097, 20000 };
+    rng r;
+    rng_seed(&r, test_seed());
+    int64_t live = mem_live();
+    for (int f = 0; f < 3; f++) {
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            btree t;
+            btree_init_fanout(&t, cmp_items, &tree_ctx, fanouts[f][0],
+                              fanouts[f][1]);
+            struct model m = { 0 };
+            bulk_load_multiples(&t, &m, sizes[s]);
+            check_all(&t, &m, &r, 3 * sizes[s] + 3);
+            random_run(&t, &m, &r, sizes[s] + 50, 300, 50);
+            btree_free(&t);
+            model_free(&m);
+        }
+    }
+    CHECK_INT(mem_live(), live);
+}
+
+/* ---- allocation failure ---------------------------------------------- */
+
+/*
+ * Inserts k failing each allocation in turn: every failed attempt must
+ * return LDB_NOMEM and leave the tree as it was, down to its node count.
+ * Returns the number of allocations the insert needed.
+ */
+static unsigned insert_failing_each(btree *t, struct model *m, uint64_t k)
+{
+    for (unsigned fail = 1;; fail++) {
+        int64_t live = mem_live();
+        size_t nodes = t->nodes, bytes = btree_bytes(t), height = t->height;
+        mem_fail_at(fail, 0);
+        int rc = btree_insert(t, item_of(k), NULL);
+        uint64_t failed = mem_failed_count();
+        mem_fail_at(0, 0);
+        if (failed == 0) {
+            CHECK_INT(rc, LDB_OK);
+            model_insert(m, k);
+            check_structure(t);
+            return fail - 1;
+        }
+        CHECK_INT(rc, LDB_NOMEM);
+        CHECK_INT(mem_live(), live);
+        CHECK_INT(t->nodes, nodes);
+        CHECK_INT(btree_bytes(t), bytes);
+        CHECK_INT(t->height, height);
+        check_structure(t);
+        CHECK_INT(btree_count(t), m->n);
+        check_iteration(t, m);
+    }
+}
+
+static void test_insert_nomem(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    int64_t live = mem_live();
+    btree t;
+    struct model m = { 0 };
+
+    /* The first insert allocates the root leaf. */
+    btree_init_fanout(&t, cmp_items, &tree_ctx, 4, 4);
+    CHECK_INT(insert_failing_each(&t, &m, 7), 1);
+    btree_free(&t);
+    model_free(&m);
+
+    /* Three full levels of tiny nodes: the insert splits a leaf, two
+     * internal nodes and the root. Then a few hundred random inserts. */
+    bulk_load_multiples(&t, &m, 4 * 4 * 4);
+    CHECK_INT(t.height, 3);
+    CHECK_INT(insert_failing_each(&t, &m, 3 * 20 + 1), 4);
+    CHECK_INT(t.height, 4);
+    unsigned most = 0, root_splits = 0;
+    for (int i = 0; i < 300; i++) {
+        uint64_t k = 1 + rng_below(&r, 3000);
+        if (model_has(&m, k))
+            continue;
+        unsigned height = t.height;
+        unsigned allocs = insert_failing_each(&t, &m, k);
+        most = allocs > most ? allocs : most;
+        root_splits += t.height > height;
+    }
+    CHECK(most >= 3);
+    CHECK(root_splits >= 1);
+    check_all(&t, &m, &r, 3000);
+    btree_free(&t);
+    model_free(&m);
+
+    /* Default nodes, a root over full leaves: leaf split plus root split. */
+    btree_init(&t, cmp_items, &tree_ctx);
+    bulk_load_multiples(&t, &m, 64 * 64);
+    CHECK_INT(t.height, 2);
+    CHECK_INT(insert_failing_each(&t, &m, 3 * 4000 + 1), 3);
+    CHECK_INT(insert_failing_each(&t, &m, 2), 1);
+    check_all(&t, &m, &r, 3 * 64 * 64);
+    btree_free(&t);
+    model_free(&m);
+    CHECK_INT(mem_live(), live);
+}
+
+static void test_bulk_load_nomem(void)
+{
+    int64_t live = mem_live();
+    void *items[1000];
+    for (size_t i = 0; i < 1000; i++)
+        items[i] = item_of(i + 1);
+    btree t;
+    btree_init_fanout(&t, cmp_items, &tree_ctx, 4, 4);
+    for (unsigned fail = 1;; fail++) {
+        mem_fail_at(fail, 0);
+        int rc = btree_bulk_load(&t, items, 1000);
+        uint64_t failed = mem_failed_count();
+        mem_fail_at(0, 0);
+        if (failed == 0) {
+            CHECK_INT(rc, LDB_OK);
+            break;
+        }
+        CHECK_INT(rc, LDB_NOMEM);
+        CHECK_INT(mem_live(), live);
+        CHECK_INT(btree_count(&t), 0);
+        check_structure(&t);
+    }
+    check_structure(&t);
+    CHECK_INT(btree_count(&t), 1000);
+    btree_free(&t);
+    CHECK_INT(mem_live(), live);
+}
+
+/* ---- work bound ------------------------------------------------------ */
+
+/* The greatest height n items can have when every node is at least half
+ * full: height h needs 2 * leaf_min * inner_min^(h-2) items. */
+static unsigned max_height(size_t n, unsigned leaf_min, unsigned inner_min)
+{
+    unsigned h = 1;
+    for (size_t least = 2 * (size_t)leaf_min; least <= n; least *= inner_min)
+        h++;
+    return h;
+}
+
+/*
+ * A seek plus k steps costs the height for the descent, one per step and
+ * one per leaf entered; k steps enter at most k / leaf_min + 1 leaves. The
+ * descent and the steps are checked separately against that bound.
+ */
+static void check_work_bound(btree *t, const struct model *m, rng *r)
+{
+    enum { K = 50 };
+    uint64_t work = 0;
+    btree_set_work_counter(t, &work);
+    unsigned leaf_min = t->leaf_max / 2;
+    CHECK(t->height <= max_height(m->n, leaf_min, t->inner_max / 2));
+    uint64_t step_bound = K + K / leaf_min + 1;
+    for (int i = 0; i < 200; i++) {
+        struct probe p = random_probe(r, m, 2 * m->keys[m->n - 1]);
+        bool forward = i % 2 == 0;
+        btree_cursor c;
+        work = 0;
+        bool on = btree_seek(t, cmp_probe, &p, forward ? BT_GE : BT_LE, &c);
+        CHECK(work <= t->height + 2);
+        work = 0;
+        for (int j = 0; on && j < K; j++)
+            on = forward ? btree_next(&c) : btree_prev(&c);
+        CHECKF(work <= step_bound, "%d steps took %llu", K,
+               (unsigned long long)work);
+        work = 0;
+        CHECK(btree_at(t, rng_below(r, m->n), &c));
+        CHECK_INT(work, t->height);
+        work = 0;
+        btree_count_below(t, cmp_probe, &p, true);
+        CHECK_INT(work, t->height);
+    }
+    btree_set_work_counter(t, NULL);
+}
+
+static void test_work_bound(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    int64_t live = mem_live();
+    btree t;
+    struct model m = { 0 };
+
+    /* 1k items inserted at random: nodes between half and fully packed. */
+    btree_init(&t, cmp_items, &tree_ctx);
+    while (m.n < 1000) {
+        uint64_t k = 1 + rng_below(&r, 1u << 20);
+        if (!model_has(&m, k)) {
+            CHECK_INT(btree_insert(&t, item_of(k), NULL), LDB_OK);
+            model_insert(&m, k);
+        }
+    }
+    check_work_bound(&t, &m, &r);
+    CHECK_INT(t.height, 2);
+    btree_free(&t);
+    model_free(&m);
+
+    /* 1M items: bulk loaded, then a third deleted at random so that the
+     * nodes are no longer uniformly packed. */
+    bulk_load_multiples(&t, &m, 1500000);
+    for (size_t i = 0; i < 500000; i++) {
+        uint64_t k = 3 * (1 + rng_below(&r, 1500000));
+        btree_delete(&t, item_of(k));
+    }
+    m.n = 0;
+    btree_cursor c;
+    for (bool on = btree_first(&t, &c); on; on = btree_next(&c))
+        m.keys[m.n++] = key_of(btree_cursor_item(&c));
+    CHECK(m.n > 1000000);
+    check_structure(&t);
+    check_work_bound(&t, &m, &r);
+    CHECK(t.height <= 4);
+    btree_free(&t);
+    model_free(&m);
+    CHECK_INT(mem_live(), live);
+}
+
+TEST_MAIN(T(test_misuse_and_empty), T(test_random_tiny_nodes),
+          T(test_random_default_nodes), T(test_bulk_load),
+          T(test_insert_nomem), T(test_bulk_load_nomem), T(test_work_bound))
