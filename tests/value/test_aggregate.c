@@ -103,8 +103,10 @@ static void same_as_sqlite(void)
         int n = (int)rng_below(&r, 8);
         for (int i = 0; i < n; i++) {
             value v = random_value(&r);
-            if (value_type(&v) == LDB_BOOLEAN || value_type(&v) == LDB_TEXT)
+            if (value_type(&v) == LDB_BOOLEAN || value_type(&v) == LDB_TEXT) {
+                value_release(&v);
                 v = value_int(rng_range(&r, -9, 9)); /* SQLite has neither */
+            }
             /* min/max of canonically equal values (3 and 3.0) are
              * deterministic here and arrival-ordered in SQLite. */
             if (value_type(&v) == LDB_REAL && v.h.u.r == floor(v.h.u.r))
