@@ -351,9 +351,13 @@ int main(int argc, char **argv)
     int rc = bench_init(argc, argv);
     if (rc)
         return rc;
-    bench_filter_map();
-    bench_join();
-    bench_reduce();
-    bench_topk();
+    if (bench_selected(argc, argv, "filter_map"))
+        bench_filter_map();
+    if (bench_selected(argc, argv, "join"))
+        bench_join();
+    if (bench_selected(argc, argv, "groupby"))
+        bench_reduce();
+    if (bench_selected(argc, argv, "topk"))
+        bench_topk();
     return 0;
 }

@@ -15,8 +15,8 @@ int bench_init(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             bench_quick = true;
-        } else {
-            fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: %s [--quick] [section...]\n", argv[0]);
             return 2;
         }
     }
@@ -49,4 +49,17 @@ void bench_print(const char *name, double value, const char *unit)
 {
     printf("bench %s %.6g %s\n", name, value, unit);
     fflush(stdout);
+}
+
+bool bench_selected(int argc, char **argv, const char *section)
+{
+    bool any = false;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        any = true;
+        if (strcmp(argv[i], section) == 0)
+            return true;
+    }
+    return !any;
 }

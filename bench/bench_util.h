@@ -16,8 +16,10 @@
 extern bool bench_quick;
 
 /* Parses the common flags (--quick); returns 0, or 2 after printing usage
- * for an unknown flag. */
+ * for an unknown flag. Other arguments name sections to run. */
 int bench_init(int argc, char **argv);
+/* Whether a section runs: named on the command line, or none named. */
+bool bench_selected(int argc, char **argv, const char *section);
 /* Monotonic clock in nanoseconds. */
 uint64_t bench_ns(void);
 /* The p-quantile (0 <= p <= 1) of v[0..n), which it sorts; 0 when n is 0. */
