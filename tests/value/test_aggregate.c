@@ -319,8 +319,10 @@ static void incremental_equals_scratch(void)
             struct state h1, h2;
             st_open(&h1, def, coll, distinct);
             st_open(&h2, def, coll, distinct);
-            for (size_t i = 0; i < n; i++)
-                CHECK(agg_step(&h1.ai, i % 2 ? h1.st : h2.st, &live[i].v, live[i].w) == LDB_OK);
+            for (size_t i = 0; i < n; i++) {
+                struct state *h = i % 2 ? &h1 : &h2;
+                CHECK(agg_step(&h->ai, h->st, &live[i].v, live[i].w) == LDB_OK);
+            }
             CHECK(agg_merge(&h1.ai, h1.st, h2.st) == LDB_OK);
             CHECK_INT(st_result(&h1, &a), rcb);
             if (rcb == LDB_OK) {
