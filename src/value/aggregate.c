@@ -163,34 +163,34 @@ static int arr_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     return LDB_OK;
 }
 
+/* One descent: insert a fresh item, or learn the existing one. */
 static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
 {
-    struct vitem probe = { .v = *v };
-    struct vitem *it = btree_find(m->u.tree, &probe);
-    if (it) {
-        if ((it->n += w) == 0) {
-            btree_delete(m->u.tree, it);
-            value_release(&it->v);
-            pool_put(&ai->items, it);
-            if (--m->n == 0) {
-                btree_free(m->u.tree);
-                mem_free(m->u.tree);
-                vms_init(m);
-            }
-        }
-        return LDB_OK;
-    }
-    it = pool_get(&ai->items);
+    struct vitem *it = pool_get(&ai->items), *old;
     if (!it)
         return LDB_NOMEM;
     it->v = *v;
     it->n = w;
-    if (btree_insert(m->u.tree, it, NULL)) {
+    if (btree_insert(m->u.tree, it, (void **)&old)) {
         pool_put(&ai->items, it);
         return LDB_NOMEM;
     }
-    value_retain(v);
-    m->n++;
+    if (!old) {
+        value_retain(v);
+        m->n++;
+        return LDB_OK;
+    }
+    pool_put(&ai->items, it);
+    if ((old->n += w) == 0) {
+        btree_delete(m->u.tree, old);
+        value_release(&old->v);
+        pool_put(&ai->items, old);
+        if (--m->n == 0) {
+            btree_free(m->u.tree);
+            mem_free(m->u.tree);
+            vms_init(m);
+        }
+    }
     return LDB_OK;
 }
 
