@@ -1,0 +1,142 @@
+/*
+ * capture.h - change capture: consolidated deltas of table changes, and
+ * the hooks through which the layers above receive them.
+ *
+ * A delta lists, per table, the net changes over a stretch of the undo
+ * log, keyed by primary key: for each key, the row before the stretch
+ * (old) and the row after it (new_row). old == NULL is an insert,
+ * new_row == NULL a delete, both set an update (the key may be the same
+ * row identity only: a primary key change is a delete of the old key and
+ * an insert of the new one). Keys whose net change is nothing are left
+ * out: inserted then deleted, or updated back to an identical row
+ * (value_identical on every column; 5 -> 5.0 is a change).
+ *
+ * Order: tables in the order of their first change in the stretch;
+ * within a table, keys in the order of their first change.
+ *
+ * Ownership: a delta owns one reference to every row in it and frees
+ * them in delta_free. Deltas handed to hooks are borrowed for the call;
+ * retain rows to keep them.
+ */
+#ifndef LDB_STORAGE_CAPTURE_H
+#define LDB_STORAGE_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "value/row.h"
+
+struct store;
+struct table;
+
+struct change {
+    row *old;                  /* NULL: insert */
+    row *new_row;              /* NULL: delete */
+};
+
+struct table_delta {
+    struct table *table;
+    const struct change *changes;
+    size_t n;
+};
+
+struct delta {
+    size_t from, to;           /* the stretch of the log it covers */
+    struct table_delta *tables;
+    size_t ntables;
+    struct change *changes;    /* all changes, grouped by table */
+    size_t nchanges;
+};
+
+/* The changes of one table in d, or NULL when it has none. */
+const struct table_delta *delta_for_table(const struct delta *d,
+                                          const struct table *t);
+/* Frees d and releases its rows; NULL is a no-op. */
+void delta_free(struct delta *d);
+
+/* ---- subscribers ------------------------------------------------------------- */
+
+enum subscriber_kind {
+    /*
+     * Called at the end of every successful statement with the changes
+     * since this subscriber last consumed (materialized views). The hook
+     * may write tables: those writes belong to the same statement and
+     * transaction, and every statement subscriber (this one included)
+     * then receives them as a further delta, until no subscriber has
+     * anything new (at most STORE_MAX_ROUNDS rounds, else the statement
+     * fails).
+     */
+    SUB_STATEMENT,
+    /* Called at commit with the net change of the transaction since the
+     * subscriber joined it (live queries). */
+    SUB_COMMIT
+};
+
+struct store_hooks {
+    /*
+     * SUB_STATEMENT. Return LDB_OK when d is consumed. Any other code fails
+     * the statement (set the message with store_error); the hook must then
+     * have left its own state as before the call: it has not consumed d.
+     */
+    int (*statement)(void *ctx, struct store *s, const struct delta *d);
+    /*
+     * SUB_COMMIT, phase one: do everything that can fail (apply d to
+     * private state, prepare the publication). Any error cancels the
+     * commit: every subscriber that prepared gets commit_finish(false),
+     * and the transaction stays open with its changes. No table writes.
+     */
+    int (*commit_prepare)(void *ctx, struct store *s, const struct delta *d);
+    /* SUB_COMMIT, phase two: committed says whether to publish (true) or
+     * to drop what prepare did (false). Cannot fail. No table writes. */
+    void (*commit_finish)(void *ctx, struct store *s, bool committed);
+    /*
+     * Both kinds: changes this subscriber had seen were rolled back (by
+     * ROLLBACK, ROLLBACK TO or a failed statement). It receives each
+     * delta it consumed, newest first, and must apply its negation; the
+     * tables are already restored when it is called. A subscriber that
+     * joined inside a transaction also receives, last, the changes made
+     * before it joined that were rolled back (its starting state), or
+     * undone == NULL when they could not be listed for lack of memory:
+     * it must then resynchronise from the tables. Cannot fail; no writes.
+     */
+    void (*rollback)(void *ctx, struct store *s, const struct delta *undone);
+};
+
+/* A registration; freed by store_unsubscribe or store_close. */
+struct subscription;
+
+/* Most hook rounds in one statement end (a cycle of views never settles). */
+#define STORE_MAX_ROUNDS 64
+
+/*
+ * Registers hooks (copied) with ctx. The subscriber's starting state is
+ * the tables as they are now, including the open transaction's changes.
+ * LDB_NOMEM possible. Not allowed from inside a hook (LDB_MISUSE).
+ */
+int store_subscribe(struct store *s, enum subscriber_kind kind,
+                    const struct store_hooks *hooks, void *ctx,
+                    struct subscription **out);
+/* Removes a registration; no hook of it is called afterwards. Allowed
+ * from inside any hook, including its own. */
+void store_unsubscribe(struct store *s, struct subscription *sub);
+
+/* ---- pulling changes ---------------------------------------------------------- */
+
+/*
+ * A position in the open transaction's change log. A mark goes stale at
+ * commit, rollback, and any ROLLBACK TO (even to a later savepoint).
+ */
+struct store_mark {
+    uint64_t txn;
+    uint64_t epoch;
+    size_t pos;
+};
+struct store_mark store_mark(const struct store *s);
+/*
+ * The consolidated changes made since mark (caller owns *out, delta_free).
+ * LDB_MISUSE for a stale mark, LDB_NOMEM.
+ */
+int store_changes_since(struct store *s, struct store_mark mark,
+                        struct delta **out);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * store.h - the storage layer's entry point: the catalog of tables and
+ * indexes, transactions and savepoints, statements, and errors.
+ *
+ * Include this one header to use the layer; it brings in table.h (rows,
+ * writes, scans), index.h (index reads), reader.h (reads in a requested
+ * ORDER BY) and capture.h (change capture and hooks).
+ *
+ * Statements. Every change (row writes and DDL) happens inside a
+ * statement: store_stmt_begin, the writes, store_stmt_end(rc). A
+ * statement that ends with rc != LDB_OK leaves no trace: the store rolls
+ * back to its start. A statement outside an explicit transaction is its
+ * own transaction (autocommit): it commits at store_stmt_end. Statements
+ * do not nest, and the transaction calls below are made outside them.
+ *
+ * Transactions follow SQL: BEGIN, COMMIT, ROLLBACK, SAVEPOINT name,
+ * RELEASE name, ROLLBACK TO name (which keeps the savepoint open).
+ * SAVEPOINT outside a transaction starts one, and releasing that
+ * outermost savepoint commits it. Savepoint names are case-insensitive;
+ * RELEASE and ROLLBACK TO take the most recent savepoint of that name.
+ * DDL (create/drop table or index) is allowed in transactions and rolls
+ * back with them.
+ *
+ * Rollback is implemented with an undo log (old row, new row per write);
+ * undoing an entry re-inserts index entries and can therefore need
+ * memory. If it cannot get it, the call returns LDB_NOMEM with the tables
+ * in the consistent state of some earlier point of the transaction, and
+ * the rollback stays pending: every later call on the store first tries
+ * to finish it (and returns LDB_NOMEM while it cannot).
+ *
+ * Errors: functions return result codes from livedb.h; the message of
+ * the last failure is store_errmsg (constraint and type errors name the
+ * table and column: "UNIQUE constraint failed: t.a").
+ *
+ * One store is used by one thread at a time.
+ */
+#ifndef LDB_STORAGE_STORE_H
+#define LDB_STORAGE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/capture.h"
+#include "storage/index.h"
+#include "storage/reader.h"
+#include "storage/schema.h"
+#include "storage/table.h"
+
+struct store;
+
+/* ---- life cycle and errors --------------------------------------------------- */
+
+/* A new empty store (caller owns; store_close). LDB_NOMEM possible. */
+int store_open(struct store **out);
+/* Rolls back an open transaction (no hooks are called), frees every
+ * table, index and registration. NULL is a no-op. */
+void store_close(struct store *s);
+
+/* Message of the last error ("" if none); borrowed until the next call. */
+const char *store_errmsg(const struct store *s);
+/* Sets the message (printf format) and returns rc: for hooks and for the
+ * layers above, so that one message buffer reports every failure. */
+int store_error(struct store *s, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- catalog ----------------------------------------------------------------- */
+
+/*
+ * Creates a table from def (copied). Each UNIQUE constraint gets an
+ * automatic unique ordered index. *out (optional) is the new table.
+ * LDB_ERROR for a name already used by a table or index ("table t already
+ * exists") or an invalid definition; LDB_MISUSE outside a statement;
+ * LDB_NOMEM.
+ */
+int store_create_table(struct store *s, const struct table_def *def,
+                       struct table **out);
+/* Drops a table and its indexes. The table stays allocated until the
+ * transaction commits (a rollback brings it back). LDB_ERROR for a
+ * read-only table outside internal mode. */
+int store_drop_table(struct store *s, struct table *t);
+
+/* The table or index with this name (ASCII case-insensitive), or NULL. */
+struct table *store_find_table(const struct store *s, const char *name);
+struct table_index *store_find_index(const struct store *s, const char *name);
+/* Tables in creation order, for .schema and listing. */
+size_t store_table_count(const struct store *s);
+struct table *store_table_at(const struct store *s, size_t i);
+
+/*
+ * Creates an index on t from def (copied) and fills it from the rows in
+ * O(n log n). LDB_CONSTRAINT ("UNIQUE constraint failed: t.a") when a
+ * unique index meets duplicate keys; LDB_ERROR for a used name, an empty
+ * or too long key, or a bad column; LDB_NOMEM. Nothing changes on error.
+ */
+int store_create_index(struct store *s, struct table *t,
+                       const struct index_def *def, struct table_index **out);
+/* Drops an index (kept allocated until commit). LDB_ERROR for the index
+ * of a UNIQUE constraint. */
+int store_drop_index(struct store *s, struct table_index *ix);
+
+/* Incremented by every DDL change, its rollback included: a cached plan
+ * or compiled query is stale when the version moved. */
+uint64_t store_schema_version(const struct store *s);
+
+/* ---- statements and transactions ---------------------------------------------- */
+
+/* Opens a statement (and an autocommit transaction when none is open).
+ * LDB_MISUSE when one is already open; LDB_NOMEM. */
+int store_stmt_begin(struct store *s);
+/*
+ * Closes the statement. rc == LDB_OK: runs the statement hooks (which may
+ * write), then in autocommit commits (commit hooks). If rc != LDB_OK, or a
+ * hook or the commit fails, rolls the statement back (rollback hooks get
+ * what they consumed) and returns the failure code (rc itself, when the
+ * caller failed); the message is kept. Returns LDB_OK otherwise.
+ */
+int store_stmt_end(struct store *s, int rc);
+/* True between store_stmt_begin and store_stmt_end. */
+bool store_in_statement(const struct store *s);
+
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+int store_rollback(struct store *s);
+int store_savepoint(struct store *s, const char *name);
+int store_release(struct store *s, const char *name);
+int store_rollback_to(struct store *s, const char *name);
+/* True when a transaction is open (explicit, or a statement's own). */
+bool store_in_transaction(const struct store *s);
+/* True when BEGIN or SAVEPOINT opened the transaction. */
+bool store_in_explicit_transaction(const struct store *s);
+
+/*
+ * Internal mode: between enter and leave (they nest), writes to read-only
+ * tables are allowed. For layers that own such tables (materialized view
+ * maintenance); user statements never run in it.
+ */
+void store_enter_internal(struct store *s);
+void store_leave_internal(struct store *s);
+
+/* ---- accounting and checks ---------------------------------------------------- */
+
+/* Bytes of the undo log and pending change capture (not the tables). */
+size_t store_log_bytes(const struct store *s);
+/* Entries in the undo log of the open transaction. */
+size_t store_log_length(const struct store *s);
+
+/* Checks every table and index invariant: NULL or the first problem. For
+ * tests; O(total rows x log n). */
+const char *store_check(const struct store *s);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * table.c - the physical side of a table: the primary-key hash table, the
+ * links from rows to indexes, scans, accounting and checks (table.h). The
+ * logged writes that the SQL layer calls are in write.c.
+ *
+ * Atomicity without an undo of the undo: every change here first does all
+ * that can fail (reserve hash room, add entries to indexes) and only then
+ * what cannot (remove entries, store pointers). A failure part-way removes
+ * what was added, which never allocates, so the table is left as it was.
+ */
+#include "storage/table.h"
+
+#include "base/hash.h"
+#include "base/mem.h"
+
+#include <string.h>
+
+/* ---- primary keys ------------------------------------------------------------ */
+
+static inline enum ldb_collation key_coll(const struct table *t, uint32_t i)
+{
+    return t->schema.cols[t->schema.pk[i]].coll;
+}
+
+static uint64_t key_hash_vals(const struct table *t, const value *const *key)
+{
+    if (t->schema.npk == 1)
+        return value_hash(key[0], key_coll(t, 0));
+    uint64_t h = HASH_SEED;
+    for (uint32_t i = 0; i < t->schema.npk; i++)
+        h = hash_combine(h, value_hash(key[i], key_coll(t, i)));
+    return h;
+}
+
+uint64_t table_key_hash(const struct table *t, const row *r)
+{
+    const value *key[INDEX_MAX_PARTS];
+    for (uint32_t i = 0; i < t->schema.npk; i++)
+        key[i] = &r->cols[t->schema.pk[i]];
+    return key_hash_vals(t, key);
+}
+
+static inline int value_cmp_fast(const value *a, const value *b, enum ldb_collation c)
+{
+    if (value_type(a) == LDB_INTEGER && value_type(b) == LDB_INTEGER)
+        return (a->h.u.i > b->h.u.i) - (a->h.u.i < b->h.u.i);
+    return value_cmp(a, b, c);
+}
+
+int table_key_cmp(const struct table *t, const row *a, const row *b)
+{
+    for (uint32_t i = 0; i < t->schema.npk; i++) {
+        uint32_t col = t->schema.pk[i];
+        int c = value_cmp_fast(&a->cols[col], &b->cols[col], key_coll(t, i));
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+bool table_key_eq(const struct table *t, const row *a, const row *b)
+{
+    return a == b || table_key_cmp(t, a, b) == 0;
+}
+
+/* hmap equality callbacks: the probe names the table and the key. */
+struct key_probe {
+    const struct table *t;
+    const row *r;          /* key taken from this row, or */
+    const value *vals;     /* from these npk values */
+};
+
+static bool eq_probe(const void *key, uint64_t val)
+{
+    const struct key_probe *p = key;
+    const row *stored = (const row *)(uintptr_t)val;
+    const struct schema *sc = &p->t->schema;
+    for (uint32_t i = 0; i < sc->npk; i++) {
+        const value *a = p->r ? &p->r->cols[sc->pk[i]] : &p->vals[i];
+        if (!value_eq(a, &stored->cols[sc->pk[i]], key_coll(p->t, i)))
+            return false;
+    }
+    return true;
+}
+
+static uint64_t *find_slot(const struct table *t, const row *r, uint64_t h)
+{
+    struct key_probe p = { t, r, NULL };
+    ((struct table *)t)->work++;
+    return hmap_get(&t->rows, h, eq_probe, &p);
+}
+
+row *table_lookup(const struct table *t, const value *key)
+{
+    const value *k[INDEX_MAX_PARTS];
+    for (uint32_t i = 0; i < t->schema.npk; i++)
+        k[i] = &key[i];
+    struct key_probe p = { t, NULL, key };
+    ((struct table *)t)->work++;
+    uint64_t *v = hmap_get(&t->rows, key_hash_vals(t, k), eq_probe, &p);
+    return v ? (row *)(uintptr_t)*v : NULL;
+}
+
+row *table_lookup_row(const struct table *t, const row *r)
+{
+    uint64_t *v = find_slot(t, r, table_key_hash(t, r));
+    return v ? (row *)(uintptr_t)*v : NULL;
+}
+
+row *table_scan_next(struct table_scan *sc)
+{
+    uint64_t *v = hmap_next(&sc->t->rows, &sc->pos, NULL);
+    if (!v)
+        return NULL;
+    sc->t->work++;
+    return (row *)(uintptr_t)*v;
+}
+
+/* ---- physical changes ------------------------------------------------------------- */
+
+/* Adds new_row to indexes [0, n), excluding except from conflicts; on
+ * failure removes it from those it reached. */
+static int add_to_indexes(struct table *t, row *new_row, const row *except,
+                          row **conflict, int *where)
+{
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        int rc = index_add(t->indexes.data[i], new_row, except, conflict);
+        if (rc != LDB_OK) {
+            *where = (int)i;
+            while (i-- > 0)
+                index_remove(t->indexes.data[i], new_row);
+            return rc;
+        }
+    }
+    return LDB_OK;
+}
+
+int table_link(struct table *t, row *r, row **conflict, int *where)
+{
+    *conflict = NULL;
+    *where = -1;
+    uint64_t h = table_key_hash(t, r);
+    int rc = hmap_reserve(&t->rows, 1);
+    if (rc != LDB_OK)
+        return rc;
+    uint64_t *v = find_slot(t, r, h);
+    if (v) {
+        *conflict = (row *)(uintptr_t)*v;
+        return LDB_CONSTRAINT;
+    }
+    rc = add_to_indexes(t, r, NULL, conflict, where);
+    if (rc != LDB_OK)
+        return rc;
+    bool found;
+    hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved above */
+    *v = (uint64_t)(uintptr_t)r;
+    t->row_bytes += row_mem(r);
+    return LDB_OK;
+}
+
+int table_relink(struct table *t, row *old, row *new_row, row **conflict, int *where)
+{
+    *conflict = NULL;
+    *where = -1;
+    bool same_key = table_key_eq(t, old, new_row);
+    uint64_t h_old = table_key_hash(t, old);
+    uint64_t h_new = same_key ? h_old : table_key_hash(t, new_row);
+    if (!same_key) {
+        int rc = hmap_reserve(&t->rows, 1);
+        if (rc != LDB_OK)
+            return rc;
+        uint64_t *v = find_slot(t, new_row, h_new);
+        if (v) {
+            *conflict = (row *)(uintptr_t)*v;
+            return LDB_CONSTRAINT;
+        }
+    }
+    int rc = add_to_indexes(t, new_row, old, conflict, where);
+    if (rc != LDB_OK)
+        return rc;
+    for (size_t i = 0; i < t->indexes.len; i++)
+        index_remove(t->indexes.data[i], old);
+    uint64_t *v = find_slot(t, old, h_old);
+    if (same_key) {
+        *v = (uint64_t)(uintptr_t)new_row;
+    } else {
+        hmap_del(&t->rows, v);
+        bool found;
+        hmap_put(&t->rows, h_new, NULL, NULL, &v, &found); /* room reserved */
+        *v = (uint64_t)(uintptr_t)new_row;
+    }
+    t->row_bytes += row_mem(new_row);
+    t->row_bytes -= row_mem(old);
+    return LDB_OK;
+}
+
+void table_unlink(struct table *t, row *r)
+{
+    for (size_t i = 0; i < t->indexes.len; i++)
+        index_remove(t->indexes.data[i], r);
+    hmap_del(&t->rows, find_slot(t, r, table_key_hash(t, r)));
+    t->row_bytes -= row_mem(r);
+}
+
+/* ---- accounting, teardown, checks ----------------------------------------------- */
+
+size_t table_bytes(const struct table *t)
+{
+    size_t n = sizeof *t + strlen(t->name) + 1 + (t->sql ? strlen(t->sql) + 1 : 0);
+    n += schema_bytes(&t->schema) + t->row_bytes + hmap_bytes(&t->rows);
+    return n + t->indexes.cap * sizeof *t->indexes.data;
+}
+
+void table_free(struct table *t)
+{
+    if (!t)
+        return;
+    uint32_t pos = 0;
+    for (uint64_t *v; (v = hmap_next(&t->rows, &pos, NULL));)
+        row_release((row *)(uintptr_t)*v);
+    hmap_free(&t->rows);
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        index_destroy(t->indexes.data[i]);
+        mem_free(t->indexes.data[i]);
+    }
+    vec_free(&t->indexes);
+    schema_free(&t->schema);
+    mem_free(t->name);
+    mem_free(t->sql);
+    mem_free(t);
+}
+
+static bool type_allowed(enum col_type ct, enum ldb_type vt)
+{
+    switch (ct) {
+    case COL_ANY: return true;
+    case COL_INTEGER: return vt == LDB_INTEGER;
+    case COL_REAL: return vt == LDB_REAL;
+    case COL_TEXT: return vt == LDB_TEXT;
+    case COL_BLOB: return vt == LDB_BLOB;
+    case COL_BOOLEAN: return vt == LDB_BOOLEAN;
+    case COL_NUMERIC: return vt == LDB_INTEGER || vt == LDB_REAL;
+    }
+    return false;
+}
+
+static const char *check_row(const struct table *t, const row *r)
+{
+    if (r->ncols != t->schema.ncols)
+        return "row with the wrong column count";
+    for (uint32_t i = 0; i < r->ncols; i++) {
+        const struct column *c = &t->schema.cols[i];
+        if (value_is_null(&r->cols[i])) {
+            if (c->not_null)
+                return "NULL in a NOT NULL column";
+        } else if (!type_allowed(c->type, value_type(&r->cols[i]))) {
+            return "value of a type its column does not accept";
+        }
+    }
+    if (table_lookup_row(t, r) != r)
+        return "row not found by its own key";
+    return NULL;
+}
+
+const char *table_check(const struct table *t)
+{
+    uint32_t pos = 0;
+    size_t bytes = 0, n = 0;
+    for (uint64_t *v; (v = hmap_next(&t->rows, &pos, NULL));) {
+        const row *r = (const row *)(uintptr_t)*v;
+        const char *err = check_row(t, r);
+        if (err)
+            return err;
+        bytes += row_mem(r);
+        n++;
+    }
+    if (n != table_count(t))
+        return "key table count is wrong";
+    if (bytes != t->row_bytes)
+        return "row byte total is wrong";
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        const char *err = index_check(t->indexes.data[i]);
+        if (err)
+            return err;
+    }
+    return NULL;
+}

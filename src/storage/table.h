@@ -1,0 +1,177 @@
+/*
+ * table.h - a table: its schema, its rows found by primary key, its
+ * indexes, and the writes the SQL layer makes to it.
+ *
+ * Rows are stored once, as refcounted immutable rows (value/row.h): the
+ * primary-key hash table holds one reference to each current row, and
+ * every index points at the same row. An update makes a new row and
+ * swaps it in. The key hash table maps the hash of the key columns
+ * (under their collations) to the row, so a key lookup is one hash and
+ * usually one probe.
+ *
+ * Invariants, between calls:
+ * - every current row is in the key table and in every index exactly once;
+ * - no two rows have equal keys; no two rows have equal non-NULL keys in a
+ *   unique index;
+ * - NOT NULL columns hold no NULL; every value has its column's type under
+ *   the affinity rule (schema.h);
+ * - row_bytes is the sum of row_mem over the current rows.
+ *
+ * Writes go through the store (they are logged for rollback and change
+ * capture) and must happen inside a statement (store_stmt_begin). Each
+ * write is atomic: when it fails, with any code, the table and all its
+ * indexes are exactly as before the call.
+ *
+ * Ownership: the store owns tables; a struct table pointer stays valid
+ * until a DROP TABLE that dropped it is committed (or a CREATE TABLE that
+ * made it is rolled back). Rows returned here are borrowed: valid until
+ * the next write to the table; row_retain keeps one longer.
+ */
+#ifndef LDB_STORAGE_TABLE_H
+#define LDB_STORAGE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hmap.h"
+#include "base/vec.h"
+#include "storage/index.h"
+#include "storage/schema.h"
+#include "value/row.h"
+
+struct store;
+
+struct table {
+    char *name;                /* owned */
+    char *sql;                 /* owned DDL text, may be NULL */
+    struct schema schema;
+    struct store *store;
+    hmap rows;                 /* key hash -> row (one reference each) */
+    size_t row_bytes;          /* sum of row_mem of current rows */
+    VEC(struct table_index *) indexes;
+    int64_t rowid_max;         /* largest automatic-key value ever stored */
+    uint64_t work;             /* key probes and scan steps */
+    bool readonly;             /* user writes rejected (store_enter_internal) */
+    bool dropped;              /* dropped in the open transaction */
+};
+
+/* ---- schema and metadata ------------------------------------------------------ */
+
+static inline const char *table_name(const struct table *t) { return t->name; }
+static inline const struct schema *table_schema(const struct table *t)
+{
+    return &t->schema;
+}
+/* The DDL text given at create, or NULL. */
+static inline const char *table_sql(const struct table *t) { return t->sql; }
+static inline size_t table_count(const struct table *t) { return hmap_count(&t->rows); }
+static inline size_t table_index_count(const struct table *t) { return t->indexes.len; }
+static inline struct table_index *table_index_at(const struct table *t, size_t i)
+{
+    return t->indexes.data[i];
+}
+
+/*
+ * Marks the table read-only for users: writes (and DROP TABLE) then fail
+ * with LDB_ERROR "table <name> may not be modified" unless made between
+ * store_enter_internal and store_leave_internal. Not transactional.
+ */
+static inline void table_set_readonly(struct table *t, bool on) { t->readonly = on; }
+
+/* Bytes held by the table: rows, key table, schema (not its indexes). */
+size_t table_bytes(const struct table *t);
+static inline uint64_t table_work(const struct table *t) { return t->work; }
+static inline void table_work_reset(struct table *t) { t->work = 0; }
+
+/* ---- reading ---------------------------------------------------------------- */
+
+/* The row whose primary key equals key[0..npk) (in key order, values of
+ * the key columns' types), or NULL. O(1) expected. */
+row *table_lookup(const struct table *t, const value *key);
+/* The current row with the same primary key as r, or NULL. */
+row *table_lookup_row(const struct table *t, const row *r);
+
+/*
+ * Full scan in an unspecified order that is the same between writes.
+ *     struct table_scan sc = table_scan_begin(t);
+ *     for (row *r; (r = table_scan_next(&sc)); ) ...
+ * A write to the table invalidates the scan.
+ */
+struct table_scan {
+    struct table *t;
+    uint32_t pos;
+};
+static inline struct table_scan table_scan_begin(struct table *t)
+{
+    struct table_scan sc = { t, 0 };
+    return sc;
+}
+row *table_scan_next(struct table_scan *sc);
+
+/* ---- writing ------------------------------------------------------------------ */
+
+/*
+ * Inserts a row made from vals[0..nvisible): one value per declared
+ * column, in declaration order (the caller fills omitted columns with
+ * their defaults, schema.cols[i].dflt). Values are converted by the
+ * affinity rule; an auto-rowid key given as NULL (or the hidden rowid)
+ * gets rowid_max + 1. vals is borrowed.
+ * On LDB_OK, *out (if not NULL) is the stored row (borrowed).
+ * Errors (table unchanged, message in store_errmsg):
+ *   LDB_CONSTRAINT  NOT NULL, PRIMARY KEY or UNIQUE violated. For a key
+ *                   conflict *out is the existing row that conflicts, so
+ *                   the caller can implement OR IGNORE / OR REPLACE /
+ *                   ON CONFLICT DO UPDATE; otherwise *out is NULL.
+ *   LDB_TYPE        a value the column does not accept
+ *   LDB_ERROR       read-only table
+ *   LDB_MISUSE      no open statement, or a dropped table
+ *   LDB_NOMEM
+ */
+int table_insert(struct store *s, struct table *t, const value *vals, row **out);
+
+/*
+ * Replaces the current row old (as returned by a lookup or scan) with a
+ * row made from vals[0..nvisible) (hidden columns keep old's values). The
+ * primary key may change. Same errors as table_insert (a key conflict
+ * sets *out to the conflicting row); LDB_MISUSE if old is not current.
+ * An update that changes no value (identity, value_identical) is a no-op
+ * that logs nothing and returns old in *out.
+ */
+int table_update(struct store *s, struct table *t, row *old, const value *vals,
+                 row **out);
+
+/* Deletes the current row old. LDB_MISUSE if old is not current. */
+int table_delete(struct store *s, struct table *t, row *old);
+
+/* ---- used inside the storage layer -------------------------------------------- */
+
+/* Hash and equality of primary keys (consistent with each other). */
+uint64_t table_key_hash(const struct table *t, const row *r);
+bool table_key_eq(const struct table *t, const row *a, const row *b);
+/* Order of the primary keys of two rows (ascending, under collations). */
+int table_key_cmp(const struct table *t, const row *a, const row *b);
+
+/*
+ * Physical changes, each atomic and unlogged (the store logs them):
+ * link adds a row to the key table and every index (LDB_CONSTRAINT with
+ * *conflict and *where = index position or -1 for the primary key, or
+ * LDB_NOMEM); relink replaces old by new everywhere (same errors; old is
+ * excluded from conflicts); unlink removes a row and never fails. The
+ * table's reference to the row passes in (link/relink: the caller's
+ * reference to new becomes the table's) and out (unlink/relink: the
+ * caller receives the table's reference to the removed row).
+ */
+int table_link(struct table *t, row *r, row **conflict, int *where);
+int table_relink(struct table *t, row *old, row *new_row, row **conflict,
+                 int *where);
+void table_unlink(struct table *t, row *r);
+
+/* Frees everything the table owns: rows, indexes, schema (and t). */
+void table_free(struct table *t);
+
+/* Checks every invariant above against the indexes: NULL or the first
+ * problem. O(n log n), for tests. */
+const char *table_check(const struct table *t);
+
+#endif

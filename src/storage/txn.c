@@ -1,0 +1,586 @@
+/*
+ * txn.c - statements, transactions, savepoints, the undo log and the
+ * hooks of change capture (see store.h and capture.h).
+ *
+ * Frames mark positions in the undo log: one per open savepoint and one
+ * for the open statement (the last). Rolling back to a frame undoes the
+ * log down to its position. A rollback first records, for subscribers
+ * that joined after that position, the changes they started from (the
+ * only step that allocates besides re-inserting index entries), then
+ * undoes, then tells subscribers what they saw was undone, newest first,
+ * with the tables already restored. If undoing runs out of memory the
+ * rollback is left pending (store_impl.h) and finished by the next call.
+ *
+ * Commit is two-phase for subscribers so that a failed prepare cancels
+ * the commit with nothing published and the transaction intact.
+ */
+#include "storage/store_impl.h"
+
+#include "base/mem.h"
+
+#include <string.h>
+
+enum hook_phase { PHASE_NONE, PHASE_STATEMENT, PHASE_COMMIT, PHASE_ROLLBACK };
+
+/* The running hook phase; PHASE_NONE between hooks. */
+static enum hook_phase phase(const struct store *s) { return (enum hook_phase)s->hook_phase; }
+static void set_phase(struct store *s, enum hook_phase p) { s->hook_phase = (int)p; }
+
+bool store_in_statement(const struct store *s) { return s->stmt_open; }
+bool store_in_transaction(const struct store *s) { return s->txn != TXN_NONE; }
+bool store_in_explicit_transaction(const struct store *s) { return s->txn == TXN_EXPLICIT; }
+size_t store_log_length(const struct store *s) { return s->undo.len; }
+
+void store_enter_internal(struct store *s) { s->internal++; }
+void store_leave_internal(struct store *s)
+{
+    if (s->internal > 0)
+        s->internal--;
+}
+
+int store_ready_to_change(struct store *s)
+{
+    int rc = store_finish_pending(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (!s->stmt_open)
+        return store_error(s, LDB_MISUSE, "tables change only inside a statement");
+    if (phase(s) != PHASE_NONE && phase(s) != PHASE_STATEMENT)
+        return store_error(s, LDB_MISUSE, "tables cannot change during commit or rollback hooks");
+    return LDB_OK;
+}
+
+/* Transaction control happens between statements and outside hooks. */
+static int ready_for_control(struct store *s)
+{
+    int rc = store_finish_pending(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (s->stmt_open || phase(s) != PHASE_NONE)
+        return store_error(s, LDB_MISUSE, "transaction control inside a statement or hook");
+    return LDB_OK;
+}
+
+/* ---- undo ------------------------------------------------------------------------ */
+
+static void index_vec_remove(struct table *t, size_t pos)
+{
+    memmove(&t->indexes.data[pos], &t->indexes.data[pos + 1],
+            (t->indexes.len - pos - 1) * sizeof *t->indexes.data);
+    t->indexes.len--;
+}
+
+/* Room is there: the removal this reverses freed it, and everything
+ * added after that was undone first. */
+static void index_vec_insert(struct table *t, size_t pos, struct table_index *ix)
+{
+    memmove(&t->indexes.data[pos + 1], &t->indexes.data[pos],
+            (t->indexes.len - pos) * sizeof *t->indexes.data);
+    t->indexes.data[pos] = ix;
+    t->indexes.len++;
+}
+
+static int undo_row(struct undo_entry *e)
+{
+    row *conflict;
+    int where, rc = LDB_OK;
+    switch (e->kind) {
+    case UNDO_INSERT:
+        table_unlink(e->t, e->new_row);
+        row_release(e->new_row);
+        e->t->rowid_max = e->a.aux;
+        return LDB_OK;
+    case UNDO_DELETE:
+        rc = table_link(e->t, e->a.old, &conflict, &where);
+        break;
+    case UNDO_UPDATE:
+        rc = table_relink(e->t, e->new_row, e->a.old, &conflict, &where);
+        if (rc == LDB_OK)
+            row_release(e->new_row);
+        break;
+    }
+    return rc == LDB_CONSTRAINT ? LDB_INTERNAL : rc;
+}
+
+int undo_entry_apply(struct store *s, struct undo_entry *e)
+{
+    switch (e->kind) {
+    case UNDO_INSERT:
+    case UNDO_DELETE:
+    case UNDO_UPDATE:
+        return undo_row(e);
+    case UNDO_ROWID:
+        e->t->rowid_max = e->a.aux;
+        return LDB_OK;
+    case UNDO_CREATE_TABLE:
+        catalog_remove_at(s, e->pos);
+        table_free(e->t);
+        break;
+    case UNDO_DROP_TABLE:
+        catalog_insert_at(s, e->pos, e->t);
+        e->t->dropped = false;
+        break;
+    case UNDO_CREATE_INDEX:
+        index_vec_remove(e->t, e->pos);
+        index_destroy(e->a.ix);
+        mem_free(e->a.ix);
+        break;
+    case UNDO_DROP_INDEX:
+        index_vec_insert(e->t, e->pos, e->a.ix);
+        break;
+    }
+    s->schema_version++;
+    return LDB_OK;
+}
+
+void undo_entry_commit(struct undo_entry *e)
+{
+    switch (e->kind) {
+    case UNDO_DELETE:
+    case UNDO_UPDATE:
+        row_release(e->a.old);
+        break;
+    case UNDO_DROP_TABLE:
+        table_free(e->t);
+        break;
+    case UNDO_DROP_INDEX:
+        index_destroy(e->a.ix);
+        mem_free(e->a.ix);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- subscriptions ------------------------------------------------------------------ */
+
+static void free_subscription(struct subscription *sub)
+{
+    for (size_t i = 0; i < sub->consumed.len; i++)
+        delta_free(sub->consumed.data[i]);
+    vec_free(&sub->consumed);
+    delta_free(sub->base_undo);
+    mem_free(sub);
+}
+
+static void purge_dead(struct store *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->subs.len; i++) {
+        if (s->subs.data[i]->dead)
+            free_subscription(s->subs.data[i]);
+        else
+            s->subs.data[k++] = s->subs.data[i];
+    }
+    s->subs.len = k;
+}
+
+int store_subscribe(struct store *s, enum subscriber_kind kind,
+                    const struct store_hooks *hooks, void *ctx,
+                    struct subscription **out)
+{
+    int rc = store_finish_pending(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (phase(s) != PHASE_NONE)
+        return store_error(s, LDB_MISUSE, "cannot subscribe from inside a hook");
+    struct subscription *sub = mem_calloc(1, sizeof *sub);
+    if (!sub || vec_push(&s->subs, sub)) {
+        mem_free(sub);
+        return LDB_NOMEM;
+    }
+    sub->kind = kind;
+    sub->hooks = *hooks;
+    sub->ctx = ctx;
+    sub->base = sub->seen = s->undo.len;
+    *out = sub;
+    return LDB_OK;
+}
+
+void store_unsubscribe(struct store *s, struct subscription *sub)
+{
+    sub->dead = true;
+    if (phase(s) == PHASE_NONE)
+        purge_dead(s);
+}
+
+/* Forgets the transaction's positions: the log is about to empty. */
+static void reset_subscriptions(struct store *s)
+{
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        for (size_t j = 0; j < sub->consumed.len; j++)
+            delta_free(sub->consumed.data[j]);
+        sub->consumed.len = 0;
+        sub->base = sub->seen = 0;
+    }
+}
+
+/* ---- ending transactions --------------------------------------------------------------- */
+
+static void drop_frames(struct store *s, size_t keep)
+{
+    while (s->frames.len > keep)
+        mem_free(s->frames.data[--s->frames.len].name);
+}
+
+/* The transaction is over: the log is empty (committed or undone). */
+static void end_transaction(struct store *s)
+{
+    for (size_t i = 0; i < s->undo.len; i++)
+        undo_entry_commit(&s->undo.data[i]);
+    s->undo.len = 0;
+    drop_frames(s, 0);
+    reset_subscriptions(s);
+    s->txn = TXN_NONE;
+    s->stmt_open = false;
+    s->savepoint_txn = false;
+    s->txn_id++;
+}
+
+/* ---- rollback ------------------------------------------------------------------------------ */
+
+static void notify_rollback(struct store *s, size_t target)
+{
+    set_phase(s, PHASE_ROLLBACK);
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        while (sub->consumed.len && vec_last(&sub->consumed)->to > target) {
+            struct delta *d = vec_pop(&sub->consumed);
+            if (!sub->dead && sub->hooks.rollback)
+                sub->hooks.rollback(sub->ctx, s, d);
+            delta_free(d);
+        }
+        if (sub->base > target) {
+            if (!sub->dead && sub->hooks.rollback)
+                sub->hooks.rollback(sub->ctx, s, sub->base_undo);
+            delta_free(sub->base_undo);
+            sub->base_undo = NULL;
+            sub->base = target;
+        }
+        if (sub->seen > target)
+            sub->seen = target;
+    }
+    set_phase(s, PHASE_NONE);
+    purge_dead(s);
+}
+
+int store_finish_pending(struct store *s)
+{
+    struct pending_rollback *p = &s->pending;
+    if (!p->active)
+        return LDB_OK;
+    while (s->undo.len > p->target) {
+        int rc = undo_entry_apply(s, &s->undo.data[s->undo.len - 1]);
+        if (rc != LDB_OK)
+            return store_error(s, rc, "out of memory while rolling back; the rollback "
+                                      "is pending and will be retried");
+        s->undo.len--;
+    }
+    p->active = false;
+    notify_rollback(s, p->target);
+    drop_frames(s, p->keep_frames);
+    if (p->end_txn)
+        end_transaction(s);
+    return LDB_OK;
+}
+
+/* Undoes the log down to target, then keeps keep_frames frames and ends
+ * the transaction if end_txn. */
+static int rollback_to(struct store *s, size_t target, size_t keep_frames, bool end_txn)
+{
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (sub->base > target && !sub->base_undo &&
+            delta_build(s, target, sub->base, false, &sub->base_undo) != LDB_OK)
+            sub->base_undo = NULL; /* the subscriber resynchronises */
+    }
+    s->pending = (struct pending_rollback){ true, target, keep_frames, end_txn };
+    s->epoch++;
+    return store_finish_pending(s);
+}
+
+/* ---- commit ------------------------------------------------------------------------------- */
+
+/* The commit delta of each commit subscriber; subscribers that started
+ * together share one. */
+static int build_commit_deltas(struct store *s, struct delta **deltas)
+{
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        deltas[i] = NULL;
+        if (sub->kind != SUB_COMMIT || sub->dead)
+            continue;
+        for (size_t j = 0; j < i && !deltas[i]; j++)
+            if (deltas[j] && deltas[j]->from == sub->base)
+                deltas[i] = deltas[j];
+        if (!deltas[i] && delta_build(s, sub->base, s->undo.len, true, &deltas[i]) != LDB_OK)
+            return LDB_NOMEM;
+    }
+    return LDB_OK;
+}
+
+static void free_commit_deltas(struct store *s, struct delta **deltas)
+{
+    for (size_t i = 0; i < s->subs.len; i++) {
+        bool shared = false;
+        for (size_t j = 0; j < i && !shared; j++)
+            shared = deltas[j] == deltas[i];
+        if (!shared)
+            delta_free(deltas[i]);
+    }
+    mem_free(deltas);
+}
+
+static bool wants_commit(const struct subscription *sub, const struct delta *d)
+{
+    return d && d->nchanges > 0 && sub->hooks.commit_prepare;
+}
+
+static int run_commit_hooks(struct store *s, struct delta **deltas)
+{
+    int rc = LDB_OK;
+    size_t i = 0;
+    set_phase(s, PHASE_COMMIT);
+    for (; i < s->subs.len && rc == LDB_OK; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (wants_commit(sub, deltas[i]))
+            rc = sub->hooks.commit_prepare(sub->ctx, s, deltas[i]);
+    }
+    /* On failure, subscribers before the failing one (i - 1) prepared. */
+    size_t prepared = rc == LDB_OK ? s->subs.len : i - 1;
+    for (size_t j = 0; j < prepared; j++) {
+        struct subscription *sub = s->subs.data[j];
+        if (wants_commit(sub, deltas[j]) && sub->hooks.commit_finish)
+            sub->hooks.commit_finish(sub->ctx, s, rc == LDB_OK);
+    }
+    set_phase(s, PHASE_NONE);
+    return rc;
+}
+
+static int commit_transaction(struct store *s)
+{
+    bool any = false;
+    for (size_t i = 0; i < s->subs.len && !any; i++)
+        any = s->subs.data[i]->kind == SUB_COMMIT && !s->subs.data[i]->dead;
+    if (any) {
+        struct delta **deltas = mem_calloc(s->subs.len, sizeof *deltas);
+        if (!deltas)
+            return store_error(s, LDB_NOMEM, "out of memory");
+        int rc = build_commit_deltas(s, deltas);
+        if (rc == LDB_OK)
+            rc = run_commit_hooks(s, deltas);
+        else
+            store_error(s, rc, "out of memory");
+        free_commit_deltas(s, deltas);
+        purge_dead(s);
+        if (rc != LDB_OK)
+            return rc;
+    }
+    end_transaction(s);
+    return LDB_OK;
+}
+
+/* ---- statements ----------------------------------------------------------------------------- */
+
+int store_stmt_begin(struct store *s)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (vec_reserve(&s->frames, 1))
+        return store_error(s, LDB_NOMEM, "out of memory");
+    if (s->txn == TXN_NONE)
+        s->txn = TXN_AUTO;
+    s->frames.data[s->frames.len++] = (struct frame){ NULL, s->undo.len };
+    s->stmt_open = true;
+    return LDB_OK;
+}
+
+/* Gives sub the changes since it last consumed; *called says whether
+ * its hook ran. */
+static int deliver_statement(struct store *s, struct subscription *sub, bool *called)
+{
+    size_t to = s->undo.len;
+    struct delta *d;
+    *called = false;
+    if (delta_build(s, sub->seen, to, false, &d) != LDB_OK ||
+        vec_reserve(&sub->consumed, 1)) {
+        delta_free(d);
+        return store_error(s, LDB_NOMEM, "out of memory");
+    }
+    if (d->nchanges == 0) {
+        delta_free(d);
+        sub->seen = to;
+        return LDB_OK;
+    }
+    set_phase(s, PHASE_STATEMENT);
+    int rc = sub->hooks.statement(sub->ctx, s, d);
+    set_phase(s, PHASE_NONE);
+    if (rc != LDB_OK) {
+        delta_free(d);
+        return rc;
+    }
+    sub->consumed.data[sub->consumed.len++] = d;
+    sub->seen = to;
+    *called = true;
+    return LDB_OK;
+}
+
+static int one_round(struct store *s, bool *any)
+{
+    *any = false;
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (sub->kind != SUB_STATEMENT || sub->dead || !sub->hooks.statement ||
+            sub->seen >= s->undo.len)
+            continue;
+        bool called;
+        int rc = deliver_statement(s, sub, &called);
+        if (rc != LDB_OK)
+            return rc;
+        *any |= called;
+    }
+    return LDB_OK;
+}
+
+static int run_statement_hooks(struct store *s)
+{
+    for (int round = 0;; round++) {
+        bool any;
+        int rc = one_round(s, &any);
+        purge_dead(s);
+        if (rc != LDB_OK || !any)
+            return rc;
+        if (round + 1 >= STORE_MAX_ROUNDS)
+            return store_error(s, LDB_ERROR, "statement hooks did not settle after %d rounds",
+                               STORE_MAX_ROUNDS);
+    }
+}
+
+int store_stmt_end(struct store *s, int rc)
+{
+    if (!s->stmt_open || phase(s) != PHASE_NONE)
+        return store_error(s, LDB_MISUSE, "no statement to end");
+    size_t start = vec_last(&s->frames).undo_pos;
+    if (rc == LDB_OK)
+        rc = run_statement_hooks(s);
+    if (rc == LDB_OK && s->txn == TXN_AUTO) {
+        s->stmt_open = false;
+        rc = commit_transaction(s);
+        if (rc == LDB_OK)
+            return LDB_OK;
+        s->stmt_open = true;
+    }
+    if (rc == LDB_OK) {
+        drop_frames(s, s->frames.len - 1);
+        s->stmt_open = false;
+        return LDB_OK;
+    }
+    bool end_txn = s->txn == TXN_AUTO;
+    s->stmt_open = false;
+    rollback_to(s, start, s->frames.len - 1, end_txn);
+    return rc;
+}
+
+/* ---- transactions and savepoints ------------------------------------------------------------- */
+
+int store_begin(struct store *s)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (s->txn != TXN_NONE)
+        return store_error(s, LDB_ERROR, "cannot start a transaction within a transaction");
+    s->txn = TXN_EXPLICIT;
+    s->savepoint_txn = false;
+    return LDB_OK;
+}
+
+int store_commit(struct store *s)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (s->txn == TXN_NONE)
+        return store_error(s, LDB_ERROR, "cannot commit - no transaction is active");
+    return commit_transaction(s);
+}
+
+int store_rollback(struct store *s)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    if (s->txn == TXN_NONE)
+        return store_error(s, LDB_ERROR, "cannot rollback - no transaction is active");
+    return rollback_to(s, 0, 0, true);
+}
+
+int store_savepoint(struct store *s, const char *name)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    char *copy = mem_strndup(name, strlen(name));
+    if (!copy || vec_reserve(&s->frames, 1)) {
+        mem_free(copy);
+        return store_error(s, LDB_NOMEM, "out of memory");
+    }
+    if (s->txn == TXN_NONE) {
+        s->txn = TXN_EXPLICIT;
+        s->savepoint_txn = true;
+    }
+    s->frames.data[s->frames.len++] = (struct frame){ copy, s->undo.len };
+    return LDB_OK;
+}
+
+/* Position of the newest savepoint with this name, or -1 (error set). */
+static long find_savepoint(struct store *s, const char *name)
+{
+    for (size_t i = s->frames.len; i-- > 0;)
+        if (s->frames.data[i].name && name_eq(s->frames.data[i].name, name))
+            return (long)i;
+    store_error(s, LDB_ERROR, "no such savepoint: %s", name);
+    return -1;
+}
+
+int store_release(struct store *s, const char *name)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    long i = find_savepoint(s, name);
+    if (i < 0)
+        return LDB_ERROR;
+    if (i == 0 && s->savepoint_txn)
+        return commit_transaction(s);
+    drop_frames(s, (size_t)i);
+    return LDB_OK;
+}
+
+int store_rollback_to(struct store *s, const char *name)
+{
+    int rc = ready_for_control(s);
+    if (rc != LDB_OK)
+        return rc;
+    long i = find_savepoint(s, name);
+    if (i < 0)
+        return LDB_ERROR;
+    return rollback_to(s, s->frames.data[i].undo_pos, (size_t)i + 1, false);
+}
+
+/* ---- teardown ------------------------------------------------------------------------------ */
+
+/* Used by store_close: the open transaction's changes are abandoned
+ * without hooks; tables are freed right after, so nothing is undone. */
+void store_abandon_transaction(struct store *s)
+{
+    s->pending.active = false;
+    end_transaction(s);
+    for (size_t i = 0; i < s->subs.len; i++)
+        free_subscription(s->subs.data[i]);
+    vec_free(&s->subs);
+    vec_free(&s->undo);
+    vec_free(&s->frames);
+}

@@ -1,0 +1,429 @@
+/*
+ * test_storage_basic.c - tables, keys, affinity, constraint messages, the
+ * catalog, transactions and savepoints, read-only tables: each rule of
+ * docs/STORAGE.md on small hand-made cases.
+ */
+#include "storage_util.h"
+
+static struct store *open_store(void)
+{
+    struct store *s;
+    CHECK(store_open(&s) == LDB_OK);
+    return s;
+}
+
+/* t(id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL) */
+static struct table *people(struct store *s)
+{
+    struct column_def cols[3] = { COL("id", COL_INTEGER), COL("name", COL_TEXT),
+                                  COL("score", COL_REAL) };
+    cols[1].not_null = true;
+    static const uint32_t pk[1] = { 0 };
+    return make_table(s, "t", cols, 3, pk, 1);
+}
+
+static void keys_and_lookup(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    value v[3] = { V_I(7), V_T("ann"), V_R(1.5) };
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    v[0] = V_I(3);
+    v[1] = V_T("bob");
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK_INT(table_count(t), 2);
+    value k = V_I(7);
+    row *r = table_lookup(t, &k);
+    value ann = V_T("ann");
+    CHECK(r && value_identical(&r->cols[1], &ann));
+    k = V_R(3.0); /* canonical equality: 3.0 finds 3 */
+    CHECK(table_lookup(t, &k) != NULL);
+    k = V_I(99);
+    CHECK(table_lookup(t, &k) == NULL);
+
+    /* NULL for an INTEGER PRIMARY KEY: max + 1. */
+    v[0] = V_N();
+    v[1] = V_T("cy");
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    row *out;
+    CHECK(table_insert(s, t, v, &out) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    k = V_I(8);
+    CHECK(table_lookup(t, &k) != NULL);
+
+    /* Duplicate key: message and the conflicting row. */
+    v[0] = V_I(3);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(table_insert(s, t, v, &out) == LDB_CONSTRAINT);
+    CHECK_STR(store_errmsg(s), "UNIQUE constraint failed: t.id");
+    k = V_I(3);
+    CHECK(out == table_lookup(t, &k));
+    CHECK(store_stmt_end(s, LDB_CONSTRAINT) == LDB_CONSTRAINT);
+    CHECK_INT(table_count(t), 3);
+
+    /* NOT NULL. */
+    v[0] = V_I(10);
+    v[1] = V_N();
+    CHECK(stmt_insert(s, t, v) == LDB_CONSTRAINT);
+    CHECK_STR(store_errmsg(s), "NOT NULL constraint failed: t.name");
+
+    /* Update changing the key, then delete. */
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    k = V_I(3);
+    row *old = table_lookup(t, &k);
+    value nv[3] = { V_I(30), V_T("bob"), V_R(2) };
+    CHECK(table_update(s, t, old, nv, &out) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK(table_lookup(t, &k) == NULL);
+    k = V_I(30);
+    CHECK(table_lookup(t, &k) == out);
+    CHECK(value_type(&out->cols[2]) == LDB_REAL); /* 2 converted to 2.0 */
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(table_delete(s, t, out) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK_INT(table_count(t), 2);
+    CHECK(store_check(s) == NULL);
+
+    /* Writes outside a statement are refused. */
+    CHECK(table_insert(s, t, v, NULL) == LDB_MISUSE);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+static void hidden_rowid(void)
+{
+    struct store *s = open_store();
+    struct column_def cols[2] = { COL("a", COL_ANY), COL("rowid", COL_TEXT) };
+    struct table *t = make_table(s, "h", cols, 2, NULL, 0);
+    const struct schema *sc = table_schema(t);
+    CHECK_INT(sc->ncols, 3);
+    CHECK_INT(sc->nvisible, 2);
+    CHECK(sc->cols[2].hidden);
+    CHECK_STR(sc->cols[2].name, "_rowid_"); /* "rowid" is declared */
+    CHECK_INT(sc->pk[0], 2);
+    value v[2] = { V_I(1), V_T("x") };
+    for (int i = 0; i < 3; i++)
+        CHECK(stmt_insert(s, t, v) == LDB_OK);
+    /* Rowids 1..3; deleting the last does not reuse it. */
+    value k = V_I(3);
+    row *r = table_lookup(t, &k);
+    CHECK(r != NULL);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(table_delete(s, t, r) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    k = V_I(4);
+    CHECK(table_lookup(t, &k) != NULL);
+    /* A rolled-back insert gives its rowid back. */
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_rollback(s) == LDB_OK);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    k = V_I(5);
+    CHECK(table_lookup(t, &k) != NULL);
+    CHECK(store_check(s) == NULL);
+    store_close(s);
+}
+
+/* ---- affinity ------------------------------------------------------------------ */
+
+struct affinity_case {
+    enum col_type type;
+    value in;
+    int rc;
+    const char *out; /* value_format of the stored value, or NULL */
+    enum ldb_type out_type;
+};
+
+static void check_affinity_case(const struct affinity_case *c)
+{
+    struct column col = { (char *)"c", c->type, LDB_COLL_BINARY, false, false, false, { { 0 } } };
+    value out;
+    int rc = column_coerce(&col, &c->in, &out);
+    CHECK_INT(rc, c->rc);
+    if (rc != LDB_OK)
+        return;
+    strbuf sb = STRBUF_INIT;
+    value_format(&sb, &out);
+    CHECK_STR(sb_str(&sb), c->out);
+    CHECK_INT(value_type(&out), c->out_type);
+    sb_free(&sb);
+    value_release(&out);
+}
+
+static void affinity(void)
+{
+    const struct affinity_case cases[] = {
+        { COL_INTEGER, V_I(5), LDB_OK, "5", LDB_INTEGER },
+        { COL_INTEGER, V_R(5.0), LDB_OK, "5", LDB_INTEGER },
+        { COL_INTEGER, V_R(-0.0), LDB_OK, "0", LDB_INTEGER },
+        { COL_INTEGER, V_R(5.5), LDB_TYPE, NULL, 0 },
+        { COL_INTEGER, V_R(1e300), LDB_TYPE, NULL, 0 },
+        { COL_INTEGER, V_T("12"), LDB_OK, "12", LDB_INTEGER },
+        { COL_INTEGER, V_T(" 12 "), LDB_OK, "12", LDB_INTEGER },
+        { COL_INTEGER, V_T("1e3"), LDB_OK, "1000", LDB_INTEGER },
+        { COL_INTEGER, V_T("1.5"), LDB_TYPE, NULL, 0 },
+        { COL_INTEGER, V_T("abc"), LDB_TYPE, NULL, 0 },
+        { COL_INTEGER, V_T("0x10"), LDB_TYPE, NULL, 0 },
+        { COL_INTEGER, V_B(true), LDB_OK, "1", LDB_INTEGER },
+        { COL_INTEGER, V_N(), LDB_OK, "NULL", LDB_NULL },
+        { COL_REAL, V_I(3), LDB_OK, "3.0", LDB_REAL },
+        { COL_REAL, V_T("2.5"), LDB_OK, "2.5", LDB_REAL },
+        { COL_REAL, V_T("7"), LDB_OK, "7.0", LDB_REAL },
+        { COL_REAL, V_T("x"), LDB_TYPE, NULL, 0 },
+        { COL_REAL, V_B(false), LDB_TYPE, NULL, 0 },
+        { COL_TEXT, V_T("abc"), LDB_OK, "abc", LDB_TEXT },
+        { COL_TEXT, V_I(42), LDB_OK, "42", LDB_TEXT },
+        { COL_TEXT, V_R(0.5), LDB_OK, "0.5", LDB_TEXT },
+        { COL_TEXT, V_R(2), LDB_OK, "2.0", LDB_TEXT },
+        { COL_TEXT, V_B(true), LDB_TYPE, NULL, 0 },
+        { COL_BOOLEAN, V_B(true), LDB_OK, "true", LDB_BOOLEAN },
+        { COL_BOOLEAN, V_I(0), LDB_OK, "false", LDB_BOOLEAN },
+        { COL_BOOLEAN, V_I(2), LDB_TYPE, NULL, 0 },
+        { COL_BOOLEAN, V_T("true"), LDB_TYPE, NULL, 0 },
+        { COL_BLOB, V_T("x"), LDB_TYPE, NULL, 0 },
+        { COL_NUMERIC, V_T("12"), LDB_OK, "12", LDB_INTEGER },
+        { COL_NUMERIC, V_T("1.25"), LDB_OK, "1.25", LDB_REAL },
+        { COL_NUMERIC, V_R(3.0), LDB_OK, "3.0", LDB_REAL },
+        { COL_NUMERIC, V_T("ten"), LDB_TYPE, NULL, 0 },
+        { COL_NUMERIC, V_B(true), LDB_OK, "1", LDB_INTEGER },
+        { COL_ANY, V_T("12"), LDB_OK, "12", LDB_TEXT },
+        { COL_ANY, V_B(false), LDB_OK, "false", LDB_BOOLEAN },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_affinity_case(&cases[i]);
+
+    value blob;
+    CHECK(value_blob(&blob, "\x01\x02", 2) == LDB_OK);
+    struct affinity_case b[] = { { COL_BLOB, blob, LDB_OK, "X'0102'", LDB_BLOB },
+                                 { COL_TEXT, blob, LDB_TYPE, NULL, 0 } };
+    check_affinity_case(&b[0]);
+    check_affinity_case(&b[1]);
+
+    CHECK(col_type_from_decl("VARCHAR(20)", 11) == COL_TEXT);
+    CHECK(col_type_from_decl("bigint", 6) == COL_INTEGER);
+    CHECK(col_type_from_decl("DOUBLE PRECISION", 16) == COL_REAL);
+    CHECK(col_type_from_decl("boolean", 7) == COL_BOOLEAN);
+    CHECK(col_type_from_decl("", 0) == COL_ANY);
+    CHECK(col_type_from_decl("DECIMAL(10,2)", 13) == COL_NUMERIC);
+    CHECK(col_type_from_decl("blob", 4) == COL_BLOB);
+}
+
+static void type_error_messages(void)
+{
+    struct store *s = open_store();
+    struct table *t = people(s);
+    value v[3] = { V_T("abc"), V_T("x"), V_N() };
+    CHECK(stmt_insert(s, t, v) == LDB_TYPE);
+    CHECK_STR(store_errmsg(s), "cannot store TEXT 'abc' in INTEGER column t.id");
+    v[0] = V_I(1);
+    v[2] = V_T("much more than forty characters of text in a real column");
+    CHECK(stmt_insert(s, t, v) == LDB_TYPE);
+    CHECK_STR(store_errmsg(s), "cannot store TEXT 'much more than forty characters of text ...' "
+                               "in REAL column t.score");
+    value_release(&v[2]);
+    CHECK_INT(table_count(t), 0);
+    store_close(s);
+}
+
+/* ---- unique indexes and constraints --------------------------------------------------- */
+
+static void unique_constraints(void)
+{
+    struct store *s = open_store();
+    struct column_def cols[3] = { COL("a", COL_INTEGER), COL("b", COL_TEXT), COL("c", COL_TEXT) };
+    cols[2].coll = LDB_COLL_NOCASE;
+    static const uint32_t ub[2] = { 1, 2 };
+    struct unique_def u[1] = { { ub, 2 } };
+    static const uint32_t pk[1] = { 0 };
+    struct table_def def = { "u", cols, 3, pk, 1, u, 1, "CREATE TABLE u(...)" };
+    struct table *t;
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_create_table(s, &def, &t) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK_STR(table_sql(t), "CREATE TABLE u(...)");
+    CHECK_INT(table_index_count(t), 1);
+    struct table_index *ix = table_index_at(t, 0);
+    CHECK(ix->unique && ix->automatic);
+    CHECK(store_find_index(s, "AUTOINDEX_U_1") == ix);
+
+    value v[3] = { V_I(1), V_T("x"), V_T("Yes") };
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    v[0] = V_I(2);
+    v[2] = V_T("yes"); /* NOCASE column: equal */
+    CHECK(stmt_insert(s, t, v) == LDB_CONSTRAINT);
+    CHECK_STR(store_errmsg(s), "UNIQUE constraint failed: u.b, u.c");
+    v[1] = V_N(); /* NULLs are distinct */
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    v[0] = V_I(3);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+
+    /* An update that keeps its own unique key is no conflict. */
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    value k = V_I(1);
+    row *r = table_lookup(t, &k), *out;
+    value nv[3] = { V_I(1), V_T("x"), V_T("YES") };
+    CHECK(table_update(s, t, r, nv, &out) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+
+    /* A unique index over duplicates cannot be created. */
+    struct key_part p = PART(2, false);
+    p.coll = LDB_COLL_NOCASE;
+    struct index_def d = { "uc", INDEX_ORDERED, true, &p, 1, NULL };
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_create_index(s, t, &d, NULL) == LDB_CONSTRAINT);
+    CHECK_STR(store_errmsg(s), "UNIQUE constraint failed: u.c");
+    CHECK(store_stmt_end(s, LDB_CONSTRAINT) == LDB_CONSTRAINT);
+    CHECK_INT(table_index_count(t), 1);
+
+    /* The automatic index cannot be dropped. */
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_index(s, ix) == LDB_ERROR);
+    CHECK(store_stmt_end(s, LDB_ERROR) == LDB_ERROR);
+
+    /* Hash unique index. */
+    struct key_part hp = PART(0, false);
+    struct table_index *hx = make_index(s, t, "ha", INDEX_HASH, true, &hp, 1);
+    v[0] = V_I(3);
+    v[1] = V_T("new");
+    v[2] = V_T("new");
+    CHECK(stmt_insert(s, t, v) == LDB_CONSTRAINT);
+    struct index_lookup it;
+    value key = V_I(2);
+    row *found = index_lookup_first(hx, &key, 1, &it);
+    CHECK(found && index_lookup_next(&it) == NULL);
+    CHECK(store_check(s) == NULL);
+    store_close(s);
+}
+
+/* ---- catalog and DDL in transactions --------------------------------------------------- */
+
+static void catalog(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    CHECK(store_find_table(s, "T") == t);
+    struct column_def cols[1] = { COL("x", COL_ANY) };
+    struct table_def def = { "t", cols, 1, NULL, 0, NULL, 0, NULL };
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_create_table(s, &def, NULL) == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "table t already exists");
+    struct column_def dup[2] = { COL("x", COL_ANY), COL("X", COL_ANY) };
+    struct table_def def2 = { "d", dup, 2, NULL, 0, NULL, 0, NULL };
+    CHECK(store_create_table(s, &def2, NULL) == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "duplicate column name: X");
+    CHECK(store_stmt_end(s, LDB_ERROR) == LDB_ERROR);
+
+    /* Create, fill, index and drop inside a transaction; roll back. */
+    uint64_t version = store_schema_version(s);
+    CHECK(store_begin(s) == LDB_OK);
+    def.name = "n";
+    struct table *n;
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_create_table(s, &def, &n) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    value v[3] = { V_I(1), V_T("a"), V_N() };
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    struct key_part p = PART(1, false);
+    make_index(s, t, "tn", INDEX_ORDERED, false, &p, 1);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_table(s, t) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK(store_find_table(s, "t") == NULL);
+    CHECK(store_find_index(s, "tn") == NULL);
+    CHECK(store_rollback(s) == LDB_OK);
+    CHECK(store_find_table(s, "n") == NULL);
+    CHECK(store_find_table(s, "t") == t);
+    CHECK_INT(table_count(t), 0);
+    CHECK_INT(table_index_count(t), 0);
+    CHECK(store_schema_version(s) > version);
+    CHECK(store_check(s) == NULL);
+
+    /* Drop committed. */
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_table(s, t) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK_INT(store_table_count(s), 0);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+static void readonly_tables(void)
+{
+    struct store *s = open_store();
+    struct table *t = people(s);
+    table_set_readonly(t, true);
+    value v[3] = { V_I(1), V_T("a"), V_N() };
+    CHECK(stmt_insert(s, t, v) == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "table t may not be modified");
+    store_enter_internal(s);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    store_leave_internal(s);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_table(s, t) == LDB_ERROR);
+    CHECK(store_stmt_end(s, LDB_ERROR) == LDB_ERROR);
+    CHECK_INT(table_count(t), 1);
+    store_close(s);
+}
+
+/* ---- transactions ------------------------------------------------------------------- */
+
+static int64_t count_rows(struct table *t) { return (int64_t)table_count(t); }
+
+static void savepoints(void)
+{
+    struct store *s = open_store();
+    struct table *t = people(s);
+    value v[3] = { V_I(1), V_T("a"), V_N() };
+    CHECK(store_commit(s) == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "cannot commit - no transaction is active");
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(store_begin(s) == LDB_ERROR);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_savepoint(s, "a") == LDB_OK);
+    v[0] = V_I(2);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_savepoint(s, "b") == LDB_OK);
+    v[0] = V_I(3);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_rollback_to(s, "A") == LDB_OK); /* case-insensitive; keeps a */
+    CHECK_INT(count_rows(t), 1);
+    CHECK(store_release(s, "b") == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "no such savepoint: b");
+    v[0] = V_I(4);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_rollback_to(s, "a") == LDB_OK); /* still there */
+    CHECK_INT(count_rows(t), 1);
+    CHECK(store_release(s, "a") == LDB_OK);
+    CHECK(store_in_transaction(s));
+    CHECK(store_commit(s) == LDB_OK);
+    CHECK(!store_in_transaction(s));
+
+    /* SAVEPOINT outside a transaction starts one; releasing it commits. */
+    CHECK(store_savepoint(s, "x") == LDB_OK);
+    CHECK(store_in_explicit_transaction(s));
+    v[0] = V_I(5);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_release(s, "x") == LDB_OK);
+    CHECK(!store_in_transaction(s));
+    CHECK_INT(count_rows(t), 2);
+
+    /* A statement that fails part-way leaves no trace. */
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    v[0] = V_I(6);
+    CHECK(table_insert(s, t, v, NULL) == LDB_OK);
+    v[0] = V_I(1);
+    CHECK(table_insert(s, t, v, NULL) == LDB_CONSTRAINT);
+    CHECK(store_stmt_end(s, LDB_CONSTRAINT) == LDB_CONSTRAINT);
+    CHECK_INT(count_rows(t), 2);
+    CHECK(store_in_transaction(s));
+    CHECK(store_commit(s) == LDB_OK);
+    CHECK(store_check(s) == NULL);
+    store_close(s);
+}
+
+TEST_MAIN(T(keys_and_lookup), T(hidden_rowid), T(affinity), T(type_error_messages),
+          T(unique_constraints), T(catalog), T(readonly_tables), T(savepoints))
