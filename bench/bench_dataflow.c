@@ -244,18 +244,22 @@ struct topk_bench {
     bool inside;
 };
 
-/* Inserts and deletes alternate; "inside" ones land in the window (small
- * sort keys), the others far outside it. */
+/* Inserts and deletes alternate. Inside: a row with a small sort key
+ * enters the window, and the next op deletes it again. Outside: a row
+ * with a large key is added, and the next op deletes a random row of the
+ * whole group (almost surely outside the window, and cold in cache). */
 static void topk_op(size_t i, void *ctx)
 {
     struct topk_bench *b = ctx;
     if (i % 2 == 0) {
         int64_t key = b->inside ? -(int64_t)(rnd() % 1000) - 1 : b->span + (int64_t)(rnd() % 1000);
-        row *r = row3((int64_t)(b->n + i), key, 0);
+        row *r = row3((int64_t)(b->span + (int64_t)i), key, 0);
         push_run(b->g, b->in, r, 1);
         b->live[b->n++] = r;
     } else {
-        row *r = b->live[--b->n];
+        size_t k = b->inside ? b->n - 1 : rnd() % b->n;
+        row *r = b->live[k];
+        b->live[k] = b->live[--b->n];
         push_run(b->g, b->in, r, -1);
         row_release(r);
     }
@@ -274,9 +278,8 @@ static double bench_topk_at(size_t rows, size_t nops)
     b.span = (int64_t)rows * 4;
     b.live = malloc((rows + nops) * sizeof *b.live);
     for (size_t i = 0; i < rows; i++) {
-        row *r = row3((int64_t)i, (int64_t)(rnd() % (uint64_t)b.span), 0);
-        push_run(b.g, b.in, r, 1);
-        row_release(r);
+        b.live[b.n] = row3((int64_t)i, (int64_t)(rnd() % (uint64_t)b.span), 0);
+        push_run(b.g, b.in, b.live[b.n++], 1);
     }
     uint64_t t0 = bench_ns();
     must(df_run(b.g), "run");

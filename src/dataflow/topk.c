@@ -24,6 +24,12 @@
  * not the new one and vice versa, stepping a cursor from the interval
  * ends.
  *
+ * Items: a comparison during a descent reads the item, so every
+ * indirection is a cache miss on a large group. The first copy of a row
+ * (the common case: multiplicity 1) is therefore the row pointer itself;
+ * copies 1.. are pool entries (struct titem) tagged by setting the low
+ * bit of their address (rows and titems are at least 8-byte aligned).
+ *
  * Retained: every row unit of every group (the whole group, since any
  * row may enter the window later), the tree nodes and the item pool.
  */
@@ -39,6 +45,29 @@ struct titem {
     row *r;
     uint64_t copy;
 };
+
+static inline bool is_tagged(const void *item) { return (uintptr_t)item & 1; }
+static inline const struct titem *untag(const void *item)
+{
+    return (const struct titem *)((uintptr_t)item - 1);
+}
+static inline row *item_row(const void *item)
+{
+    return is_tagged(item) ? untag(item)->r : (row *)item;
+}
+static inline uint64_t item_copy(const void *item)
+{
+    return is_tagged(item) ? untag(item)->copy : 0;
+}
+/* The item for (r, copy); t must outlive it when copy > 0. */
+static inline void *make_item(row *r, uint64_t copy, struct titem *t)
+{
+    if (copy == 0)
+        return r;
+    t->r = r;
+    t->copy = copy;
+    return (void *)((uintptr_t)t + 1);
+}
 
 struct tgroup {
     struct ghead h; /* keyrow: one retained row of the group */
@@ -60,12 +89,14 @@ struct topk_node {
 static int item_cmp(void *ctx, const void *a, const void *b)
 {
     const struct topk_node *t = ctx;
-    const struct titem *x = a, *y = b;
-    int c = t->cmp(t->cctx, x->r, y->r);
+    row *x = item_row(a), *y = item_row(b);
+    int c = t->cmp(t->cctx, x, y);
     if (!c)
-        c = row_cmp_identity(x->r, y->r);
-    if (!c)
-        c = x->copy < y->copy ? -1 : x->copy > y->copy;
+        c = row_cmp_identity(x, y);
+    if (!c) {
+        uint64_t cx = item_copy(a), cy = item_copy(b);
+        c = cx < cy ? -1 : cx > cy;
+    }
     return c;
 }
 
@@ -74,19 +105,19 @@ static int emit_rank(struct topk_node *t, btree *tree, uint64_t rank, int64_t w)
     btree_cursor c;
     if (rank >= btree_count(tree) || !btree_at(tree, rank, &c))
         return LDB_OK;
-    return batch_take(&t->base.out, row_retain(((struct titem *)btree_cursor_item(&c))->r), w);
+    return batch_take(&t->base.out, row_retain(item_row(btree_cursor_item(&c))), w);
 }
 
 static int insert_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
 {
-    struct titem *it = pool_get(&t->items);
-    if (!it)
+    struct titem *te = NULL;
+    if (copy && !(te = pool_get(&t->items)))
         return LDB_NOMEM;
-    it->r = r;
-    it->copy = copy;
+    void *it = make_item(r, copy, te);
     uint64_t rank = btree_count_below(tree, item_cmp, it, false);
     if (btree_insert(tree, it, NULL)) {
-        pool_put(&t->items, it);
+        if (te)
+            pool_put(&t->items, te);
         return LDB_NOMEM;
     }
     row_retain(r);
@@ -99,8 +130,9 @@ static int insert_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
 
 static int delete_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
 {
-    struct titem probe = { r, copy };
-    uint64_t rank = btree_count_below(tree, item_cmp, &probe, false);
+    struct titem pt;
+    void *probe = make_item(r, copy, &pt);
+    uint64_t rank = btree_count_below(tree, item_cmp, probe, false);
     int rc = LDB_OK;
     if (rank < t->hi) {
         rc = rank >= t->lo ? batch_take(&t->base.out, row_retain(r), -1)
@@ -108,21 +140,22 @@ static int delete_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
         if (rc == LDB_OK)
             rc = emit_rank(t, tree, t->hi, 1);
     }
-    struct titem *it = btree_delete(tree, &probe);
-    row_release(it->r);
-    pool_put(&t->items, it);
+    void *it = btree_delete(tree, probe);
+    row_release(item_row(it));
+    if (is_tagged(it))
+        pool_put(&t->items, (void *)untag(it));
     return rc;
 }
 
 /* Current multiplicity of r in the group: its last copy's index + 1. */
 static uint64_t weight_of(struct topk_node *t, btree *tree, row *r)
 {
-    struct titem probe = { r, UINT64_MAX };
+    struct titem pt;
     btree_cursor c;
-    if (!btree_seek(tree, item_cmp, &probe, BT_LE, &c))
+    if (!btree_seek(tree, item_cmp, make_item(r, UINT64_MAX, &pt), BT_LE, &c))
         return 0;
-    const struct titem *it = btree_cursor_item(&c);
-    return row_identical(it->r, r) ? it->copy + 1 : 0;
+    const void *it = btree_cursor_item(&c);
+    return row_identical(item_row(it), r) ? item_copy(it) + 1 : 0;
 }
 
 static void drop_group(struct topk_node *t, uint32_t gi)
@@ -158,7 +191,7 @@ static int change(struct topk_node *t, row *r, int64_t w)
         btree_cursor c;
         btree_first(&g->tree, &c);
         row_release(g->h.keyrow);
-        g->h.keyrow = row_retain(((struct titem *)btree_cursor_item(&c))->r);
+        g->h.keyrow = row_retain(item_row(btree_cursor_item(&c)));
     }
     return rc;
 }
@@ -173,7 +206,7 @@ static int emit_range(struct topk_node *t, btree *tree, uint64_t from, uint64_t 
     if (from >= to || !btree_at(tree, from, &c))
         return LDB_OK;
     for (uint64_t p = from; p < to; p++, btree_next(&c)) {
-        int rc = batch_take(&t->base.out, row_retain(((struct titem *)btree_cursor_item(&c))->r), w);
+        int rc = batch_take(&t->base.out, row_retain(item_row(btree_cursor_item(&c))), w);
         if (rc)
             return rc;
     }
@@ -235,7 +268,7 @@ static void topk_free(df_node *n)
             continue;
         btree_cursor c;
         for (bool on = btree_first(&g->tree, &c); on; on = btree_next(&c))
-            row_release(((struct titem *)btree_cursor_item(&c))->r);
+            row_release(item_row(btree_cursor_item(&c)));
         btree_free(&g->tree);
         row_release(g->h.keyrow);
     }
@@ -248,18 +281,19 @@ static void topk_free(df_node *n)
 static void topk_retained(const df_node *n, size_t *rows, size_t *bytes)
 {
     const struct topk_node *t = (const struct topk_node *)n;
-    *rows = t->items.live;
+    *rows = 0;
     *bytes = gtab_bytes(&t->groups) + t->items.bytes;
     for (uint32_t i = 0; i < t->groups.len; i++) {
         struct tgroup *g = (struct tgroup *)gtab_at(&t->groups, i);
         if (!g->h.live)
             continue;
+        *rows += btree_count(&g->tree);
         *bytes += btree_bytes(&g->tree);
         btree_cursor c;
         for (bool on = btree_first(&g->tree, &c); on; on = btree_next(&c)) {
-            const struct titem *it = btree_cursor_item(&c);
-            if (it->copy == 0)
-                *bytes += row_mem(it->r);
+            const void *it = btree_cursor_item(&c);
+            if (item_copy(it) == 0)
+                *bytes += row_mem(item_row(it));
         }
     }
 }
