@@ -44,6 +44,11 @@ struct undo_entry {
     row *new_row;
 };
 
+static inline bool undo_is_row(const struct undo_entry *e)
+{
+    return e->kind == UNDO_INSERT || e->kind == UNDO_DELETE || e->kind == UNDO_UPDATE;
+}
+
 struct frame {
     char *name;        /* owned; NULL for the statement frame */
     size_t undo_pos;   /* log length when the frame opened */

@@ -152,6 +152,15 @@ void undo_entry_commit(struct undo_entry *e)
     }
 }
 
+/* Log entries [from, to) hold a row change (not only DDL). */
+static bool has_row_changes(const struct store *s, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (undo_is_row(&s->undo.data[i]))
+            return true;
+    return false;
+}
+
 /* ---- subscriptions ------------------------------------------------------------------ */
 
 static void free_subscription(struct subscription *sub)
@@ -309,7 +318,7 @@ static int build_commit_deltas(struct store *s, struct delta **deltas)
     for (size_t i = 0; i < s->subs.len; i++) {
         struct subscription *sub = s->subs.data[i];
         deltas[i] = NULL;
-        if (sub->kind != SUB_COMMIT || sub->dead)
+        if (sub->kind != SUB_COMMIT || sub->dead || !has_row_changes(s, sub->base, s->undo.len))
             continue;
         for (size_t j = 0; j < i && !deltas[i]; j++)
             if (deltas[j] && deltas[j]->from == sub->base)
@@ -404,6 +413,10 @@ static int deliver_statement(struct store *s, struct subscription *sub, bool *ca
     size_t to = s->undo.len;
     struct delta *d;
     *called = false;
+    if (!has_row_changes(s, sub->seen, to)) {
+        sub->seen = to;
+        return LDB_OK;
+    }
     if (delta_build(s, sub->seen, to, false, &d) != LDB_OK ||
         vec_reserve(&sub->consumed, 1)) {
         delta_free(d);
