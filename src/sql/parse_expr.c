@@ -296,8 +296,10 @@ static uint32_t named_param_number(parser *p, const ast_name *name)
     key.names = p->ast->param_names;
     bool found;
     if (hmap_put(&p->param_index, hash, param_eq, &key, &slot, &found) !=
-        LDB_OK)
-        return out_of_memory(p), 0;
+        LDB_OK) {
+        out_of_memory(p);
+        return 0;
+    }
     *slot = n;
     return n;
 }

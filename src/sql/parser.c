@@ -625,8 +625,10 @@ static int parse_one(parser *p, const sql_cursor *c)
 {
     token first = p->tok;
     p->ast = ast_new();
-    if (!p->ast)
-        return out_of_memory(p), p->rc;
+    if (!p->ast) {
+        out_of_memory(p);
+        return p->rc;
+    }
     p->a = &p->ast->arena;
     ast_stmt *st = parse_statement(p);
     if (st && p->rc == LDB_OK) {

@@ -101,8 +101,9 @@ char *arena_copy(parser *p, const char *s, size_t n);
  * (keywords included), a quoted identifier or a string. */
 bool take_name(parser *p, ast_name *out);
 /* Consumes a name token (identifier, quoted identifier, non-reserved
- * keyword; a string too when allow_string) into *out. */
+ * keyword) into *out, or fails with "expected <what>". */
 bool parse_name(parser *p, ast_name *out, const char *what);
+/* The same, also accepting a 'string' where SQLite takes one as a name. */
 bool parse_name_or_string(parser *p, ast_name *out, const char *what);
 bool parse_qname(parser *p, ast_qname *out, const char *what);
 /* ( name, ... ) */
