@@ -225,6 +225,9 @@ static void reset_subscriptions(struct store *s)
     }
 }
 
+/* Log entries kept allocated between transactions (32 bytes each). */
+#define LOG_KEEP 4096
+
 /* ---- ending transactions --------------------------------------------------------------- */
 
 static void drop_frames(struct store *s, size_t keep)
@@ -239,6 +242,9 @@ static void end_transaction(struct store *s)
     for (size_t i = 0; i < s->undo.len; i++)
         undo_entry_commit(&s->undo.data[i]);
     s->undo.len = 0;
+    /* A bulk transaction's log would otherwise stay allocated for good. */
+    if (s->undo.cap > LOG_KEEP)
+        vec_free(&s->undo);
     drop_frames(s, 0);
     reset_subscriptions(s);
     s->txn = TXN_NONE;
