@@ -5,7 +5,9 @@
  *     autocommit statement, on a 1M-row table of 6 columns with 0, 1 and 3
  *     secondary indexes (ns/op median and p95);
  *   - index seek + read 50 rows (all columns) at 10k and 1M rows;
- *   - bytes per row for the 6-column row with 0 and 1 index.
+ *   - bytes per row for the 6-column row with 0 and 1 index;
+ *   - (livedb only) equality lookup and insert through a hash index
+ *     against an ordered index on the same column.
  * SQLite runs in memory with prepared statements (the SQL text is parsed
  * once). Each operation is timed on its own; all of livedb's run, then
  * all of SQLite's (interleaving single operations of two engines makes
@@ -126,6 +128,18 @@ static void ours_values(const struct gen *g, value *v)
     must(value_text(&v[3], g->c, strlen(g->c)), "text");
     v[4] = value_real(g->d);
     must(value_text(&v[5], "open", 4), "text");
+}
+
+static struct table_index *ours_index_kind(struct ours *o, const char *name, uint32_t col,
+                                           enum index_kind kind)
+{
+    struct key_part p = { col, false, true, LDB_COLL_BINARY };
+    struct index_def d = { name, kind, false, &p, 1, NULL };
+    struct table_index *ix;
+    must(store_stmt_begin(o->s), "begin");
+    must(store_create_index(o->s, o->t, &d, &ix), store_errmsg(o->s));
+    must(store_stmt_end(o->s, LDB_OK), "end");
+    return ix;
 }
 
 static void ours_index(struct ours *o, const char *name, uint32_t col)
@@ -450,6 +464,44 @@ static void bytes_per_row(int nidx)
     bench_print(name, (double)acc / (double)n, "B");
 }
 
+/* Equality lookups and inserts through a hash index and through an
+ * ordered one on the same column (a, nearly unique), livedb only: the
+ * figures that decide when USING HASH pays. */
+static void hash_vs_ordered(void)
+{
+    size_t n = nrows(), k = nops();
+    double *t = malloc(k * sizeof *t);
+    static const enum index_kind kinds[2] = { INDEX_HASH, INDEX_ORDERED };
+    static const char *const names[2] = { "hash", "ordered" };
+    for (int i = 0; i < 2; i++) {
+        struct ours o = { 0 };
+        ours_open(&o, n, 0);
+        struct table_index *ix = ours_index_kind(&o, "ka", 1, kinds[i]);
+        for (size_t j = 0; j < k; j++) {
+            value key = value_int((int64_t)(rnd() % 1000000000));
+            struct index_lookup it;
+            uint64_t t0 = bench_ns();
+            for (row *r = index_lookup_first(ix, &key, 1, &it); r; r = index_lookup_next(&it))
+                continue;
+            t[j] = (double)(bench_ns() - t0);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "storage.eq_lookup.%s.%s.median", names[i], size_label(n));
+        bench_print(name, bench_quantile(t, k, 0.5), "ns");
+        for (size_t j = 0; j < k; j++) {
+            uint64_t t0 = bench_ns();
+            ours_insert(&o, (int64_t)(n + j));
+            t[j] = (double)(bench_ns() - t0);
+        }
+        snprintf(name, sizeof name, "storage.insert.%s_idx1.%s.median", names[i], size_label(n));
+        bench_print(name, bench_quantile(t, k, 0.5), "ns");
+        snprintf(name, sizeof name, "storage.bytes_per_entry.%s", names[i]);
+        bench_print(name, (double)index_bytes(ix) / (double)index_count(ix), "B");
+        store_close(o.s);
+    }
+    free(t);
+}
+
 int main(int argc, char **argv)
 {
     int rc = bench_init(argc, argv);
@@ -465,6 +517,8 @@ int main(int argc, char **argv)
         seeks(10000);
         seeks(nrows());
     }
+    if (bench_selected(argc, argv, "hash"))
+        hash_vs_ordered();
     if (bench_selected(argc, argv, "bytes")) {
         bytes_per_row(0);
         bytes_per_row(1);
