@@ -337,6 +337,8 @@ int store_drop_index(struct store *s, struct table_index *ix)
     int rc = store_ready_to_change(s);
     if (rc != LDB_OK)
         return rc;
+    if (ix->table->dropped)
+        return store_error(s, LDB_MISUSE, "table %s was dropped", ix->table->name);
     if (ix->automatic)
         return store_error(s, LDB_ERROR, "index associated with UNIQUE or PRIMARY KEY "
                                          "constraint cannot be dropped");

@@ -425,5 +425,91 @@ static void savepoints(void)
     store_close(s);
 }
 
+/* ---- change capture API ------------------------------------------------------------- */
+
+static int self_removals;
+
+static int unsubscribe_self(void *ctx, struct store *st, const struct delta *d)
+{
+    (void)d;
+    self_removals++;
+    store_unsubscribe(st, *(struct subscription **)ctx);
+    return LDB_OK;
+}
+
+/* Writes one more row on every call: never settles. */
+static int endless(void *ctx, struct store *st, const struct delta *d)
+{
+    (void)d;
+    struct table *t = ctx;
+    value v[3] = { V_N(), V_T("more"), V_N() };
+    return table_insert(st, t, v, NULL);
+}
+
+static void capture_api(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    CHECK_INT(schema_column(table_schema(t), "NAME"), 1);
+    CHECK_INT(schema_column(table_schema(t), "nope"), -1);
+
+    /* Pull by mark: insert then update = insert of the final row. */
+    CHECK(store_begin(s) == LDB_OK);
+    struct store_mark m = store_mark(s);
+    value v[3] = { V_I(1), V_T("a"), V_N() };
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    value k = V_I(1);
+    value nv[3] = { V_I(1), V_T("b"), V_R(1) };
+    row *out;
+    CHECK(table_update(s, t, table_lookup(t, &k), nv, &out) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    struct delta *d;
+    CHECK(store_changes_since(s, m, &d) == LDB_OK);
+    CHECK_INT(d->nchanges, 1);
+    const struct table_delta *td = delta_for_table(d, t);
+    CHECK(td && td->n == 1 && !td->changes[0].old && td->changes[0].new_row == out);
+    delta_free(d);
+    CHECK(store_log_bytes(s) > 0);
+    CHECK(store_savepoint(s, "p") == LDB_OK);
+    CHECK(store_rollback_to(s, "p") == LDB_OK);
+    CHECK(store_changes_since(s, m, &d) == LDB_MISUSE); /* stale after ROLLBACK TO */
+    CHECK(store_commit(s) == LDB_OK);
+
+    /* Accounting. */
+    CHECK(table_bytes(t) > table_count(t) * sizeof(row));
+    struct key_part p = PART(1, false);
+    struct table_index *ix = make_index(s, t, "n", INDEX_ORDERED, false, &p, 1);
+    CHECK(index_bytes(ix) > 0);
+    struct index_cursor c;
+    CHECK(index_seek_row(ix, out, IX_GE, &c) && index_cursor_row(&c) == out);
+    CHECK(!index_seek_row(ix, out, IX_GT, &c));
+
+    /* A hook may unsubscribe itself. */
+    struct subscription *sub;
+    static const struct store_hooks self_hooks = { unsubscribe_self, NULL, NULL, NULL };
+    CHECK(store_subscribe(s, SUB_STATEMENT, &self_hooks, &sub, &sub) == LDB_OK);
+    v[0] = V_I(2);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    v[0] = V_I(3);
+    CHECK(stmt_insert(s, t, v) == LDB_OK);
+    CHECK_INT(self_removals, 1);
+
+    /* A hook that always writes fails its statement after the round limit. */
+    static const struct store_hooks endless_hooks = { endless, NULL, NULL, NULL };
+    CHECK(store_subscribe(s, SUB_STATEMENT, &endless_hooks, t, &sub) == LDB_OK);
+    size_t before = table_count(t);
+    v[0] = V_I(4);
+    CHECK(stmt_insert(s, t, v) == LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "statement hooks did not settle after 64 rounds");
+    CHECK_INT(table_count(t), before);
+    store_unsubscribe(s, sub);
+    CHECK(store_check(s) == NULL);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
 TEST_MAIN(T(keys_and_lookup), T(hidden_rowid), T(affinity), T(type_error_messages),
-          T(unique_constraints), T(catalog), T(readonly_tables), T(savepoints))
+          T(unique_constraints), T(catalog), T(readonly_tables), T(savepoints),
+          T(capture_api))

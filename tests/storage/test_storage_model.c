@@ -468,6 +468,9 @@ static void check_index_order(struct world *w, const struct table_index *ix, int
         int k = (int)rng_below(&w->r, (uint64_t)t->n);
         CHECK(index_at(ix, (size_t)k, &c));
         same_row(index_cursor_row(&c), sorted[k]);
+        CHECK(index_seek_row(ix, sorted[k], IX_GE, &c));
+        same_row(index_cursor_row(&c), sorted[k]);
+        CHECK_INT(index_count_below_row(ix, sorted[k], false), k);
     }
     /* Counts below random key prefixes, and seeks. */
     for (int probe = 0; probe < 4; probe++) {
