@@ -106,45 +106,61 @@ static bool is_change(const struct slot *s)
     return !row_identical(s->first_old, s->last_new);
 }
 
-static struct delta *assemble(struct builder *b, size_t from, size_t to)
+static struct delta *delta_alloc(size_t ntables, size_t nchanges)
 {
-    size_t nt = b->tables.len, n = 0;
     struct delta *d = mem_calloc(1, sizeof *d);
-    size_t *start = mem_calloc(nt + 1, sizeof *start);
-    if (d) {
-        d->tables = mem_calloc(nt ? nt : 1, sizeof *d->tables);
-        d->changes = mem_alloc((b->slots.len ? b->slots.len : 1) * sizeof *d->changes);
-    }
-    if (!d || !start || !d->tables || !d->changes) {
-        mem_free(start);
+    if (!d)
+        return NULL;
+    d->tables = mem_calloc(ntables ? ntables : 1, sizeof *d->tables);
+    d->changes = mem_alloc((nchanges ? nchanges : 1) * sizeof *d->changes);
+    if (!d->tables || !d->changes) {
         delta_free(d);
         return NULL;
     }
+    return d;
+}
+
+/* Counting sort of the changed slots by table; end[t] becomes the end of
+ * table t's changes in d->changes. */
+static void group_by_table(const struct builder *b, struct delta *d, size_t *end)
+{
+    size_t nt = b->tables.len;
     for (size_t i = 0; i < b->slots.len; i++)
         if (is_change(&b->slots.data[i]))
-            start[b->slots.data[i].tno + 1]++;
+            end[b->slots.data[i].tno + 1]++;
     for (size_t i = 0; i < nt; i++)
-        start[i + 1] += start[i];
+        end[i + 1] += end[i];
     for (size_t i = 0; i < b->slots.len; i++) {
         const struct slot *s = &b->slots.data[i];
         if (!is_change(s))
             continue;
-        struct change *c = &d->changes[start[s->tno]++];
+        struct change *c = &d->changes[end[s->tno]++];
         c->old = s->first_old ? row_retain(s->first_old) : NULL;
         c->new_row = s->last_new ? row_retain(s->last_new) : NULL;
-        n++;
+        d->nchanges++;
     }
-    d->nchanges = n;
-    /* start[i] is now the end of table i's changes. */
+}
+
+static struct delta *assemble(struct builder *b, size_t from, size_t to)
+{
+    size_t nt = b->tables.len;
+    struct delta *d = delta_alloc(nt, b->slots.len);
+    size_t *end = mem_calloc(nt + 1, sizeof *end);
+    if (!d || !end) {
+        mem_free(end);
+        delta_free(d);
+        return NULL;
+    }
+    group_by_table(b, d, end);
     for (size_t i = 0, at = 0; i < nt; i++) {
-        size_t end = start[i];
-        if (end > at)
-            d->tables[d->ntables++] = (struct table_delta){ b->tables.data[i], d->changes + at, end - at };
-        at = end;
+        if (end[i] > at)
+            d->tables[d->ntables++] =
+                (struct table_delta){ b->tables.data[i], d->changes + at, end[i] - at };
+        at = end[i];
     }
     d->from = from;
     d->to = to;
-    mem_free(start);
+    mem_free(end);
     return d;
 }
 
