@@ -23,6 +23,16 @@ typedef struct row {
     value cols[];
 } row;
 
+/*
+ * The public ldb_row (livedb.h): a borrowed view of n values, so that a
+ * result row can hide trailing columns (hidden keys) and a one-shot
+ * executor can hand out a scratch array without building a row.
+ */
+struct ldb_row {
+    const value *vals;
+    uint32_t n;
+};
+
 /* New row with ncols NULL values and one reference; NULL on NOMEM. */
 row *row_alloc(uint32_t ncols);
 /* New row holding copies (retained) of vals. */

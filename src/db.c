@@ -1,0 +1,467 @@
+/*
+ * db.c - the public API's handle and statement machinery: opening and
+ * closing a database, error reporting with SQL positions, the row
+ * accessors, ldb_exec, and prepare / bind / step / reset / finalize.
+ *
+ * Invariants:
+ * - db->errcode/errmsg describe the last API call on db that failed, and
+ *   are cleared by the calls that succeed (sqlite3 conventions).
+ * - A statement is READY (before its first step), RUNNING (rows pending)
+ *   or DONE. Its compiled form is valid for the schema version it was
+ *   built for; a step on a stale form rebinds it first.
+ * - Every write happens between db_write_begin and db_write_end, so a
+ *   failing statement (NOMEM included) leaves the database as it was.
+ */
+#include "db_internal.h"
+
+#include "base/mem.h"
+#include "base/strbuf.h"
+#include "sql/sqlvalue.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+void db_clear_error(ldb *db)
+{
+    db->errcode = LDB_OK;
+    db->erroff = -1;
+    db->errmsg[0] = '\0';
+}
+
+int db_error(ldb *db, int code, const sql_ast *ast, int64_t off, const char *fmt, ...)
+{
+    char msg[sizeof db->errmsg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    db->errcode = code;
+    db->erroff = off >= 0 && off <= INT32_MAX ? (int)off : -1;
+    if (ast && db->erroff >= 0 && (uint32_t)off >= ast->sql_off &&
+        (uint32_t)off <= ast->sql_off + ast->sql_len) {
+        uint32_t line, col;
+        sql_ast_locate(ast, (uint32_t)off, &line, &col);
+        snprintf(db->errmsg, sizeof db->errmsg, "line %u, column %u: %.*s", line, col,
+                 (int)(sizeof db->errmsg - 40), msg);
+    } else {
+        snprintf(db->errmsg, sizeof db->errmsg, "%s", msg);
+    }
+    return code;
+}
+
+int db_error_from(ldb *db, const sql_ast *ast, const struct eval_error *err)
+{
+    int code = err->code ? err->code : LDB_INTERNAL;
+    const char *msg = err->msg[0] ? err->msg : ldb_errstr(code);
+    return db_error(db, code, ast, err->has_off ? (int64_t)err->off : -1, "%s", msg);
+}
+
+int ldb_errcode(ldb *db)
+{
+    return db ? db->errcode : LDB_MISUSE;
+}
+
+const char *ldb_errmsg(ldb *db)
+{
+    if (!db)
+        return ldb_errstr(LDB_MISUSE);
+    return db->errcode == LDB_OK ? ldb_errstr(LDB_OK) : db->errmsg;
+}
+
+int ldb_error_offset(ldb *db)
+{
+    return db && db->errcode != LDB_OK ? db->erroff : -1;
+}
+
+/* ---- writes ------------------------------------------------------------------------ */
+
+int db_write_begin(ldb *db)
+{
+    db->epoch++;
+    int rc = store_stmt_begin(db->store);
+    if (rc)
+        return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    return LDB_OK;
+}
+
+int db_write_end(ldb *db, int rc)
+{
+    int end = store_stmt_end(db->store, rc);
+    if (end != LDB_OK && rc == LDB_OK)
+        return db_error(db, end, NULL, -1, "%s", store_errmsg(db->store));
+    return end;
+}
+
+/* ---- open and close ---------------------------------------------------------------------- */
+
+int ldb_open(const char *path, ldb **out)
+{
+    if (!out)
+        return LDB_MISUSE;
+    *out = NULL;
+    if (path && strcmp(path, ":memory:") != 0)
+        return LDB_UNSUPPORTED; /* livedb keeps its data in memory */
+    ldb *db = mem_calloc(1, sizeof *db);
+    if (!db)
+        return LDB_NOMEM;
+    int rc = store_open(&db->store);
+    if (rc) {
+        mem_free(db);
+        return rc;
+    }
+    db_clear_error(db);
+    uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)db;
+    db->env.rng[0] = seed | 1;
+    db->env.rng[1] = seed * 0x9E3779B97F4A7C15ull + 1;
+    *out = db;
+    return LDB_OK;
+}
+
+void ldb_close(ldb *db)
+{
+    if (!db)
+        return;
+    while (db->stmts)
+        ldb_finalize(db->stmts);
+    for (size_t i = 0; i < db->pragmas.len; i++) {
+        mem_free(db->pragmas.data[i].name);
+        value_release(&db->pragmas.data[i].v);
+    }
+    vec_free(&db->pragmas);
+    store_close(db->store);
+    mem_free(db);
+}
+
+/* ---- rows -------------------------------------------------------------------------------- */
+
+static const value *row_col(const ldb_row *r, int i)
+{
+    return r && i >= 0 && (uint32_t)i < r->n ? &r->vals[i] : NULL;
+}
+
+int ldb_row_columns(const ldb_row *r)
+{
+    return r ? (int)r->n : 0;
+}
+
+int ldb_row_type(const ldb_row *r, int i)
+{
+    const value *v = row_col(r, i);
+    return v ? (int)value_type(v) : LDB_NULL;
+}
+
+int64_t ldb_row_int64(const ldb_row *r, int i)
+{
+    const value *v = row_col(r, i);
+    int64_t n = 0;
+    if (v && (value_is_number(v) || value_type(v) == LDB_BOOLEAN ||
+              value_type(v) == LDB_TEXT) && !sqlv_int64(v, &n))
+        n = 0;
+    return n;
+}
+
+double ldb_row_double(const ldb_row *r, int i)
+{
+    const value *v = row_col(r, i);
+    if (!v || !(value_is_number(v) || value_type(v) == LDB_BOOLEAN || value_type(v) == LDB_TEXT))
+        return 0.0;
+    return sqlv_double(v);
+}
+
+const char *ldb_row_text(const ldb_row *r, int i, size_t *len)
+{
+    const value *v = row_col(r, i);
+    size_t n = 0;
+    const char *p = NULL;
+    if (v && (value_type(v) == LDB_TEXT || value_type(v) == LDB_BLOB))
+        p = value_bytes(v, &n);
+    if (len)
+        *len = n;
+    return p;
+}
+
+size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size)
+{
+    const value *v = row_col(r, i);
+    strbuf sb = STRBUF_INIT;
+    if (v)
+        value_format(&sb, v);
+    else
+        sb_puts(&sb, "NULL");
+    size_t n = sb_error(&sb) ? 0 : sb.len;
+    if (size) {
+        size_t k = n < size - 1 ? n : size - 1;
+        memcpy(buf, sb_str(&sb), k);
+        buf[k] = '\0';
+    }
+    sb_free(&sb);
+    return n;
+}
+
+/* ---- statements ----------------------------------------------------------------------------- */
+
+static void stmt_link(ldb *db, ldb_stmt *s)
+{
+    s->next = db->stmts;
+    if (db->stmts)
+        db->stmts->prev = s;
+    db->stmts = s;
+}
+
+static void stmt_unlink(ldb_stmt *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        s->db->stmts = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+}
+
+/* A statement over a parsed tree (taken over, also on failure). */
+static int stmt_new(ldb *db, sql_ast *ast, ldb_stmt **out)
+{
+    ldb_stmt *s = mem_calloc(1, sizeof *s);
+    if (s && ast->nparams && !(s->params = mem_calloc(ast->nparams, sizeof *s->params))) {
+        mem_free(s);
+        s = NULL;
+    }
+    if (!s) {
+        sql_ast_free(ast);
+        return db_error(db, LDB_NOMEM, NULL, -1, "out of memory");
+    }
+    s->db = db;
+    s->ast = ast;
+    s->nparams = ast->nparams;
+    plan_arena_init(&s->pa);
+    int rc = stmt_compile(s);
+    if (rc) {
+        s->db = db;
+        stmt_uncompile(s);
+        mem_free(s->params);
+        sql_ast_free(ast);
+        mem_free(s);
+        return rc;
+    }
+    stmt_link(db, s);
+    *out = s;
+    return LDB_OK;
+}
+
+int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
+{
+    if (!db || !sql || !out)
+        return LDB_MISUSE;
+    *out = NULL;
+    db_clear_error(db);
+    size_t len = nbytes < 0 ? strlen(sql) : (size_t)nbytes;
+    sql_cursor cur;
+    sql_cursor_init(&cur, sql, len);
+    sql_ast *ast;
+    sql_error perr;
+    int rc = sql_parse_next(&cur, &ast, &perr);
+    if (tail)
+        *tail = sql + cur.offset;
+    if (rc)
+        return db_error(db, rc, NULL, rc == LDB_NOMEM ? -1 : (int64_t)perr.offset, "%s",
+                        perr.msg);
+    if (!ast)
+        return LDB_OK;
+    return stmt_new(db, ast, out);
+}
+
+void ldb_finalize(ldb_stmt *s)
+{
+    if (!s)
+        return;
+    stmt_finish(s);
+    stmt_uncompile(s);
+    stmt_unlink(s);
+    for (uint32_t i = 0; i < s->nparams; i++)
+        value_release(&s->params[i]);
+    mem_free(s->params);
+    sql_ast_free(s->ast);
+    mem_free(s);
+}
+
+int ldb_reset(ldb_stmt *s)
+{
+    if (!s)
+        return LDB_MISUSE;
+    stmt_finish(s);
+    return LDB_OK;
+}
+
+int ldb_step(ldb_stmt *s)
+{
+    if (!s)
+        return LDB_MISUSE;
+    ldb *db = s->db;
+    db_clear_error(db);
+    int rc;
+    if (s->state == ST_DONE)
+        stmt_finish(s); /* stepping a finished statement runs it again */
+    if (s->state == ST_READY) {
+        if ((rc = stmt_start(s)) != LDB_OK) {
+            stmt_finish(s);
+            s->state = ST_DONE;
+            return rc;
+        }
+        s->state = ST_RUNNING;
+    }
+    rc = stmt_next(s);
+    if (rc == LDB_ROW)
+        return rc;
+    stmt_finish(s);
+    s->state = ST_DONE;
+    return rc;
+}
+
+const ldb_row *ldb_stmt_row(ldb_stmt *s)
+{
+    return s && s->state == ST_RUNNING && s->cur ? &s->row : NULL;
+}
+
+int ldb_column_count(ldb_stmt *s)
+{
+    return s ? (int)s->ncols : 0;
+}
+
+const char *ldb_column_name(ldb_stmt *s, int i)
+{
+    return s && i >= 0 && (uint32_t)i < s->ncols ? s->colnames[i] : NULL;
+}
+
+/* ---- parameters ------------------------------------------------------------------------------ */
+
+static int bind_value(ldb_stmt *s, int i, value v)
+{
+    if (!s) {
+        value_release(&v);
+        return LDB_MISUSE;
+    }
+    if (i < 1 || (uint32_t)i > s->nparams) {
+        value_release(&v);
+        return db_error(s->db, LDB_RANGE, NULL, -1,
+                        "parameter index %d out of range (the statement has %u)", i,
+                        s->nparams);
+    }
+    if (s->state != ST_READY)
+        stmt_finish(s); /* binding resets a run, as it must not change it midway */
+    value_release(&s->params[i - 1]);
+    s->params[i - 1] = v;
+    return LDB_OK;
+}
+
+int ldb_bind_null(ldb_stmt *s, int i) { return bind_value(s, i, value_null()); }
+int ldb_bind_int64(ldb_stmt *s, int i, int64_t v) { return bind_value(s, i, value_int(v)); }
+int ldb_bind_double(ldb_stmt *s, int i, double v) { return bind_value(s, i, value_real(v)); }
+int ldb_bind_bool(ldb_stmt *s, int i, int v) { return bind_value(s, i, value_bool(v != 0)); }
+
+static int bind_bytes(ldb_stmt *s, int i, const void *p, int n, bool blob)
+{
+    if (!s || (!p && n != 0))
+        return LDB_MISUSE;
+    size_t len = n < 0 ? strlen(p) : (size_t)n;
+    value v;
+    int rc = blob ? value_blob(&v, p, len) : value_text(&v, p, len);
+    if (rc)
+        return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
+    return bind_value(s, i, v);
+}
+
+int ldb_bind_text(ldb_stmt *s, int i, const char *text, int n)
+{
+    return bind_bytes(s, i, text, n, false);
+}
+
+int ldb_bind_blob(ldb_stmt *s, int i, const void *data, int n)
+{
+    return bind_bytes(s, i, data, n, true);
+}
+
+int ldb_bind_parameter_count(ldb_stmt *s)
+{
+    return s ? (int)s->nparams : 0;
+}
+
+int ldb_bind_parameter_index(ldb_stmt *s, const char *name)
+{
+    if (!s || !name)
+        return 0;
+    for (uint32_t i = 0; i < s->ast->nparams; i++)
+        if (s->ast->param_names[i] && strcmp(s->ast->param_names[i], name) == 0)
+            return (int)i + 1;
+    return 0;
+}
+
+int ldb_clear_bindings(ldb_stmt *s)
+{
+    if (!s)
+        return LDB_MISUSE;
+    stmt_finish(s);
+    for (uint32_t i = 0; i < s->nparams; i++)
+        value_release(&s->params[i]);
+    return LDB_OK;
+}
+
+/* ---- ldb_exec -------------------------------------------------------------------------------------- */
+
+static int run_one(ldb_stmt *s, ldb_row_fn fn, void *ctx)
+{
+    int rc;
+    while ((rc = ldb_step(s)) == LDB_ROW) {
+        if (fn && fn(ctx, &s->row) != 0) {
+            stmt_finish(s);
+            return db_error(s->db, LDB_ABORT, NULL, -1, "the row callback asked to stop");
+        }
+    }
+    return rc == LDB_DONE ? LDB_OK : rc;
+}
+
+int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
+{
+    if (!db || !sql)
+        return LDB_MISUSE;
+    db_clear_error(db);
+    sql_cursor cur;
+    sql_cursor_init(&cur, sql, strlen(sql));
+    for (;;) {
+        sql_ast *ast;
+        sql_error perr;
+        int rc = sql_parse_next(&cur, &ast, &perr);
+        if (rc)
+            return db_error(db, rc, NULL, rc == LDB_NOMEM ? -1 : (int64_t)perr.offset, "%s",
+                            perr.msg);
+        if (!ast)
+            return LDB_OK;
+        ldb_stmt *s;
+        if ((rc = stmt_new(db, ast, &s)))
+            return rc;
+        rc = run_one(s, fn, ctx);
+        ldb_finalize(s); /* leaves the error of the run in place */
+        if (rc)
+            return rc;
+    }
+}
+
+/* ---- counters --------------------------------------------------------------------------------------- */
+
+int64_t ldb_changes(ldb *db)
+{
+    return db ? db->env.changes : 0;
+}
+
+int64_t ldb_total_changes(ldb *db)
+{
+    return db ? db->env.total_changes : 0;
+}
+
+int64_t ldb_last_insert_rowid(ldb *db)
+{
+    return db ? db->env.last_insert_rowid : 0;
+}

@@ -1,0 +1,125 @@
+/*
+ * db_internal.h - the database handle and prepared statements behind the
+ * public API (include/livedb.h), shared by the API files:
+ *
+ *   db.c      handle, errors, rows, ldb_exec, prepare/bind/step/reset
+ *   db_run.c  compiling a statement and running each kind of statement
+ *   db_ddl.c  CREATE/DROP, transactions, PRAGMA, REINDEX
+ *
+ * and by later layers (live queries, materialized views) that need the
+ * store, the error slot or the pragma table of a handle.
+ *
+ * Every change to the database goes through db_write_begin/db_write_end,
+ * which wrap storage's statement (store_stmt_begin/end): statement
+ * atomicity, autocommit outside BEGIN, and the storage hooks through
+ * which materialized views (statement hooks) and live queries (commit
+ * hooks) see the changes. Transaction control (BEGIN, COMMIT, ...) calls
+ * the store directly and bumps the epoch the same way.
+ */
+#ifndef LDB_DB_INTERNAL_H
+#define LDB_DB_INTERNAL_H
+
+#include "base/vec.h"
+#include "livedb.h"
+#include "sql/bind.h"
+#include "sql/exec.h"
+#include "sql/parser.h"
+#include "sql/plan.h"
+#include "storage/store.h"
+#include "value/row.h" /* struct ldb_row: a view of n borrowed values */
+
+struct pragma {
+    char *name;                /* lower case, owned */
+    value v;
+};
+
+struct ldb {
+    struct store *store;
+    int errcode;
+    int erroff;                /* -1 when the error has no position */
+    char errmsg[512];
+    struct eval_env env;       /* random state, changes, last rowid */
+    uint64_t epoch;            /* bumped by every statement that writes */
+    struct ldb_stmt *stmts;    /* every unfinalized statement */
+    VEC(struct pragma) pragmas;
+};
+
+enum stmt_state { ST_READY, ST_RUNNING, ST_DONE };
+
+struct ldb_stmt {
+    ldb *db;
+    struct ldb_stmt *prev, *next;
+    sql_ast *ast;
+    /* compiled form, rebuilt when the schema version moves */
+    bool compiled;
+    uint64_t schema_version;
+    plan_arena pa;
+    sql_ast_vec views;         /* view definitions the plans share names with */
+    bound_stmt bound;          /* SELECT, INSERT, UPDATE, DELETE; EXPLAIN's inner */
+    /* result columns (owned copies: plans may outlive their tables' names) */
+    uint32_t ncols;
+    char **colnames;
+    /* parameters */
+    value *params;
+    uint32_t nparams;
+    /* a run */
+    enum stmt_state state;
+    struct exec *exec;
+    struct op *root;           /* SELECT */
+    VEC(row *) out_rows;       /* EXPLAIN and PRAGMA rows */
+    size_t out_i;
+    struct eval_error err;
+    row *cur;
+    ldb_row row;               /* the view of cur handed to callers */
+};
+
+/* ---- errors (db.c) ---- */
+
+/* Records an error on db: code, message, and the SQL offset (-1: none).
+ * With ast and a position, the message starts "line L, column C: ".
+ * Returns code. */
+int db_error(ldb *db, int code, const sql_ast *ast, int64_t off, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Records an eval_error (binder or executor) from a statement. */
+int db_error_from(ldb *db, const sql_ast *ast, const struct eval_error *err);
+void db_clear_error(ldb *db);
+
+/* ---- writes (db.c) ---- */
+
+/* Opens a storage statement for a write; bumps the epoch. */
+int db_write_begin(ldb *db);
+/* Ends it: rc == LDB_OK commits (in autocommit) after the statement
+ * hooks; anything else undoes the statement. Returns the final code and
+ * records storage's message when storage failed. */
+int db_write_end(ldb *db, int rc);
+
+/* ---- compiling and running (db_run.c) ---- */
+
+/* Binds and plans s when it is not compiled for the current schema. */
+int stmt_compile(ldb_stmt *s);
+/* Frees the compiled form. */
+void stmt_uncompile(ldb_stmt *s);
+/* Starts a run: statements without rows run to completion here
+ * (LDB_DONE), the others are positioned before their first row (LDB_OK). */
+int stmt_start(ldb_stmt *s);
+/* The next row of a started SELECT, EXPLAIN or PRAGMA. */
+int stmt_next(ldb_stmt *s);
+/* Ends a run and releases its state. */
+void stmt_finish(ldb_stmt *s);
+
+/* ---- statements that are not queries (db_ddl.c) ---- */
+
+int db_run_ddl(ldb_stmt *s);        /* CREATE, DROP, REINDEX */
+int db_run_txn(ldb_stmt *s);        /* BEGIN COMMIT ROLLBACK SAVEPOINT RELEASE */
+/* PRAGMA: sets a value, or appends the value's row to s->out_rows. */
+int db_run_pragma(ldb_stmt *s);
+
+/* The pragma value of that name (case-insensitive), or NULL. Borrowed. */
+const value *db_pragma_get(const ldb *db, const char *name);
+/* Sets a pragma (value copied). LDB_NOMEM leaves the table unchanged. */
+int db_pragma_set(ldb *db, const char *name, const value *v);
+
+/* A bind environment for s (store, arena, error slot, view list). */
+void stmt_bind_env(ldb_stmt *s, struct bind_env *env);
+
+#endif

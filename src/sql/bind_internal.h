@@ -1,0 +1,169 @@
+/*
+ * bind_internal.h - the binder's state, shared by bind.c (statements and
+ * DML), bind_query.c (queries: FROM, cores, aggregates, ORDER BY,
+ * compounds) and bind_expr.c (expressions, names, subqueries).
+ *
+ * Scopes. Each SELECT core (and each DML target) binds in a scope: the
+ * items of its FROM clause laid out left to right in one "joined row".
+ * A scope's parent is the query that lexically encloses it through a
+ * subquery expression; derived tables, CTE bodies and views do not see
+ * the FROM clause next to them (no LATERAL), so a derived table's scope
+ * has the same parent as the query whose FROM holds it.
+ *
+ * Captures. A scope's sq is the subquery boundary it evaluates in: the
+ * EXPR_SUBQUERY being bound, whose captures are evaluated in sq->outer,
+ * which is always the scope's parent. A name found k boundaries out is
+ * captured once per boundary (inner captures read outer captures), so
+ * EXPR_OUTER always reads the innermost boundary's captures.
+ *
+ * Aggregates. Expressions are bound first as if they read the FROM row;
+ * an aggregate call becomes a transient EXPR_CALL of an aggregate
+ * function. In an aggregate query the result, HAVING and ORDER BY
+ * expressions are then lifted (bind_query.c): group-by expressions and
+ * aggregate calls become columns of the AGGREGATE node, and a column that
+ * is neither is an error.
+ *
+ * Memory: every allocation comes from the plan arena, so an error path
+ * frees nothing.
+ */
+#ifndef LDB_SQL_BIND_INTERNAL_H
+#define LDB_SQL_BIND_INTERNAL_H
+
+#include "sql/bind.h"
+#include "sql/func.h"
+#include "storage/store.h"
+
+#include <stdarg.h>
+
+/* Flags of transient aggregate calls (EXPR_CALL of an aggregate). */
+enum {
+    AGGCALL_DISTINCT = 0x10,
+    AGGCALL_FILTER = 0x20 /* the last arg is the FILTER condition */
+};
+
+struct scope;
+
+/* A subquery expression being bound. */
+struct subq {
+    struct scope *outer;       /* where captures are evaluated */
+    struct expr **captures;
+    uint32_t ncaptures, cap;
+};
+
+/* An unqualified name that means an expression (a USING column of a
+ * RIGHT or FULL join). */
+struct name_override {
+    uint32_t item, col;
+    struct expr *e;            /* reads the joined row */
+};
+
+struct scope_item {
+    const char *name;          /* alias (explicit or the table's name); may be NULL */
+    uint32_t off;              /* of the name, for errors */
+    bool explicit_alias;
+    const struct plan *plan;   /* its columns */
+    uint32_t base;             /* first column in the joined row */
+    bool *merged;              /* per column: merged into an earlier item by
+                                  USING or NATURAL (unqualified names skip it) */
+};
+
+/* One SELECT list entry once expanded (stars become several). */
+struct result_col {
+    const char *name;
+    const char *alias;         /* AS name, or NULL */
+    struct expr *e;
+    uint32_t off;
+};
+
+struct scope {
+    struct scope *parent;
+    struct subq *sq;           /* NULL at the top level */
+    struct scope_item *items;
+    uint32_t nitems, items_cap;
+    uint32_t width;            /* columns in the joined row */
+    struct plan *from;         /* the plan of the joined row */
+    struct name_override *overrides;
+    uint32_t noverrides, overrides_cap;
+    /* SELECT-list aliases usable in WHERE, GROUP BY and HAVING when no
+     * column has the name (SQLite). */
+    const ast_result_list *aliases;
+    bool alias_busy;           /* resolving one now (catches cycles) */
+    uint32_t naggs_seen;       /* aggregate calls bound in this scope */
+};
+
+/* CTEs visible at a point: a chain of WITH lists. */
+struct cte_frame {
+    const ast_with *with;
+    uint32_t visible;          /* CTEs of this list visible (earlier ones) */
+    const sql_ast *src;        /* the text they were written in */
+    struct cte_frame *next;
+};
+
+typedef struct binder {
+    struct bind_env *env;
+    plan_arena *pa;
+    struct store *store;
+    const sql_ast *src;        /* text of the statement or view being bound */
+    struct scope *scope;       /* current scope */
+    struct cte_frame *ctes;
+    bool allow_agg;            /* aggregate calls allowed here */
+    bool in_agg_args;          /* binding an aggregate's arguments */
+    uint32_t view_depth;       /* views being expanded */
+    uint32_t view_off;         /* position of the outermost view reference */
+    const char *view_name;
+} binder;
+
+/* ---- errors (bind.c) ---- */
+int bind_error(binder *b, int code, uint32_t off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int bind_nomem(binder *b);
+
+/* ---- allocation helpers (bind.c) ---- */
+void *balloc(binder *b, size_t n);
+char *bstrdup(binder *b, const char *s, size_t n);
+/* Pushes p onto a growing arena array; false on NOMEM. */
+bool bpush(binder *b, void **items, uint32_t *n, uint32_t *cap, size_t size,
+           const void *item);
+
+/* ---- expression constructors (bind_expr.c) ---- */
+struct expr *ex_new(binder *b, enum expr_kind kind, uint32_t nargs, uint32_t off);
+struct expr *ex_const(binder *b, const value *v, uint32_t off);
+struct expr *ex_column(binder *b, uint32_t index, const struct plan_col *col,
+                       uint32_t off);
+struct expr *ex_bool(binder *b, bool v, uint32_t off);
+struct expr *ex_unary(binder *b, enum expr_op op, struct expr *a, uint32_t off);
+struct expr *ex_binary(binder *b, enum expr_op op, struct expr *l,
+                       struct expr *r, uint32_t off);
+/* Folds e when it is constant; returns e or the folded constant. */
+struct expr *ex_fold(binder *b, struct expr *e);
+
+/* ---- expressions (bind_expr.c) ---- */
+/* Binds e in b->scope. NULL on error (b's error set). */
+struct expr *bind_expr(binder *b, const ast_expr *e);
+/* A condition (WHERE, ON, HAVING): bound and wrapped to give BOOLEAN. */
+struct expr *bind_cond(binder *b, const ast_expr *e);
+/* The expression for a column of the current scope's joined row. */
+struct expr *scope_column_expr(binder *b, struct scope *s, uint32_t item,
+                               uint32_t col, uint32_t off);
+/* Static type of a column read from a plan column. */
+enum col_type common_type(enum col_type a, enum col_type b);
+
+/* ---- queries (bind_query.c) ---- */
+/* Binds a whole query in a new scope whose parent is parent and whose
+ * boundary is sq. */
+struct plan *bind_select(binder *b, const ast_select *sel,
+                         struct scope *parent, struct subq *sq);
+/* A scope with no FROM items (VALUES, LIMIT, DML without FROM). */
+struct scope *scope_new(binder *b, struct scope *parent, struct subq *sq);
+/* Adds an item to s: checks the alias rules. */
+bool scope_add(binder *b, struct scope *s, const char *name, uint32_t off,
+               bool explicit_alias, const struct plan *p);
+/* The plan of a table reference (table, view or CTE) for DML targets and
+ * IN table. NULL on error. */
+struct plan *bind_table_scan(binder *b, struct table *t, const char *alias);
+
+/* ---- helpers ---- */
+static inline uint32_t expr_off(const ast_expr *e) { return e->off; }
+const char *source_text(binder *b, uint32_t off, uint32_t len);
+
+#endif

@@ -1,0 +1,468 @@
+/*
+ * plan.c - plan memory, the questions the live and materialized-view
+ * layers ask of a plan (unique keys, lineage, determinism), and EXPLAIN's
+ * text form.
+ */
+#include "sql/plan.h"
+
+#include "base/strbuf.h"
+#include "sql/func.h"
+#include "storage/store.h"
+
+#include <string.h>
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+void plan_arena_init(plan_arena *pa)
+{
+    arena_init(&pa->a, 8192);
+    pa->owned.data = NULL;
+    pa->owned.len = pa->owned.cap = 0;
+    pa->nsubqueries = 0;
+}
+
+void plan_arena_free(plan_arena *pa)
+{
+    for (size_t i = 0; i < pa->owned.len; i++)
+        value_release(&pa->owned.data[i]);
+    vec_free(&pa->owned);
+    arena_free(&pa->a);
+    pa->nsubqueries = 0;
+}
+
+void *plan_alloc(plan_arena *pa, size_t n)
+{
+    return arena_calloc(&pa->a, n);
+}
+
+int plan_own_value(plan_arena *pa, const value *v)
+{
+    if (vec_push(&pa->owned, value_copy(v))) {
+        value copy = *v;
+        value_release(&copy); /* undo the retain of the failed push */
+        return LDB_NOMEM;
+    }
+    return LDB_OK;
+}
+
+struct plan *plan_new(plan_arena *pa, enum plan_kind kind, uint32_t ncols)
+{
+    struct plan *p = plan_alloc(pa, sizeof *p);
+    if (!p)
+        return NULL;
+    p->kind = kind;
+    p->ncols = ncols;
+    if (ncols && !(p->cols = plan_alloc(pa, ncols * sizeof *p->cols)))
+        return NULL;
+    return p;
+}
+
+/* ---- unique keys ---------------------------------------------------------------------- */
+
+static bool all_columns(const struct plan *p, uint32_t *key, uint32_t *n)
+{
+    for (uint32_t i = 0; i < p->ncols; i++)
+        key[i] = i;
+    *n = p->ncols;
+    return true;
+}
+
+/* The output column of a PROJECT that passes input column c, or -1. */
+static int passthrough(const struct plan *p, uint32_t c)
+{
+    for (uint32_t i = 0; i < p->ncols; i++)
+        if (p->u.exprs[i]->kind == EXPR_COLUMN && p->u.exprs[i]->u.index == c)
+            return (int)i;
+    return -1;
+}
+
+static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
+{
+    uint32_t *in = mem_alloc((p->in->ncols + 1) * sizeof *in), m;
+    bool ok = in && plan_unique_key(p->in, in, &m);
+    for (uint32_t i = 0; ok && i < m; i++) {
+        int o = passthrough(p, in[i]);
+        ok = o >= 0;
+        key[i] = (uint32_t)o;
+    }
+    *n = ok ? m : 0;
+    mem_free(in);
+    return ok;
+}
+
+/* True when every column of side's key k[0..nk) is joined by a plain
+ * column key of the join (so each row of the other side meets at most one
+ * row of this side). */
+static bool joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk)
+{
+    for (uint32_t i = 0; i < nk; i++) {
+        bool found = false;
+        for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
+            const struct expr *e = right ? j->u.join.keys[x].right : j->u.join.keys[x].left;
+            found = e->kind == EXPR_COLUMN && e->u.index == k[i];
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static bool join_key(const struct plan *p, uint32_t *key, uint32_t *n)
+{
+    const struct plan *l = p->left, *r = p->right;
+    uint32_t *lk = mem_alloc((l->ncols + r->ncols + 2) * sizeof *lk), nl = 0, nr = 0;
+    if (!lk)
+        return false;
+    uint32_t *rk = lk + l->ncols + 1;
+    bool hl = plan_unique_key(l, lk, &nl), hr = plan_unique_key(r, rk, &nr), ok = true;
+    enum join_kind kind = p->u.join.kind;
+    if (kind == JOIN_SEMI || kind == JOIN_ANTI) {
+        ok = hl;
+        memcpy(key, lk, nl * sizeof *key);
+        *n = nl;
+    } else if (hl && hr && kind != JOIN_FULL && kind != JOIN_RIGHT &&
+               joined_on_key(p, true, rk, nr)) {
+        memcpy(key, lk, nl * sizeof *key); /* N:1 */
+        *n = nl;
+    } else if (hl && hr && kind != JOIN_FULL && kind != JOIN_LEFT &&
+               joined_on_key(p, false, lk, nl)) {
+        for (uint32_t i = 0; i < nr; i++)
+            key[i] = l->ncols + rk[i];
+        *n = nr;
+    } else if (hl && hr) {
+        memcpy(key, lk, nl * sizeof *key);
+        for (uint32_t i = 0; i < nr; i++)
+            key[nl + i] = l->ncols + rk[i];
+        *n = nl + nr;
+    } else {
+        ok = false;
+    }
+    mem_free(lk);
+    return ok;
+}
+
+bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n)
+{
+    *n = 0;
+    switch (p->kind) {
+    case PLAN_SCAN: {
+        const struct schema *sc = table_schema(p->u.scan.table);
+        memcpy(key, sc->pk, sc->npk * sizeof *key);
+        *n = sc->npk;
+        return true;
+    }
+    case PLAN_VALUES:
+        return p->u.values.nrows <= 1;
+    case PLAN_FILTER:
+    case PLAN_SORT:
+    case PLAN_LIMIT:
+        return plan_unique_key(p->in, key, n);
+    case PLAN_PROJECT:
+        return project_key(p, key, n);
+    case PLAN_JOIN:
+        return join_key(p, key, n);
+    case PLAN_AGGREGATE:
+        for (uint32_t i = 0; i < p->u.agg.ngroups; i++)
+            key[i] = i;
+        *n = p->u.agg.ngroups;
+        return true;
+    case PLAN_DISTINCT:
+        return all_columns(p, key, n);
+    case PLAN_SETOP:
+        return p->u.setop != SETOP_UNION_ALL && all_columns(p, key, n);
+    }
+    return false;
+}
+
+/* ---- lineage and determinism ------------------------------------------------------------- */
+
+bool plan_lineage(const struct plan *p, uint32_t col, struct table **table,
+                  uint32_t *table_col)
+{
+    if (col >= p->ncols)
+        return false;
+    switch (p->kind) {
+    case PLAN_SCAN:
+        *table = p->u.scan.table;
+        *table_col = col;
+        return true;
+    case PLAN_FILTER:
+    case PLAN_SORT:
+    case PLAN_LIMIT:
+    case PLAN_DISTINCT:
+        return plan_lineage(p->in, col, table, table_col);
+    case PLAN_PROJECT: {
+        const struct expr *e = p->u.exprs[col];
+        return e->kind == EXPR_COLUMN && plan_lineage(p->in, e->u.index, table, table_col);
+    }
+    case PLAN_JOIN:
+        if (col < p->left->ncols)
+            return plan_lineage(p->left, col, table, table_col);
+        return p->u.join.kind != JOIN_SEMI && p->u.join.kind != JOIN_ANTI &&
+               plan_lineage(p->right, col - p->left->ncols, table, table_col);
+    case PLAN_AGGREGATE: {
+        if (col >= p->u.agg.ngroups)
+            return false;
+        const struct expr *e = p->u.agg.groups[col];
+        return e->kind == EXPR_COLUMN && plan_lineage(p->in, e->u.index, table, table_col);
+    }
+    default:
+        return false;
+    }
+}
+
+static bool any_nondet(struct expr *const *es, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (es[i] && (es[i]->flags & EXPR_NONDET))
+            return true;
+    return false;
+}
+
+bool plan_is_nondeterministic(const struct plan *p)
+{
+    if (!p)
+        return false;
+    bool nd = false;
+    switch (p->kind) {
+    case PLAN_VALUES: nd = any_nondet(p->u.values.cells, p->u.values.nrows * p->ncols); break;
+    case PLAN_FILTER: nd = any_nondet(&p->u.pred, 1); break;
+    case PLAN_PROJECT: nd = any_nondet(p->u.exprs, p->ncols); break;
+    case PLAN_JOIN: nd = any_nondet(&p->u.join.residual, 1); break;
+    case PLAN_AGGREGATE:
+        nd = any_nondet(p->u.agg.groups, p->u.agg.ngroups);
+        for (uint32_t i = 0; i < p->u.agg.naggs && !nd; i++)
+            nd = any_nondet(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs) ||
+                 any_nondet(&p->u.agg.aggs[i].filter, 1);
+        break;
+    case PLAN_SORT:
+        for (uint32_t i = 0; i < p->u.sort.nkeys && !nd; i++)
+            nd = any_nondet(&p->u.sort.keys[i].e, 1);
+        break;
+    case PLAN_LIMIT: nd = any_nondet(&p->u.limit.limit, 1) || any_nondet(&p->u.limit.offset, 1); break;
+    case PLAN_SCAN:
+        nd = any_nondet(p->u.scan.access.eq, p->u.scan.access.neq) ||
+             any_nondet(&p->u.scan.access.lo, 1) || any_nondet(&p->u.scan.access.hi, 1);
+        break;
+    default: break;
+    }
+    return nd || plan_is_nondeterministic(p->in) || plan_is_nondeterministic(p->left) ||
+           plan_is_nondeterministic(p->right);
+}
+
+/* ---- EXPLAIN ---------------------------------------------------------------------------------- */
+
+struct explain {
+    strbuf *sb;
+    const struct expr *subs[64]; /* subqueries met on the current line */
+    uint32_t nsubs;
+};
+
+static void collect_subqueries(struct explain *x, const struct expr *e)
+{
+    if (!e)
+        return;
+    if (e->kind == EXPR_SUBQUERY && x->nsubs < 64)
+        x->subs[x->nsubs++] = e;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        collect_subqueries(x, e->args[i]);
+    if (e->kind == EXPR_SUBQUERY)
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            collect_subqueries(x, e->u.sq.captures[i]);
+}
+
+static const char **names_of(const struct plan *p, const char **buf, uint32_t cap)
+{
+    for (uint32_t i = 0; p && i < p->ncols && i < cap; i++)
+        buf[i] = p->cols[i].name;
+    return buf;
+}
+
+#define NAMES_MAX 256
+
+static void put_expr(struct explain *x, const struct expr *e, const struct plan *in)
+{
+    const char *buf[NAMES_MAX];
+    uint32_t n = in ? (in->ncols < NAMES_MAX ? in->ncols : NAMES_MAX) : 0;
+    expr_print(x->sb, e, names_of(in, buf, n), n);
+    collect_subqueries(x, e);
+}
+
+/* Names of a join's left ++ right row. */
+static void put_join_expr(struct explain *x, const struct expr *e, const struct plan *j)
+{
+    const char *buf[NAMES_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < j->left->ncols && n < NAMES_MAX; i++)
+        buf[n++] = j->left->cols[i].name;
+    for (uint32_t i = 0; i < j->right->ncols && n < NAMES_MAX; i++)
+        buf[n++] = j->right->cols[i].name;
+    expr_print(x->sb, e, buf, n);
+    collect_subqueries(x, e);
+}
+
+static void put_access(struct explain *x, const struct plan *p)
+{
+    const struct access_path *a = &p->u.scan.access;
+    const struct table *t = p->u.scan.table;
+    strbuf *sb = x->sb;
+    sb_printf(sb, "SCAN %s", table_name(t));
+    if (p->u.scan.alias && strcmp(p->u.scan.alias, table_name(t)) != 0)
+        sb_printf(sb, " AS %s", p->u.scan.alias);
+    if (a->kind == ACCESS_FULL)
+        return;
+    if (a->kind == ACCESS_KEY)
+        sb_puts(sb, " USING PRIMARY KEY (");
+    else
+        sb_printf(sb, " USING %sINDEX %s (", a->kind == ACCESS_ORDERED ? "ORDERED " : "",
+                  a->index->name);
+    const struct schema *sc = table_schema(t);
+    bool first = true;
+    for (uint32_t i = 0; i < a->neq; i++) {
+        uint32_t col = a->kind == ACCESS_KEY ? sc->pk[i] : a->index->parts[i].col;
+        sb_printf(sb, "%s%s = ", first ? "" : " AND ", sc->cols[col].name);
+        put_expr(x, a->eq[i], NULL);
+        first = false;
+    }
+    if (a->kind == ACCESS_INDEX && (a->lo || a->hi)) {
+        const char *name = sc->cols[a->index->parts[a->neq].col].name;
+        if (a->lo) {
+            sb_printf(sb, "%s%s %s ", first ? "" : " AND ", name, a->lo_incl ? ">=" : ">");
+            put_expr(x, a->lo, NULL);
+            first = false;
+        }
+        if (a->hi) {
+            sb_printf(sb, "%s%s %s ", first ? "" : " AND ", name, a->hi_incl ? "<=" : "<");
+            put_expr(x, a->hi, NULL);
+        }
+    }
+    if (a->kind == ACCESS_ORDERED)
+        sb_puts(sb, a->spec.reverse ? "backward" : "forward");
+    sb_putc(sb, ')');
+}
+
+static const char *join_name(enum join_kind k)
+{
+    static const char *const names[] = { "INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN",
+                                         "CROSS JOIN", "SEMI JOIN", "ANTI JOIN" };
+    return names[k];
+}
+
+static void put_join(struct explain *x, const struct plan *p)
+{
+    strbuf *sb = x->sb;
+    sb_puts(sb, join_name(p->u.join.kind));
+    for (uint32_t i = 0; i < p->u.join.nkeys; i++) {
+        sb_puts(sb, i ? " AND " : " ON ");
+        put_expr(x, p->u.join.keys[i].left, p->left);
+        sb_puts(sb, " = ");
+        put_expr(x, p->u.join.keys[i].right, p->right);
+    }
+    if (p->u.join.residual) {
+        sb_puts(sb, p->u.join.nkeys ? " FILTER " : " ON ");
+        put_join_expr(x, p->u.join.residual, p);
+    }
+    if (p->u.join.nkeys)
+        sb_printf(sb, " (hash %s)", p->u.join.build_left ? "left" : "right");
+}
+
+static void put_aggregate(struct explain *x, const struct plan *p)
+{
+    strbuf *sb = x->sb;
+    sb_puts(sb, "AGGREGATE");
+    for (uint32_t i = 0; i < p->u.agg.ngroups; i++) {
+        sb_puts(sb, i ? ", " : " GROUP BY ");
+        put_expr(x, p->u.agg.groups[i], p->in);
+    }
+    for (uint32_t i = 0; i < p->u.agg.naggs; i++) {
+        const struct plan_agg *a = &p->u.agg.aggs[i];
+        sb_printf(sb, "%s%s(%s", i ? ", " : ": ", a->fn->name, a->distinct ? "DISTINCT " : "");
+        if (a->fn->agg == &agg_count_star)
+            sb_putc(sb, '*');
+        for (uint32_t k = 0; k < a->nargs; k++) {
+            if (k)
+                sb_puts(sb, ", ");
+            put_expr(x, a->args[k], p->in);
+        }
+        sb_putc(sb, ')');
+        if (a->filter) {
+            sb_puts(sb, " FILTER (WHERE ");
+            put_expr(x, a->filter, p->in);
+            sb_putc(sb, ')');
+        }
+    }
+}
+
+static void put_node(struct explain *x, const struct plan *p)
+{
+    strbuf *sb = x->sb;
+    static const char *const setops[] = { "UNION ALL", "UNION", "INTERSECT", "EXCEPT" };
+    switch (p->kind) {
+    case PLAN_SCAN: put_access(x, p); break;
+    case PLAN_VALUES: sb_printf(sb, "VALUES %u row%s", p->u.values.nrows,
+                                p->u.values.nrows == 1 ? "" : "s"); break;
+    case PLAN_FILTER:
+        sb_puts(sb, "FILTER ");
+        put_expr(x, p->u.pred, p->in);
+        break;
+    case PLAN_PROJECT:
+        sb_puts(sb, "PROJECT");
+        for (uint32_t i = 0; i < p->ncols; i++) {
+            sb_puts(sb, i ? ", " : " ");
+            put_expr(x, p->u.exprs[i], p->in);
+        }
+        break;
+    case PLAN_JOIN: put_join(x, p); break;
+    case PLAN_AGGREGATE: put_aggregate(x, p); break;
+    case PLAN_DISTINCT: sb_puts(sb, "DISTINCT"); break;
+    case PLAN_SORT:
+        sb_puts(sb, "SORT");
+        for (uint32_t i = 0; i < p->u.sort.nkeys; i++) {
+            const struct sort_key *k = &p->u.sort.keys[i];
+            sb_puts(sb, i ? ", " : " ");
+            put_expr(x, k->e, p->in);
+            if (k->desc)
+                sb_puts(sb, " DESC");
+            if (k->nulls_first == k->desc)
+                sb_puts(sb, k->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+        }
+        if (p->u.sort.presorted)
+            sb_puts(sb, " (input already in order)");
+        break;
+    case PLAN_LIMIT:
+        sb_puts(sb, "LIMIT ");
+        put_expr(x, p->u.limit.limit, NULL);
+        if (p->u.limit.offset) {
+            sb_puts(sb, " OFFSET ");
+            put_expr(x, p->u.limit.offset, NULL);
+        }
+        break;
+    case PLAN_SETOP: sb_puts(sb, setops[p->u.setop]); break;
+    }
+}
+
+static void print_tree(strbuf *sb, const struct plan *p, unsigned depth)
+{
+    struct explain x = { sb, { 0 }, 0 };
+    for (unsigned i = 0; i < depth; i++)
+        sb_puts(sb, "  ");
+    put_node(&x, p);
+    sb_putc(sb, '\n');
+    for (uint32_t i = 0; i < x.nsubs; i++) {
+        for (unsigned k = 0; k <= depth; k++)
+            sb_puts(sb, "  ");
+        sb_printf(sb, "subquery %u:\n", x.subs[i]->u.sq.id + 1);
+        print_tree(sb, x.subs[i]->u.sq.plan, depth + 2);
+    }
+    if (p->in)
+        print_tree(sb, p->in, depth + 1);
+    if (p->left)
+        print_tree(sb, p->left, depth + 1);
+    if (p->right)
+        print_tree(sb, p->right, depth + 1);
+}
+
+void plan_print(strbuf *sb, const struct plan *p)
+{
+    print_tree(sb, p, 0);
+}

@@ -1,0 +1,259 @@
+/*
+ * plan.h - the logical plan: the tree the binder builds from a query, the
+ * planner annotates with access paths, the one-shot executor runs, and the
+ * live-query and materialized-view layers compile into dataflow graphs.
+ *
+ * A plan is a tree of nodes. Every node has an output schema: a column
+ * count and, per column, a name, a static type (the declared type of a
+ * column that passes a table column through, else the inferred type), an
+ * affinity (as an operand of a comparison) and a collation. Expressions
+ * in a node (expr.h) read the node's INPUT row by position:
+ *
+ *   node       input row of its expressions   output row
+ *   SCAN       -                               the table's columns, hidden
+ *                                              rowid last when there is one
+ *   VALUES     - (constants, params, captures)  nrows rows of ncols cells
+ *   FILTER     input                           input, rows where pred true
+ *   PROJECT    input                           exprs
+ *   JOIN       keys: own side; residual: left ++ right
+ *                                              left ++ right (SEMI/ANTI: left)
+ *   AGGREGATE  input                           group values ++ aggregate results
+ *   DISTINCT   -                               input without duplicate rows
+ *   SORT       input                           input, ordered by keys
+ *   LIMIT      - (limit/offset are constants, params or captures)
+ *                                              input, cut
+ *   SETOP      -                               left's columns
+ *
+ * Conventions the consumers rely on:
+ * - Aggregate calls never appear in expressions: a node above an
+ *   AGGREGATE reads its results as columns.
+ * - Subqueries are expressions (EXPR_SUBQUERY) holding their own plan and
+ *   the list of outer values they capture; the executor runs them, the live
+ *   compiler decorrelates them.
+ * - Equality for grouping, DISTINCT, set operations and join keys is SQL
+ *   '=' on non-NULL values: apply the recorded affinity to both sides
+ *   (sql_apply_affinity), then value_eq under the collation. NULL keys
+ *   never join; NULLs group together.
+ * - Annotations made by the planner for the executor (access paths,
+ *   build side, presorted) may be ignored by any other consumer: the
+ *   logical meaning of the tree does not depend on them.
+ *
+ * Ownership: nodes, expressions and names live in a plan_arena, normally
+ * one per prepared statement; plan_arena_free releases everything,
+ * including the heap values held by constants.
+ */
+#ifndef LDB_SQL_PLAN_H
+#define LDB_SQL_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/vec.h"
+#include "sql/expr.h"
+#include "storage/reader.h"
+
+struct table;
+struct table_index;
+struct func_def;
+struct strbuf;
+
+enum plan_kind {
+    PLAN_SCAN,
+    PLAN_VALUES,
+    PLAN_FILTER,
+    PLAN_PROJECT,
+    PLAN_JOIN,
+    PLAN_AGGREGATE,
+    PLAN_DISTINCT,
+    PLAN_SORT,
+    PLAN_LIMIT,
+    PLAN_SETOP
+};
+
+struct plan_col {
+    const char *name;
+    enum col_type type;       /* static type; COL_ANY when unknown */
+    enum col_type aff;        /* affinity as a comparison operand; COL_ANY: none */
+    enum ldb_collation coll;
+    bool hidden;              /* left out of SELECT * (the hidden rowid) */
+};
+
+/* ---- SCAN access paths (planner annotations) ----------------------------------- */
+
+enum access_kind {
+    ACCESS_FULL,    /* every row, in the table's scan order */
+    ACCESS_KEY,     /* primary key equality: eq[0..npk) */
+    ACCESS_INDEX,   /* index: equality on parts [0, neq), optional range on
+                       part neq, rows in index order */
+    ACCESS_ORDERED  /* the whole ordered index read in the order spec */
+};
+
+/*
+ * Probes read no column (constants, parameters, captures, uncorrelated
+ * subqueries); the executor evaluates them when the scan opens and
+ * applies the comparison's affinity (aff[i] for eq[i], aff[neq] for the
+ * range) before seeking. A NULL probe matches nothing. The FILTER above
+ * the scan keeps the whole predicate, so an access path only has to
+ * return a superset of the qualifying rows.
+ */
+struct access_path {
+    enum access_kind kind;
+    struct table_index *index;   /* ACCESS_INDEX, ACCESS_ORDERED */
+    uint32_t neq;
+    struct expr **eq;            /* neq probes, in key part order */
+    struct expr *lo, *hi;        /* range on part neq (ascending), or NULL */
+    bool lo_incl, hi_incl;
+    uint8_t aff[INDEX_MAX_PARTS + 1]; /* enum col_type, per probe */
+    struct order_spec spec;      /* ACCESS_ORDERED */
+};
+
+/* ---- JOIN ------------------------------------------------------------------------ */
+
+enum join_kind {
+    JOIN_INNER,
+    JOIN_LEFT,
+    JOIN_RIGHT,
+    JOIN_FULL,
+    JOIN_CROSS, /* no condition (keys and residual empty) */
+    JOIN_SEMI,  /* left rows with a match; output is the left row.
+                   Not produced by the binder: for decorrelating layers */
+    JOIN_ANTI   /* left rows without a match; likewise */
+};
+
+/* left = right, where left reads only the left row and right only the
+ * right row. SQL '=': NULL never matches. */
+struct join_key {
+    struct expr *left, *right;
+    enum col_type aff;           /* applied to both values before value_eq */
+    enum ldb_collation coll;
+};
+
+/* ---- AGGREGATE -------------------------------------------------------------------- */
+
+struct plan_agg {
+    const struct func_def *fn;   /* fn->agg is the aggregate.h definition */
+    struct expr **args;          /* fn->agg->nargs arguments */
+    uint32_t nargs;
+    bool distinct;
+    struct expr *filter;         /* FILTER (WHERE ...), or NULL */
+    enum ldb_collation coll;     /* of the argument: min/max order, DISTINCT */
+    value sep;                   /* string_agg separator; NULL: "," */
+};
+
+/* ---- SORT ----------------------------------------------------------------------------- */
+
+struct sort_key {
+    struct expr *e;
+    bool desc;
+    bool nulls_first;            /* resolved: NULL lowest unless NULLS given */
+    enum ldb_collation coll;
+};
+
+/* UNION, INTERSECT and EXCEPT remove duplicates (SQL set semantics);
+ * UNION ALL keeps them. */
+enum setop_kind {
+    SETOP_UNION_ALL,
+    SETOP_UNION,
+    SETOP_INTERSECT,
+    SETOP_EXCEPT
+};
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+
+struct plan {
+    enum plan_kind kind;
+    uint32_t ncols;
+    struct plan_col *cols;
+    struct plan *in;             /* FILTER PROJECT AGGREGATE DISTINCT SORT LIMIT */
+    struct plan *left, *right;   /* JOIN SETOP */
+    union {
+        struct {
+            struct table *table;
+            const char *alias;       /* FROM name, for EXPLAIN */
+            bool not_indexed;        /* NOT INDEXED: read without indexes */
+            struct access_path access;
+        } scan;
+        struct {
+            uint32_t nrows;
+            struct expr **cells;     /* nrows * ncols, row-major */
+        } values;
+        struct expr *pred;           /* FILTER */
+        struct expr **exprs;         /* PROJECT: ncols expressions */
+        struct {
+            enum join_kind kind;
+            uint32_t nkeys;
+            struct join_key *keys;
+            struct expr *residual;   /* over left ++ right, or NULL */
+            bool build_left;         /* executor: hash the left input */
+        } join;
+        struct {
+            uint32_t ngroups;
+            struct expr **groups;
+            uint32_t naggs;
+            struct plan_agg *aggs;
+        } agg;
+        struct {
+            uint32_t nkeys;
+            struct sort_key *keys;
+            bool presorted;          /* executor: the input is in order */
+        } sort;
+        struct {
+            struct expr *limit;      /* NULL: none */
+            struct expr *offset;     /* NULL: 0 */
+        } limit;
+        enum setop_kind setop;
+    } u;
+};
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+typedef struct plan_arena {
+    arena a;
+    VEC(value) owned;            /* heap values held by constants */
+    uint32_t nsubqueries;        /* subquery ids handed out */
+} plan_arena;
+
+void plan_arena_init(plan_arena *pa);
+void plan_arena_free(plan_arena *pa);
+/* Zeroed memory from the arena; NULL on NOMEM. */
+void *plan_alloc(plan_arena *pa, size_t n);
+/* Keeps a reference to v (value_copy) until the arena is freed. */
+int plan_own_value(plan_arena *pa, const value *v);
+
+/* A node of kind with ncols zeroed columns; NULL on NOMEM. */
+struct plan *plan_new(plan_arena *pa, enum plan_kind kind, uint32_t ncols);
+
+/* ---- what the live and MV layers ask --------------------------------------------------------- */
+
+/*
+ * A set of output columns that is a unique key of p's result, when one
+ * is known: key[0..*n) (key has room for p->ncols). Returns false when
+ * none is known (UNION ALL, a projection that drops a key column...). An
+ * empty key (*n == 0) means at most one row (a scalar aggregate).
+ * Rules: SCAN the primary key; FILTER SORT LIMIT the input's; PROJECT the
+ * input's when every key column passes through; JOIN both sides' keys,
+ * or one side's alone when the other side is joined on its whole key
+ * (N:1); SEMI/ANTI the left's; AGGREGATE the group columns; DISTINCT and
+ * UNION/INTERSECT/EXCEPT all columns.
+ */
+bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n);
+
+/*
+ * Lineage: true when output column col of p is a base table column
+ * passed through unchanged (possibly NULL-padded by an outer join), with
+ * the table and its column position.
+ */
+bool plan_lineage(const struct plan *p, uint32_t col, struct table **table,
+                  uint32_t *table_col);
+
+/* True when some function called anywhere in the plan (subqueries
+ * included) is not deterministic. */
+bool plan_is_nondeterministic(const struct plan *p);
+
+/* EXPLAIN: one line per node, children indented by two spaces, access
+ * paths and annotations included; subquery plans follow the node that
+ * uses them. Out of memory is left in the strbuf. */
+void plan_print(struct strbuf *sb, const struct plan *p);
+
+#endif
