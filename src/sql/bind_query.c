@@ -569,12 +569,26 @@ static bool bind_results(binder *b, struct scope *s, const ast_result_list *l,
 
 /* ---- aggregates ----------------------------------------------------------------------------- */
 
+/*
+ * Bare columns (a FROM column outside any aggregate and not grouped) take
+ * their values from one row of the group, as in SQLite, chosen by a rule
+ * that depends only on the group's rows: when the query has exactly one
+ * min() or max() aggregate, the row that gave that minimum or maximum
+ * (SQLite's rule); otherwise the least row under the value order. Both are
+ * one extra min/max aggregate over array(key, bare columns...), so they
+ * run on aggregate.h like every aggregate, incrementally too. Each bare
+ * reference becomes element i of that aggregate's result (EXPR_FIELD).
+ */
 struct aggs {
     struct expr **groups;
     uint32_t ngroups;
     struct expr **calls;         /* distinct aggregate calls seen */
     uint32_t ncalls, cap;
-    const struct plan *from;     /* for the names of bare columns */
+    const struct plan *from;     /* the FROM row's columns */
+    uint32_t *bare;              /* FROM columns used bare */
+    uint32_t nbare, bare_cap;
+    struct expr **fields;        /* EXPR_FIELD nodes made for them */
+    uint32_t nfields, fields_cap;
 };
 
 static struct expr *lift(binder *b, struct aggs *a, struct expr *e);
@@ -624,6 +638,28 @@ static struct expr *lift_args(binder *b, struct aggs *a, struct expr *e)
     return x;
 }
 
+/* A bare column: element k of the bare-column aggregate, patched once
+ * every aggregate is known (finish_bare). */
+static struct expr *lift_bare(binder *b, struct aggs *a, const struct expr *e)
+{
+    uint32_t k = 0;
+    while (k < a->nbare && a->bare[k] != e->u.index)
+        k++;
+    if (k == a->nbare &&
+        !bpush(b, (void **)&a->bare, &a->nbare, &a->bare_cap, sizeof *a->bare, &e->u.index))
+        return NULL;
+    struct expr *f = ex_new(b, EXPR_FIELD, 1, e->off);
+    struct expr *c = f ? lift_column(b, e, 0) : NULL;
+    if (!c || !bpush(b, (void **)&a->fields, &a->nfields, &a->fields_cap, sizeof f, &f))
+        return NULL;
+    f->args[0] = c;
+    f->u.index = k;
+    f->type = e->type;
+    f->aff = e->aff;
+    f->coll = e->coll;
+    return f;
+}
+
 /* e read the FROM row; the same expression reading the AGGREGATE row. */
 static struct expr *lift(binder *b, struct aggs *a, struct expr *e)
 {
@@ -635,13 +671,8 @@ static struct expr *lift(binder *b, struct aggs *a, struct expr *e)
         if (func_is_aggregate(e->u.fn))
             return lift_call(b, a, e);
         return lift_args(b, a, e);
-    case EXPR_COLUMN: {
-        const char *name = e->u.index < a->from->ncols ? a->from->cols[e->u.index].name : "?";
-        bind_error(b, LDB_ERROR, e->off,
-                   "column %s must appear in the GROUP BY clause or be used in an "
-                   "aggregate function", name);
-        return NULL;
-    }
+    case EXPR_COLUMN:
+        return lift_bare(b, a, e);
     case EXPR_CONST:
     case EXPR_PARAM:
     case EXPR_OUTER:
@@ -928,6 +959,65 @@ static bool bind_core_order(binder *b, struct core *c, const ast_order_list *ol)
     return true;
 }
 
+/* The one min() or max() call that decides the bare columns' row, or NULL. */
+static const struct expr *deciding_extreme(const struct aggs *a)
+{
+    const struct expr *found = NULL;
+    for (uint32_t i = 0; i < a->ncalls; i++) {
+        const struct agg_def *d = a->calls[i]->u.fn->agg;
+        if (d != &agg_min && d != &agg_max)
+            continue;
+        if (found || (a->calls[i]->flags & AGGCALL_FILTER))
+            return NULL;
+        found = a->calls[i];
+    }
+    return found;
+}
+
+/* The aggregate behind the bare columns (see struct aggs). */
+static bool finish_bare(binder *b, struct aggs *a)
+{
+    if (!a->nbare)
+        return true;
+    const struct expr *ext = deciding_extreme(a);
+    uint32_t lead = ext != NULL, off = a->fields[0]->off;
+    struct expr *arr = ex_new(b, EXPR_CALL, lead + a->nbare, off);
+    struct expr *call = ex_new(b, EXPR_CALL, 1, off);
+    if (!arr || !call)
+        return false;
+    arr->u.fn = func_find("array", lead + a->nbare, NULL);
+    if (ext)
+        arr->args[0] = ext->args[0];
+    for (uint32_t i = 0; i < a->nbare; i++)
+        if (!(arr->args[lead + i] = ex_column(b, a->bare[i], &a->from->cols[a->bare[i]], off)))
+            return false;
+    call->args[0] = arr;
+    call->u.fn = ext ? ext->u.fn : func_find("min", 1, NULL);
+    call->coll = ext ? ext->coll : LDB_COLL_BINARY;
+    if (ext) {
+        /* rows where the min/max argument is NULL do not count (it ignores them) */
+        struct expr *cs = ex_new(b, EXPR_CASE, 3, off);
+        struct expr *isnull = ex_unary(b, EOP_ISNULL, ext->args[0], off);
+        value null = value_null();
+        struct expr *nul = ex_const(b, &null, off);
+        if (!cs || !isnull || !nul)
+            return false;
+        cs->u.c.has_else = true;
+        cs->args[0] = isnull;
+        cs->args[1] = nul;
+        cs->args[2] = arr;
+        call->args[0] = cs;
+    }
+    uint32_t col = a->ngroups + a->ncalls;
+    if (!bpush(b, (void **)&a->calls, &a->ncalls, &a->cap, sizeof call, &call))
+        return false;
+    for (uint32_t i = 0; i < a->nfields; i++) {
+        a->fields[i]->args[0]->u.index = col;
+        a->fields[i]->u.index += lead;
+    }
+    return true;
+}
+
 /* Result list, extra ORDER BY keys and HAVING, lifted when aggregating. */
 static bool lift_all(binder *b, struct core *c)
 {
@@ -937,7 +1027,9 @@ static bool lift_all(binder *b, struct core *c)
     for (uint32_t i = 0; i < c->norder; i++)
         if (c->order[i].col == UINT32_MAX && !(c->order[i].e = lift(b, &c->a, c->order[i].e)))
             return false;
-    return !c->having || (c->having = lift(b, &c->a, c->having));
+    if (c->having && !(c->having = lift(b, &c->a, c->having)))
+        return false;
+    return finish_bare(b, &c->a);
 }
 
 static struct plan *filter_node(binder *b, struct plan *in, struct expr *pred)

@@ -172,13 +172,16 @@ static int consume(struct sort_op *s)
             row_release(r);
             return exec_nomem(s->base.x);
         }
-        for (uint32_t i = 0; i < nkeys && rc == LDB_ROW; i++)
-            if ((rc = op_eval(&s->base, p->u.sort.keys[i].e, r, &e.keys[i])) != LDB_OK) {
+        for (uint32_t i = 0; i < nkeys; i++) {
+            int erc = op_eval(&s->base, p->u.sort.keys[i].e, r, &e.keys[i]);
+            if (erc) {
                 entry_free(&e, nkeys);
-                return rc;
+                return erc;
             }
-        if ((rc = keep(s, &e)))
-            return rc;
+        }
+        int krc = keep(s, &e);
+        if (krc)
+            return krc;
     }
     if (rc != LDB_DONE)
         return rc;

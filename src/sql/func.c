@@ -150,6 +150,11 @@ static int fn_typeof(struct eval_ctx *cx, const value *a, uint32_t n, value *out
     return value_text(out, s, strlen(s));
 }
 
+static int fn_array(struct eval_ctx *cx, const value *a, uint32_t n, value *out)
+{
+    return value_array(out, a, n);
+}
+
 /* ---- non-deterministic ---------------------------------------------------------------- */
 
 static int no_env(struct eval_ctx *cx, const char *name)
@@ -261,6 +266,7 @@ static const struct func_def core_defs[] = {
     { "max", 2, -1, DET | FUNC_TYPE_OF_ARGS, COL_ANY, fn_max, NULL, NULL },
     { "min", 2, -1, DET | FUNC_TYPE_OF_ARGS, COL_ANY, fn_min, NULL, NULL },
     { "typeof", 1, 1, DET, COL_TEXT, fn_typeof, NULL, NULL },
+    { "array", 0, -1, DET, COL_ANY, fn_array, NULL, NULL },
     { "random", 0, 0, 0, COL_INTEGER, fn_random, NULL, NULL },
     { "randomblob", 1, 1, 0, COL_BLOB, fn_randomblob, NULL, NULL },
     { "changes", 0, 0, 0, COL_INTEGER, fn_changes, NULL, NULL },
