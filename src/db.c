@@ -14,6 +14,8 @@
  */
 #include "db_internal.h"
 
+#include "live/live.h"
+
 #include "base/mem.h"
 #include "base/strbuf.h"
 #include "sql/sqlvalue.h"
@@ -81,6 +83,9 @@ int ldb_error_offset(ldb *db)
 
 int db_write_begin(ldb *db)
 {
+    if (live_publishing(db->live))
+        return db_error(db, LDB_MISUSE, NULL, -1,
+                        "a live query callback cannot write to the database");
     db->epoch++;
     int rc = store_stmt_begin(db->store);
     if (rc)
@@ -109,6 +114,8 @@ int ldb_open(const char *path, ldb **out)
     if (!db)
         return LDB_NOMEM;
     int rc = store_open(&db->store);
+    if (!rc && (rc = live_registry_new(db->store, &db->live)))
+        store_close(db->store);
     if (rc) {
         mem_free(db);
         return rc;
@@ -125,6 +132,7 @@ void ldb_close(ldb *db)
 {
     if (!db)
         return;
+    live_registry_free(db->live); /* releases the queries' statements */
     while (db->stmts)
         ldb_finalize(db->stmts);
     for (size_t i = 0; i < db->pragmas.len; i++) {
@@ -309,6 +317,7 @@ int ldb_step(ldb_stmt *s)
         if ((rc = stmt_start(s)) != LDB_OK) {
             stmt_finish(s);
             s->state = ST_DONE;
+            live_flush(db->live);
             return rc;
         }
         s->state = ST_RUNNING;
@@ -318,6 +327,7 @@ int ldb_step(ldb_stmt *s)
         return rc;
     stmt_finish(s);
     s->state = ST_DONE;
+    live_flush(db->live); /* batches of what this statement committed */
     return rc;
 }
 

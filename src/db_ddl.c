@@ -18,6 +18,8 @@
  */
 #include "db_internal.h"
 
+#include "live/live.h"
+
 #include "base/mem.h"
 #include "sql/planner.h"
 
@@ -320,11 +322,13 @@ static int describe_query(struct table_build *tb, const struct plan *p,
                           const ast_name_list *given, char ***names)
 {
     int rc = unique_names(p, given, names);
-    if (rc == LDB_OK && !(tb->cols = mem_calloc(p->ncols + 1, sizeof *tb->cols)))
-        rc = LDB_NOMEM;
+    if (rc == LDB_OK) {
+        tb->ncols = p->ncols; /* names to free from here on */
+        if (!(tb->cols = mem_calloc(p->ncols + 1, sizeof *tb->cols)))
+            rc = LDB_NOMEM;
+    }
     if (rc)
         return db_error(tb->s->db, LDB_NOMEM, NULL, -1, "out of memory");
-    tb->ncols = p->ncols;
     for (uint32_t i = 0; i < p->ncols; i++)
         tb->cols[i] = (struct column_def){ (*names)[i], p->cols[i].type, p->cols[i].coll,
                                            false, false, value_null() };
@@ -532,6 +536,9 @@ int db_run_txn(ldb_stmt *s)
     const ast_stmt *st = s->ast->stmt;
     struct store *store = s->db->store;
     int rc;
+    if (live_publishing(s->db->live))
+        return db_error(s->db, LDB_MISUSE, NULL, -1,
+                        "a live query callback cannot control transactions");
     s->db->epoch++;
     switch (st->kind) {
     case AST_STMT_BEGIN: rc = store_begin(store); break;

@@ -5,6 +5,7 @@
  *   db.c      handle, errors, rows, ldb_exec, prepare/bind/step/reset
  *   db_run.c  compiling a statement and running each kind of statement
  *   db_ddl.c  CREATE/DROP, transactions, PRAGMA, REINDEX
+ *   db_live.c live queries (ldb_live_*)
  *
  * and by later layers (live queries, materialized views) that need the
  * store, the error slot or the pragma table of a handle.
@@ -41,6 +42,7 @@ struct ldb {
     struct eval_env env;       /* random state, changes, last rowid */
     uint64_t epoch;            /* bumped by every statement that writes */
     struct ldb_stmt *stmts;    /* every unfinalized statement */
+    struct live_registry *live; /* open live queries (src/live) */
     VEC(struct pragma) pragmas;
 };
 

@@ -348,6 +348,12 @@ static bool bind_upsert(binder *b, const ast_insert *ins, const ast_upsert *u,
     if (!exc || !scope_add(b, s, name, ins->alias.off, ins->alias.str != NULL, cur) ||
         !scope_add(b, s, "excluded", u->off, false, exc))
         return false;
+    /* an unqualified name means the existing row; excluded.x must be written */
+    struct scope_item *ex_item = &s->items[1];
+    if (!(ex_item->merged = balloc(b, exc->ncols * sizeof(bool))))
+        return false;
+    for (uint32_t i = 0; i < exc->ncols; i++)
+        ex_item->merged[i] = true;
     struct scope *save = b->scope;
     b->scope = s;
     bool ok = bind_assignments(b, t, &u->set, &out->nset, &out->set_cols, &out->set_exprs) &&

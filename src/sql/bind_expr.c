@@ -821,24 +821,16 @@ static struct expr *bind_in_select(binder *b, const ast_expr *e)
     return e->u.in.negated ? ex_unary(b, EOP_NOT, s, e->off) : s;
 }
 
-/* x IN table: the table's single column as a subquery. */
+/* x IN name: the named relation's single column as a subquery. */
 static struct expr *bind_in_table(binder *b, const ast_expr *e)
 {
     struct expr *x = bind_expr(b, e->u.in.operand);
-    if (!x)
-        return NULL;
-    struct table *t = store_find_table(b->store, e->u.in.table.name.str);
-    if (!t) {
-        bind_error(b, LDB_ERROR, e->u.in.table.name.off, "no such table: %s",
-                   e->u.in.table.name.str);
-        return NULL;
-    }
-    struct plan *scan = bind_table_scan(b, t, NULL);
-    if (!scan)
+    struct plan *rel = x ? bind_named(b, &e->u.in.table, NULL) : NULL;
+    if (!rel)
         return NULL;
     uint32_t visible = 0, col = 0;
-    for (uint32_t i = 0; i < scan->ncols; i++)
-        if (!scan->cols[i].hidden)
+    for (uint32_t i = 0; i < rel->ncols; i++)
+        if (!rel->cols[i].hidden)
             visible++, col = i;
     if (visible != 1) {
         bind_error(b, LDB_ERROR, e->off, "sub-select returns %u columns - expected 1", visible);
@@ -846,12 +838,13 @@ static struct expr *bind_in_table(binder *b, const ast_expr *e)
     }
     struct plan *p = plan_new(b->pa, PLAN_PROJECT, 1);
     if (!p || !(p->u.exprs = balloc(b, sizeof *p->u.exprs)) ||
-        !(p->u.exprs[0] = ex_column(b, col, &scan->cols[col], e->off))) {
+        !(p->u.exprs[0] = ex_column(b, col, &rel->cols[col], e->off))) {
         bind_nomem(b);
         return NULL;
     }
-    p->in = scan;
-    p->cols[0] = scan->cols[col];
+    p->in = rel;
+    p->cols[0] = rel->cols[col];
+    p->cols[0].hidden = false;
     struct expr *s = ex_new(b, EXPR_SUBQUERY, 1, e->off);
     if (!s)
         return NULL;

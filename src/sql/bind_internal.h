@@ -158,9 +158,11 @@ struct scope *scope_new(binder *b, struct scope *parent, struct subq *sq);
 /* Adds an item to s: checks the alias rules. */
 bool scope_add(binder *b, struct scope *s, const char *name, uint32_t off,
                bool explicit_alias, const struct plan *p);
-/* The plan of a table reference (table, view or CTE) for DML targets and
- * IN table. NULL on error. */
+/* SCAN of a catalog table. */
 struct plan *bind_table_scan(binder *b, struct table *t, const char *alias);
+/* The plan of a named relation (CTE, view, table, livedb_schema) in FROM
+ * or in "x IN name". NULL on error. */
+struct plan *bind_named(binder *b, const ast_qname *q, const char *alias);
 
 /* ---- helpers ---- */
 static inline uint32_t expr_off(const ast_expr *e) { return e->off; }

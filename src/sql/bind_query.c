@@ -232,33 +232,96 @@ static bool check_index_hint(binder *b, const ast_from *f, struct table *t, stru
     return true;
 }
 
-static struct plan *bind_from_table(binder *b, struct scope *s, const ast_from *f)
+/* ---- the catalog as a table ---------------------------------------------------------- */
+
+static bool is_schema_name(const char *name)
 {
-    const ast_qname *q = &f->u.table;
-    const char *name = q->name.str;
-    struct plan *p = NULL;
-    struct cte_frame *frame;
-    uint32_t ci;
-    if (!q->schema.str && find_cte(b, name, &frame, &ci)) {
-        p = bind_cte_ref(b, frame, ci, q->name.off);
-    } else {
-        struct table *t = store_find_table(b->store, name);
-        if (!t) {
-            bind_error(b, LDB_ERROR, q->name.off, "no such table: %s", name);
+    return name_eq(name, "livedb_schema") || name_eq(name, "sqlite_schema") ||
+           name_eq(name, "sqlite_master");
+}
+
+static bool schema_cell(binder *b, struct plan *p, uint32_t r, uint32_t c, const char *text)
+{
+    value v = value_null();
+    if (text && value_text(&v, text, strlen(text))) {
+        bind_nomem(b);
+        return false;
+    }
+    struct expr *e = ex_const(b, &v, 0);
+    value_release(&v);
+    if (!e)
+        return false;
+    e->type = COL_TEXT;
+    p->u.values.cells[(size_t)r * 4 + c] = e;
+    return true;
+}
+
+static bool schema_row(binder *b, struct plan *p, uint32_t r, const char *type,
+                       const char *name, const char *table, const char *sql)
+{
+    return schema_cell(b, p, r, 0, type) && schema_cell(b, p, r, 1, name) &&
+           schema_cell(b, p, r, 2, table) && schema_cell(b, p, r, 3, sql);
+}
+
+/* livedb_schema (alias sqlite_schema, sqlite_master): one row per table,
+ * view and index, (type, name, tbl_name, sql), as of binding. */
+static struct plan *schema_table(binder *b)
+{
+    size_t n = 0, nt = store_table_count(b->store);
+    for (size_t i = 0; i < nt; i++)
+        n += 1 + table_index_count(store_table_at(b->store, i));
+    struct plan *p = node(b, PLAN_VALUES, 4, NULL);
+    if (!p || !(p->u.values.cells = balloc(b, (n * 4 + 1) * sizeof(struct expr *))))
+        return NULL;
+    static const char *const names[] = { "type", "name", "tbl_name", "sql" };
+    for (uint32_t c = 0; c < 4; c++)
+        p->cols[c] = (struct plan_col){ names[c], COL_TEXT, COL_TEXT, LDB_COLL_BINARY, false };
+    uint32_t r = 0;
+    for (size_t i = 0; i < nt; i++) {
+        struct table *t = store_table_at(b->store, i);
+        if (!schema_row(b, p, r++, table_is_view(t) ? "view" : "table", table_name(t),
+                        table_name(t), table_sql(t)))
             return NULL;
-        }
-        if (table_is_view(t)) {
-            p = bind_view(b, t, q->name.off);
-        } else {
-            p = bind_table_scan(b, t, f->alias.str ? f->alias.str : name);
-            if (p && !check_index_hint(b, f, t, p))
+        for (size_t k = 0; k < table_index_count(t); k++) {
+            const struct table_index *ix = table_index_at(t, k);
+            if (!schema_row(b, p, r++, "index", ix->name, table_name(t), ix->sql))
                 return NULL;
         }
     }
+    p->u.values.nrows = r;
+    return p;
+}
+
+/* The plan of a named relation: a CTE, a view, a table or the catalog. */
+struct plan *bind_named(binder *b, const ast_qname *q, const char *alias)
+{
+    const char *name = q->name.str;
+    struct cte_frame *frame;
+    uint32_t ci;
+    if (!q->schema.str && find_cte(b, name, &frame, &ci))
+        return bind_cte_ref(b, frame, ci, q->name.off);
+    struct table *t = store_find_table(b->store, name);
+    if (!t && is_schema_name(name))
+        return schema_table(b);
+    if (!t) {
+        bind_error(b, LDB_ERROR, q->name.off, "no such table: %s", name);
+        return NULL;
+    }
+    if (table_is_view(t))
+        return bind_view(b, t, q->name.off);
+    return bind_table_scan(b, t, alias ? alias : name);
+}
+
+static struct plan *bind_from_table(binder *b, struct scope *s, const ast_from *f)
+{
+    const ast_qname *q = &f->u.table;
+    struct plan *p = bind_named(b, q, f->alias.str);
     if (!p)
         return NULL;
+    if (p->kind == PLAN_SCAN && !check_index_hint(b, f, p->u.scan.table, p))
+        return NULL;
     bool explicit_alias = f->alias.str != NULL;
-    if (!scope_add(b, s, explicit_alias ? f->alias.str : name,
+    if (!scope_add(b, s, explicit_alias ? f->alias.str : q->name.str,
                    explicit_alias ? f->alias.off : q->name.off, explicit_alias, p))
         return NULL;
     return p;

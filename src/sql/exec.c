@@ -610,7 +610,13 @@ static int limit_value(struct op *o, const struct expr *e, int64_t *out)
     int rc = op_eval(o, e, NULL, &v);
     if (rc)
         return rc;
-    value num = value_type(&v) == LDB_TEXT ? sqlv_numeric(&v) : v;
+    value num = v;
+    if (value_type(&v) == LDB_TEXT) {
+        size_t n;
+        const char *p = value_bytes(&v, &n);
+        if (!value_parse_number(p, n, &num))
+            num = value_null();
+    }
     bool ok = value_type(&num) == LDB_INTEGER ||
               (value_type(&num) == LDB_REAL && num.h.u.r == (double)(int64_t)num.h.u.r);
     if (ok)

@@ -77,23 +77,25 @@ static int eval_keys(struct join_op *j, const row *r, bool build, value *vals, b
 static int add_build_row(struct join_op *j, row *r)
 {
     size_t n = j->rows.len;
+    if (j->nkeys) {
+        /* room for the keys first: close releases rows.len * nkeys keys */
+        value *k = mem_realloc(j->keys, (n + 1) * j->nkeys * sizeof *k);
+        if (!k)
+            return exec_nomem(j->base.x);
+        j->keys = k;
+        for (uint32_t i = 0; i < j->nkeys; i++)
+            k[n * j->nkeys + i] = value_null();
+    }
     if (vec_push(&j->rows, r))
         return exec_nomem(j->base.x);
     row_retain(r);
     if (!j->nkeys)
         return LDB_OK;
-    value *k = mem_realloc(j->keys, (n + 1) * j->nkeys * sizeof *k);
-    if (!k)
-        return exec_nomem(j->base.x);
-    j->keys = k;
     bool null;
     uint64_t h;
-    int rc = eval_keys(j, r, true, k + n * j->nkeys, &null, &h);
-    if (rc) {
-        for (uint32_t i = 0; i < j->nkeys; i++)
-            k[n * j->nkeys + i] = value_null();
+    int rc = eval_keys(j, r, true, j->keys + n * j->nkeys, &null, &h);
+    if (rc)
         return rc;
-    }
     if (null)
         return LDB_OK; /* kept for outer padding, never matched */
     uint64_t *slot;

@@ -68,13 +68,16 @@ static int fn_abs(struct eval_ctx *cx, const value *a, uint32_t n, value *out)
     return LDB_OK;
 }
 
-/* SQLite's round: add half a unit of the last kept digit, then cut. */
+/*
+ * SQLite's round (3.40): n == 0 rounds half away from zero; otherwise
+ * printf("%.*f"), which adds half a unit of the last kept digit plus a
+ * tiny relative bias (so that 1.005 rounds to 1.01, as a reader expects),
+ * in long double, and then keeps 16 significant digits. We do the same
+ * steps on an exact decimal expansion.
+ */
 static double round_digits(double x, int64_t digits)
 {
-    if (digits < 0)
-        digits = 0;
-    if (digits > 30)
-        digits = 30;
+    digits = digits < 0 ? 0 : digits > 30 ? 30 : digits;
     double ax = fabs(x);
     if (!isfinite(x) || ax >= 4503599627370496.0) /* 2^52: no fraction left */
         return x;
@@ -82,11 +85,24 @@ static double round_digits(double x, int64_t digits)
         double r = (double)(int64_t)(ax + 0.5);
         return x < 0 ? -r : r;
     }
-    double rounder = 0.5;
+    long double rounder = 0.5L;
     for (int64_t i = 0; i < digits; i++)
-        rounder *= 0.1;
-    char buf[400];
-    snprintf(buf, sizeof buf, "%.*f", (int)digits + 25, ax + rounder);
+        rounder *= 0.1L;
+    int ex;
+    frexp(ax, &ex);
+    if (digits + (ex - 1) / 3 < 15)
+        rounder += (long double)ax * 3e-16L;
+    char buf[160];
+    snprintf(buf, sizeof buf, "%.*Lf", (int)digits + 24, (long double)ax + rounder);
+    int sig = 0;
+    for (char *c = buf; *c; c++) {
+        if (*c < '0' || *c > '9')
+            continue;
+        if (sig >= 16)
+            *c = '0';
+        else if (sig || *c != '0')
+            sig++;
+    }
     char *dot = strchr(buf, '.');
     if (dot)
         dot[1 + digits] = '\0';

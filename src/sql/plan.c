@@ -37,11 +37,9 @@ void *plan_alloc(plan_arena *pa, size_t n)
 
 int plan_own_value(plan_arena *pa, const value *v)
 {
-    if (vec_push(&pa->owned, value_copy(v))) {
-        value copy = *v;
-        value_release(&copy); /* undo the retain of the failed push */
+    if (vec_reserve(&pa->owned, 1))
         return LDB_NOMEM;
-    }
+    pa->owned.data[pa->owned.len++] = value_copy(v);
     return LDB_OK;
 }
 
