@@ -371,6 +371,7 @@ struct scan_op {
     value probes[INDEX_MAX_PARTS + 1]; /* eq probes, then lo */
     value hi;
     struct table_scan sc;
+    uint32_t ahead;            /* SCAN_FULL: slot position PREFETCH rows ahead */
     struct index_lookup lk;
     struct index_cursor ic;
     struct order_cursor oc;
@@ -456,6 +457,31 @@ static row *range_step(struct scan_op *s)
     return r && in_range(s, r) ? r : NULL;
 }
 
+/* Rows sit in the heap in no particular order relative to the key hash
+ * table a full scan walks, so every row is a cache miss: a second cursor a
+ * few slots ahead prefetches them. */
+#define PREFETCH 8
+
+static void prefetch_next(struct scan_op *s)
+{
+    uint64_t *v = hmap_next(&s->t->rows, &s->ahead, NULL);
+    if (v)
+        __builtin_prefetch((const void *)(uintptr_t)*v);
+}
+
+static row *full_step(struct scan_op *s)
+{
+    if (!s->started) {
+        s->sc = table_scan_begin(s->t);
+        s->ahead = 0;
+        for (int i = 0; i < PREFETCH; i++)
+            prefetch_next(s);
+        s->started = true;
+    }
+    prefetch_next(s);
+    return table_scan_next(&s->sc);
+}
+
 static row *scan_step(struct scan_op *s)
 {
     bool first = !s->started;
@@ -463,10 +489,7 @@ static row *scan_step(struct scan_op *s)
     case SCAN_EMPTY:
         return NULL;
     case SCAN_FULL:
-        if (first)
-            s->sc = table_scan_begin(s->t);
-        s->started = true;
-        return table_scan_next(&s->sc);
+        return full_step(s);
     case SCAN_KEY:
         s->started = true;
         return first ? table_lookup(s->t, s->probes) : NULL;
