@@ -167,6 +167,96 @@ int64_t ldb_changes(ldb *db);
 int64_t ldb_total_changes(ldb *db);
 int64_t ldb_last_insert_rowid(ldb *db);
 
+/* ---- live queries ---------------------------------------------------------- */
+
+/*
+ * A live query is a SELECT whose result livedb keeps up to date: after
+ * every commit that changes it, its callback gets ONE batch saying exactly
+ * how the result changed. A rolled-back transaction publishes nothing; a
+ * commit that leaves the result unchanged publishes nothing; an unchanged
+ * row is never reported.
+ *
+ * Every result row has a key: the primary key for a single-table query,
+ * the combined keys for a join, the group columns for an aggregate, all
+ * columns for DISTINCT and set operations (hidden key columns are carried
+ * but not shown). A change reports one key.
+ *
+ * Positions (ordered queries only, else -1): before_pos is the row's
+ * 0-based position in the result before the batch, after_pos in the
+ * result after it. To replay a batch on a copy of the result: remove
+ * every before row (descending before_pos), then insert every after row
+ * (ascending after_pos). For ORDER BY ... LIMIT/OFFSET the positions are
+ * within the visible window.
+ */
+enum ldb_change_kind {
+    LDB_CHANGE_INSERT = 1,
+    LDB_CHANGE_UPDATE = 2,
+    LDB_CHANGE_DELETE = 3
+};
+
+typedef struct ldb_change {
+    int kind;                /* enum ldb_change_kind */
+    const ldb_row *key;      /* the key columns */
+    const ldb_row *before;   /* NULL for an insert */
+    const ldb_row *after;    /* NULL for a delete */
+    int64_t before_count;    /* copies of the row (1 unless the result is a
+                                bag with duplicates); 0 for an insert */
+    int64_t after_count;     /* 0 for a delete */
+    int64_t before_pos;      /* -1: none or unordered */
+    int64_t after_pos;
+} ldb_change;
+
+/* Called with the batch of one commit; the changes and their rows are
+ * borrowed for the call. The callback may read any live query and run
+ * SELECTs; it must not write (LDB_MISUSE) and may close live queries. */
+typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
+                              size_t n);
+
+/*
+ * Opens a live query (a deterministic SELECT; LIMIT needs ORDER BY). The
+ * initial result is delivered as the first batch (all inserts) before
+ * this returns, and is readable at once (ldb_live_read). On LDB_OK the
+ * caller owns *out and must ldb_live_close it.
+ * Errors: LDB_ERROR/LDB_UNSUPPORTED with ldb_errmsg saying why (e.g. a
+ * non-deterministic function), LDB_MISUSE inside an explicit transaction.
+ */
+int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, void *ctx,
+                  ldb_live **out);
+/* The same over a prepared SELECT with its bound parameters (the
+ * statement can be finalized afterwards; the query keeps copies). */
+int ldb_live_open_stmt(ldb_stmt *stmt, ldb_change_fn fn, void *ctx, ldb_live **out);
+/*
+ * Moves the window of an ORDER BY ... LIMIT query (limit < 0: no limit);
+ * the callback gets the difference as one batch before this returns.
+ * LDB_MISUSE for a query without ORDER BY ... LIMIT or inside an explicit
+ * transaction.
+ */
+int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit);
+/* Calls fn for each current result row, in order for ORDER BY queries;
+ * rows are borrowed for the call. A nonzero return stops (LDB_ABORT). */
+int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx);
+int64_t ldb_live_count(ldb_live *q);
+int ldb_live_column_count(ldb_live *q);
+const char *ldb_live_column_name(ldb_live *q, int i);
+/* LDB_OK, or the error that put q in its terminal error state (a failed
+ * graph run: out of memory, integer overflow, duplicate key...); then
+ * *msg (if msg is not NULL) says why. A failed query publishes nothing
+ * more; close it and open a new one. */
+int ldb_live_error(ldb_live *q, const char **msg);
+
+/* Work and space counters of a live query. */
+typedef struct ldb_live_stats {
+    uint64_t rows_read;      /* rows read from tables (hydration included) */
+    uint64_t rows_processed; /* rows consumed by the graph's operators */
+    uint64_t runs;           /* graph runs */
+    uint64_t retained_rows;  /* rows held by operators and the result */
+    uint64_t retained_bytes;
+    int64_t result_rows;
+} ldb_live_stats;
+void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
+/* Closes q. Allowed inside its own callback. NULL is a no-op. */
+void ldb_live_close(ldb_live *q);
+
 #ifdef __cplusplus
 }
 #endif

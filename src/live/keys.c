@@ -1,0 +1,329 @@
+/*
+ * keys.c - giving every result row a key (seed 000, "Weighted relations
+ * and public keys").
+ *
+ * live_ensure_key rewrites a plan so that its output carries a unique key:
+ * the primary key of a scanned table, the group columns of an aggregate,
+ * every column of a DISTINCT or set operation. A projection that drops a
+ * key column gets it back as a hidden column appended after the visible
+ * ones; a UNION ALL tags each branch and carries both branches' keys, so
+ * equal rows from different branches stay apart. Hidden columns are only
+ * ever appended, so every expression above keeps reading the columns it
+ * read before.
+ */
+#include "live/keys.h"
+
+#include "live/build.h"
+#include "storage/table.h"
+
+#include <string.h>
+
+static int key_scan(const struct plan *p, struct keyed *k)
+{
+    const struct schema *sc = table_schema(p->u.scan.table);
+    k->n = sc->npk;
+    for (uint32_t i = 0; i < sc->npk; i++)
+        k->cols[i] = sc->pk[i];
+    return LDB_OK;
+}
+
+/* VALUES gets a hidden row-number column. */
+static int key_values(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    uint32_t nr = p->u.values.nrows, nc = p->ncols;
+    struct plan *v = plan_new(pa, PLAN_VALUES, nc + 1);
+    expr **cells = plan_alloc(pa, ((size_t)nr * (nc + 1) + 1) * sizeof *cells);
+    if (!v || !cells)
+        return LDB_NOMEM;
+    pb_copy_cols(v->cols, p);
+    v->cols[nc].name = "?rownum?";
+    v->cols[nc].type = COL_INTEGER;
+    v->cols[nc].hidden = true;
+    for (uint32_t r = 0; r < nr; r++) {
+        memcpy(&cells[(size_t)r * (nc + 1)], &p->u.values.cells[(size_t)r * nc],
+               nc * sizeof *cells);
+        value num = value_int(r);
+        if (!(cells[(size_t)r * (nc + 1) + nc] = xb_const(pa, &num)))
+            return LDB_NOMEM;
+    }
+    v->u.values.nrows = nr;
+    v->u.values.cells = cells;
+    k->plan = v;
+    k->n = 1;
+    k->cols[0] = nc;
+    return LDB_OK;
+}
+
+/* PROJECT: keep the input's key columns, appending the missing ones. */
+static int key_project(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    struct keyed in;
+    int rc = live_ensure_key(pa, p->in, &in);
+    if (rc)
+        return rc;
+    uint32_t n = p->ncols, extra = 0;
+    uint32_t pos[KEYED_MAX];
+    for (uint32_t i = 0; i < in.n; i++) {
+        pos[i] = UINT32_MAX;
+        for (uint32_t j = 0; j < n && pos[i] == UINT32_MAX; j++) {
+            const expr *e = p->u.exprs[j];
+            if (e->kind == EXPR_COLUMN && e->u.index == in.cols[i])
+                pos[i] = j;
+        }
+        if (pos[i] == UINT32_MAX)
+            pos[i] = n + extra++;
+    }
+    if (extra == 0 && in.plan == p->in) {
+        k->plan = p;
+    } else {
+        expr **es = plan_alloc(pa, (n + extra) * sizeof *es);
+        struct plan_col *meta = plan_alloc(pa, (n + extra) * sizeof *meta);
+        if (!es || !meta)
+            return LDB_NOMEM;
+        memcpy(es, p->u.exprs, n * sizeof *es);
+        memcpy(meta, p->cols, n * sizeof *meta);
+        for (uint32_t i = 0; i < in.n; i++) {
+            if (pos[i] < n)
+                continue;
+            uint32_t c = in.cols[i];
+            if (!(es[pos[i]] = xb_column(pa, c, &in.plan->cols[c])))
+                return LDB_NOMEM;
+            meta[pos[i]] = in.plan->cols[c];
+            meta[pos[i]].hidden = true;
+        }
+        if (!(k->plan = pb_project(pa, in.plan, es, n + extra, meta)))
+            return LDB_NOMEM;
+    }
+    k->n = in.n;
+    memcpy(k->cols, pos, in.n * sizeof *pos);
+    return LDB_OK;
+}
+
+/* Nodes whose output is their input's rows: same key, rebuilt over the
+ * keyed input (their expressions read the same leading columns). */
+static int key_passthrough(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    struct keyed in;
+    int rc = live_ensure_key(pa, p->in, &in);
+    if (rc)
+        return rc;
+    *k = in;
+    if (in.plan == p->in) {
+        k->plan = p;
+        return LDB_OK;
+    }
+    struct plan *c = plan_new(pa, p->kind, in.plan->ncols);
+    if (!c)
+        return LDB_NOMEM;
+    c->u = p->u;
+    c->in = in.plan;
+    pb_copy_cols(c->cols, in.plan);
+    k->plan = c;
+    return LDB_OK;
+}
+
+static int key_all_columns(struct plan *p, struct keyed *k)
+{
+    if (p->ncols > KEYED_MAX)
+        return LDB_UNSUPPORTED;
+    k->plan = p;
+    k->n = p->ncols;
+    for (uint32_t i = 0; i < p->ncols; i++)
+        k->cols[i] = i;
+    return LDB_OK;
+}
+
+struct residual_shift {
+    plan_arena *pa;
+    const struct plan *both; /* the join's new input: left' ++ right' */
+    uint32_t nl, lx;
+};
+
+static expr *shift_right_col(void *ctx, uint32_t c)
+{
+    struct residual_shift *s = ctx;
+    uint32_t nc = c < s->nl ? c : c + s->lx;
+    return xb_column(s->pa, nc, &s->both->cols[nc]);
+}
+
+/* A residual over left ++ right, rewritten for left ++ lx hidden ++ right. */
+static expr *remap_residual(plan_arena *pa, const expr *e, const struct plan *both,
+                            uint32_t nl, uint32_t lx)
+{
+    struct residual_shift s = { pa, both, nl, lx };
+    struct xb_remap m = { shift_right_col, NULL, &s };
+    return xb_rewrite(pa, e, &m);
+}
+
+/* Moves the hidden columns of a keyed join side after both sides'
+ * declared columns: left ++ right ++ left hidden ++ right hidden. */
+static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    struct keyed l, r;
+    int rc = live_ensure_key(pa, p->left, &l);
+    if (!rc)
+        rc = live_ensure_key(pa, p->right, &r);
+    if (rc)
+        return rc;
+    bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;
+    uint32_t nl = p->left->ncols, nr = p->right->ncols;
+    uint32_t lx = l.plan->ncols - nl, rx = r.plan->ncols - nr;
+    if (l.n + (left_only ? 0 : r.n) > KEYED_MAX)
+        return LDB_UNSUPPORTED;
+    struct plan *j = p;
+    if (lx || rx) {
+        /* keys and residual read left ++ right: shift right references
+         * past the left side's hidden columns */
+        struct join_key *keys = plan_alloc(pa, (p->u.join.nkeys + 1) * sizeof *keys);
+        if (!keys)
+            return LDB_NOMEM;
+        memcpy(keys, p->u.join.keys, p->u.join.nkeys * sizeof *keys);
+        expr *res = NULL;
+        if (p->u.join.residual) {
+            struct plan *both = pb_join(pa, JOIN_CROSS, l.plan, r.plan, NULL, 0, NULL);
+            if (!both || !(res = remap_residual(pa, p->u.join.residual, both, nl, lx)))
+                return LDB_NOMEM;
+        }
+        j = pb_join(pa, p->u.join.kind, l.plan, r.plan, keys, p->u.join.nkeys, res);
+        if (!j)
+            return LDB_NOMEM;
+    }
+    /* output of j: L ++ Lx ++ R ++ Rx; reorder to L ++ R ++ Lx ++ Rx */
+    uint32_t total = j->ncols;
+    uint32_t order[2 * KEYED_MAX + 512];
+    if (total > sizeof order / sizeof order[0])
+        return LDB_UNSUPPORTED;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nl; i++)
+        order[n++] = i;
+    if (!left_only)
+        for (uint32_t i = 0; i < nr; i++)
+            order[n++] = nl + lx + i;
+    for (uint32_t i = 0; i < lx; i++)
+        order[n++] = nl + i;
+    if (!left_only)
+        for (uint32_t i = 0; i < rx; i++)
+            order[n++] = nl + lx + nr + i;
+    /* where each old position went */
+    uint32_t where[2 * KEYED_MAX + 512];
+    for (uint32_t i = 0; i < n; i++)
+        where[order[i]] = i;
+    k->n = 0;
+    for (uint32_t i = 0; i < l.n; i++)
+        k->cols[k->n++] = where[l.cols[i]];
+    for (uint32_t i = 0; !left_only && i < r.n; i++)
+        k->cols[k->n++] = where[nl + lx + r.cols[i]];
+    if (lx == 0 && rx == 0) {
+        k->plan = j;
+        return LDB_OK;
+    }
+    expr **es = plan_alloc(pa, n * sizeof *es);
+    struct plan_col *meta = plan_alloc(pa, n * sizeof *meta);
+    if (!es || !meta)
+        return LDB_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(es[i] = xb_column(pa, order[i], &j->cols[order[i]])))
+            return LDB_NOMEM;
+        meta[i] = j->cols[order[i]];
+    }
+    k->plan = pb_project(pa, j, es, n, meta);
+    return k->plan ? LDB_OK : LDB_NOMEM;
+}
+
+/* One UNION ALL branch: its columns, the tag, then the key slots of both
+ * branches (this branch's key in its own slots, NULL in the other's). */
+static struct plan *tagged_branch(plan_arena *pa, const struct keyed *b, uint32_t ncols,
+                                  int64_t tag, uint32_t before, uint32_t after)
+{
+    uint32_t n = ncols + 1 + before + b->n + after;
+    expr **es = plan_alloc(pa, n * sizeof *es);
+    struct plan_col *meta = plan_alloc(pa, n * sizeof *meta);
+    if (!es || !meta)
+        return NULL;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < ncols; i++, k++) {
+        es[k] = xb_column(pa, i, &b->plan->cols[i]);
+        meta[k] = b->plan->cols[i];
+    }
+    value t = value_int(tag), null = value_null();
+    memset(&meta[k], 0, (n - k) * sizeof *meta);
+    es[k] = xb_const(pa, &t);
+    meta[k].name = "?branch?";
+    meta[k++].hidden = true;
+    for (uint32_t i = 0; i < before; i++, k++) {
+        es[k] = xb_const(pa, &null);
+        meta[k].hidden = true;
+    }
+    for (uint32_t i = 0; i < b->n; i++, k++) {
+        es[k] = xb_column(pa, b->cols[i], &b->plan->cols[b->cols[i]]);
+        meta[k] = b->plan->cols[b->cols[i]];
+        meta[k].hidden = true;
+    }
+    for (uint32_t i = 0; i < after; i++, k++) {
+        es[k] = xb_const(pa, &null);
+        meta[k].hidden = true;
+    }
+    return pb_project(pa, b->plan, es, n, meta);
+}
+
+static int key_union_all(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    struct keyed l, r;
+    int rc = live_ensure_key(pa, p->left, &l);
+    if (!rc)
+        rc = live_ensure_key(pa, p->right, &r);
+    if (rc)
+        return rc;
+    if (1 + l.n + r.n > KEYED_MAX)
+        return LDB_UNSUPPORTED;
+    uint32_t nc = p->ncols;
+    struct plan *lb = tagged_branch(pa, &l, nc, 0, 0, r.n);
+    struct plan *rb = tagged_branch(pa, &r, nc, 1, l.n, 0);
+    if (!lb || !rb)
+        return LDB_NOMEM;
+    struct plan *u = plan_new(pa, PLAN_SETOP, lb->ncols);
+    if (!u)
+        return LDB_NOMEM;
+    u->u.setop = SETOP_UNION_ALL;
+    u->left = lb;
+    u->right = rb;
+    pb_copy_cols(u->cols, lb);
+    k->plan = u;
+    k->n = 1 + l.n + r.n;
+    for (uint32_t i = 0; i < k->n; i++)
+        k->cols[i] = nc + i;
+    return LDB_OK;
+}
+
+int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    k->plan = p;
+    k->n = 0;
+    switch (p->kind) {
+    case PLAN_SCAN:
+        return key_scan(p, k);
+    case PLAN_VALUES:
+        return key_values(pa, p, k);
+    case PLAN_PROJECT:
+        return key_project(pa, p, k);
+    case PLAN_FILTER:
+    case PLAN_SORT:
+    case PLAN_LIMIT:
+        return key_passthrough(pa, p, k);
+    case PLAN_JOIN:
+        return key_join(pa, p, k);
+    case PLAN_AGGREGATE:
+        k->n = p->u.agg.ngroups;
+        for (uint32_t i = 0; i < k->n; i++)
+            k->cols[i] = i;
+        return LDB_OK;
+    case PLAN_DISTINCT:
+        return key_all_columns(p, k);
+    case PLAN_SETOP:
+        if (p->u.setop == SETOP_UNION_ALL)
+            return key_union_all(pa, p, k);
+        /* set results and ALL bags fold equal rows: all columns */
+        return key_all_columns(p, k);
+    }
+    return LDB_INTERNAL;
+}

@@ -1,0 +1,85 @@
+/*
+ * live.h - live queries: a SELECT compiled into a dataflow graph that is
+ * kept up to date by the committed changes of the tables it reads, and
+ * that tells its owner exactly what changed, one batch per commit.
+ *
+ * The API layer (src/db.c) owns a live_registry per database and calls:
+ *   live_open      when the program opens a live query (a bound plan);
+ *   live_flush     after every statement that may have committed, to
+ *                  deliver the batches prepared at commit (the store's
+ *                  commit hooks only prepare and install them);
+ *   live_close     when the program closes one.
+ *
+ * Publication (seed 000, law 9): at commit every affected query runs its
+ * graph and installs its new result first; only then, in live_flush, are
+ * the callbacks called, so a callback that reads any live query sees the
+ * same commit. A rolled-back transaction publishes nothing; a commit that
+ * changes nothing in a query's result publishes nothing to it.
+ *
+ * A query whose graph fails (out of memory, a runtime error such as
+ * integer overflow in a projection, a duplicate result key) goes to a
+ * terminal error state readable with live_error; it publishes nothing
+ * partial and the writing transaction is not affected.
+ */
+#ifndef LDB_LIVE_LIVE_H
+#define LDB_LIVE_LIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "livedb.h"
+#include "sql/plan.h"
+
+struct store;
+struct live_registry;
+
+/* Work and space counters of one live query (ldb_live_stats). */
+struct live_stats {
+    uint64_t rows_read;        /* rows read from tables (hydration + refills) */
+    uint64_t rows_processed;   /* rows consumed by the graph's operators */
+    uint64_t runs;             /* graph runs */
+    size_t retained_rows;      /* rows held by operators and the result */
+    size_t retained_bytes;
+    int64_t result_rows;       /* rows in the current result */
+};
+
+int live_registry_new(struct store *st, struct live_registry **out);
+/* Closes every query still open. */
+void live_registry_free(struct live_registry *reg);
+
+/*
+ * Opens a live query over plan (bound by the SQL layer, with parameters
+ * params[0..nparams), copied). The plan must stay valid while the query
+ * lives: it belongs to owner, which the query releases with
+ * release(owner) when it is closed (also when live_open fails). The query
+ * hydrates from the tables and delivers the initial result as its first
+ * batch (all inserts) before returning; *out is then owned by the caller
+ * (live_close). err says why it failed: LDB_UNSUPPORTED for a query that
+ * cannot be kept live (non-deterministic, LIMIT without ORDER BY...),
+ * LDB_MISUSE inside an explicit transaction, LDB_NOMEM.
+ */
+int live_open(struct live_registry *reg, struct plan *plan, const value *params,
+              uint32_t nparams, void (*release)(void *owner), void *owner,
+              ldb_change_fn fn, void *ctx, ldb_live **out, struct eval_error *err);
+/* Closes q; allowed from inside a callback (freed after the flush). */
+void live_close(ldb_live *q);
+
+/* Delivers the batches prepared by commits, in commit order. */
+void live_flush(struct live_registry *reg);
+/* True while callbacks are running (the API rejects writes then). */
+bool live_publishing(const struct live_registry *reg);
+
+/* Moves an ORDER BY ... LIMIT window; the callback gets one batch. */
+int live_set_window(ldb_live *q, int64_t offset, int64_t limit);
+/* The query's state: LDB_OK, or the code it failed with (msg then says
+ * why, else it is NULL). */
+int live_error(const ldb_live *q, const char **msg);
+/* Visits the current result rows (in order for ORDER BY queries). */
+int live_read(ldb_live *q, ldb_row_fn fn, void *ctx);
+int64_t live_count(const ldb_live *q);
+void live_stats(const ldb_live *q, struct live_stats *out);
+/* Visible column count and names of the result. */
+uint32_t live_columns(const ldb_live *q);
+const char *live_column_name(const ldb_live *q, uint32_t i);
+
+#endif

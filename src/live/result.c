@@ -1,0 +1,449 @@
+/*
+ * result.c - keyed (and ordered) result state of a live query, and the
+ * change batches between its states (see result.h).
+ *
+ * Staging groups the delta by key in a scratch table, folds each key's
+ * contributions (the current entry plus the delta rows) and records one
+ * change per key whose visible state differs. Commit then edits the
+ * entries and the order tree. Staging never edits anything, so a failed
+ * stage leaves the published state whole.
+ */
+#include "live/result.h"
+
+#include "base/hash.h"
+#include "base/mem.h"
+
+#include <string.h>
+
+/* ---- order and keys --------------------------------------------------------- */
+
+static uint64_t key_hash(const struct result_set *rs, const row *r)
+{
+    uint64_t h = 0x51ed2705a1b3c4d7ull;
+    for (uint32_t i = 0; i < rs->nkey; i++)
+        h = hash_combine(h, value_hash(&r->cols[rs->key[i]], rs->key_coll[i]));
+    return h;
+}
+
+static bool key_eq(const struct result_set *rs, const row *a, const row *b)
+{
+    for (uint32_t i = 0; i < rs->nkey; i++) {
+        uint32_t c = rs->key[i];
+        if (!value_eq(&a->cols[c], &b->cols[c], rs->key_coll[i]))
+            return false;
+    }
+    return true;
+}
+
+static int sort_term_cmp(const struct result_sort_term *t, const value *a, const value *b)
+{
+    bool na = value_is_null(a), nb = value_is_null(b);
+    if (na || nb) {
+        if (na && nb)
+            return 0;
+        /* NULL's place is absolute: first or last whatever the direction */
+        return (na ? -1 : 1) * (t->nulls_first ? 1 : -1);
+    }
+    int c = value_cmp(a, b, t->coll);
+    return t->desc ? -c : c;
+}
+
+int result_row_cmp(const struct result_set *rs, const row *a, const row *b)
+{
+    for (uint32_t i = 0; i < rs->nsort; i++) {
+        const struct result_sort_term *t = &rs->sort[i];
+        int c = sort_term_cmp(t, &a->cols[t->col], &b->cols[t->col]);
+        if (c)
+            return c;
+    }
+    for (uint32_t i = 0; i < rs->nkey; i++) {
+        uint32_t col = rs->key[i];
+        int c = value_cmp(&a->cols[col], &b->cols[col], rs->key_coll[i]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+static int copy_cmp(void *ctx, const void *a, const void *b)
+{
+    const struct result_copy *x = a, *y = b;
+    if (x->e != y->e) {
+        int c = result_row_cmp(ctx, x->e->r, y->e->r);
+        if (c)
+            return c;
+    }
+    return x->copy < y->copy ? -1 : x->copy > y->copy;
+}
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+int result_init(struct result_set *rs, const uint32_t *key,
+                const enum ldb_collation *colls, uint32_t nkey,
+                const struct result_sort_term *sort, uint32_t nsort)
+{
+    if (nkey > RESULT_MAX_KEY || nsort > RESULT_MAX_SORT)
+        return LDB_RANGE;
+    memset(rs, 0, sizeof *rs);
+    rs->nkey = nkey;
+    memcpy(rs->key, key, nkey * sizeof *key);
+    memcpy(rs->key_coll, colls, nkey * sizeof *colls);
+    rs->nsort = nsort;
+    if (nsort)
+        memcpy(rs->sort, sort, nsort * sizeof *sort);
+    rs->ordered = nsort > 0;
+    hmap_init(&rs->by_key);
+    btree_init(&rs->order, copy_cmp, rs);
+    pool_init(&rs->entries, sizeof(struct result_entry));
+    pool_init(&rs->copies, sizeof(struct result_copy));
+    return LDB_OK;
+}
+
+void result_free(struct result_set *rs)
+{
+    result_discard(rs);
+    vec_free(&rs->staged);
+    uint32_t pos = 0;
+    uint64_t *v;
+    while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
+        struct result_entry *e = (struct result_entry *)(uintptr_t)*v;
+        row_release(e->r);
+    }
+    hmap_free(&rs->by_key);
+    btree_free(&rs->order);
+    pool_free(&rs->entries);
+    pool_free(&rs->copies);
+}
+
+/* ---- staging -------------------------------------------------------------------------- */
+
+struct key_probe {
+    const struct result_set *rs;
+    const row *r;
+};
+
+static bool entry_matches(const void *key, uint64_t val)
+{
+    const struct key_probe *p = key;
+    const struct result_entry *e = (const struct result_entry *)(uintptr_t)val;
+    return key_eq(p->rs, e->r, p->r);
+}
+
+static struct result_entry *find_entry(const struct result_set *rs, const row *r,
+                                       uint64_t h)
+{
+    struct key_probe p = { rs, r };
+    uint64_t *v = hmap_get(&rs->by_key, h, entry_matches, &p);
+    return v ? (struct result_entry *)(uintptr_t)*v : NULL;
+}
+
+/* Rank of the entry's first copy in the order tree. */
+static int64_t entry_position(const struct result_set *rs, struct result_entry *e)
+{
+    struct result_copy probe = { e, 0 };
+    btree_cursor c;
+    if (!btree_seek(&rs->order, copy_cmp, &probe, BT_GE, &c))
+        return -1;
+    return (int64_t)btree_cursor_rank(&c);
+}
+
+/* The contributions of one key: distinct rows with summed weights. */
+struct contrib {
+    row *r;
+    int64_t w;
+};
+
+static void add_contrib(struct contrib *cs, size_t *n, row *r, int64_t w)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (row_identical(cs[i].r, r)) {
+            cs[i].w += w;
+            return;
+        }
+    }
+    cs[*n].r = r;
+    cs[*n].w = w;
+    (*n)++;
+}
+
+/* Folds the contributions into the key's new state (*r, *m; *m == 0:
+ * gone). */
+static int fold_contribs(const struct contrib *cs, size_t n, row **r, int64_t *m)
+{
+    *r = NULL;
+    *m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (cs[i].w < 0)
+            return LDB_INTERNAL;
+        if (cs[i].w == 0)
+            continue;
+        if (*r)
+            return LDB_CONSTRAINT; /* two different rows under one key */
+        *r = cs[i].r;
+        *m = cs[i].w;
+    }
+    return LDB_OK;
+}
+
+static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
+                        int64_t nm, uint64_t h)
+{
+    struct result_change ch;
+    memset(&ch, 0, sizeof ch);
+    ch.hash = h;
+    ch.entry = e;
+    ch.before_pos = ch.after_pos = -1;
+    if (e) {
+        if (nr && nm == e->mult && row_identical(e->r, nr))
+            return LDB_OK; /* nothing visible changed */
+        ch.before = row_retain(e->r);
+        ch.before_mult = e->mult;
+        if (rs->ordered)
+            ch.before_pos = entry_position(rs, e);
+    }
+    if (nr) {
+        ch.after = row_retain(nr);
+        ch.after_mult = nm;
+    }
+    if (!e && !nr)
+        return LDB_OK;
+    ch.kind = !e ? RESULT_INSERT : !nr ? RESULT_DELETE : RESULT_UPDATE;
+    if (vec_push(&rs->staged, ch)) {
+        row_release(ch.before);
+        row_release(ch.after);
+        return LDB_NOMEM;
+    }
+    return LDB_OK;
+}
+
+/* Groups of delta entries with equal keys, as index lists. */
+struct group_probe {
+    const struct result_set *rs;
+    const df_entry *delta;
+    const row *r;
+};
+
+static bool group_matches(const void *key, uint64_t val)
+{
+    const struct group_probe *p = key;
+    return key_eq(p->rs, p->delta[val].r, p->r);
+}
+
+static int stage_group(struct result_set *rs, const df_entry *delta, const size_t *idx,
+                       size_t n, struct contrib *scratch)
+{
+    const row *first = delta[idx[0]].r;
+    uint64_t h = key_hash(rs, first);
+    struct result_entry *e = find_entry(rs, first, h);
+    size_t nc = 0;
+    if (e)
+        add_contrib(scratch, &nc, e->r, e->mult);
+    for (size_t i = 0; i < n; i++)
+        add_contrib(scratch, &nc, delta[idx[i]].r, delta[idx[i]].w);
+    row *nr;
+    int64_t nm;
+    int rc = fold_contribs(scratch, nc, &nr, &nm);
+    if (rc)
+        return rc;
+    return stage_change(rs, e, nr, nm, h);
+}
+
+/*
+ * Sorts delta positions into groups of equal keys: next[i] chains the
+ * entries of one key; heads lists the first entry of each key.
+ */
+static int group_delta(struct result_set *rs, const df_entry *delta, size_t n,
+                       size_t *next, size_t *heads, size_t *nheads, size_t *tails)
+{
+    hmap groups;
+    hmap_init(&groups);
+    int rc = hmap_reserve(&groups, (uint32_t)n);
+    if (rc)
+        return rc;
+    *nheads = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct group_probe p = { rs, delta, delta[i].r };
+        uint64_t *v;
+        bool found;
+        hmap_put(&groups, key_hash(rs, delta[i].r), group_matches, &p, &v, &found);
+        next[i] = SIZE_MAX;
+        if (found) {
+            size_t g = (size_t)*v;
+            next[tails[g]] = i;
+            tails[g] = i;
+        } else {
+            *v = i;
+            tails[i] = i;
+            heads[(*nheads)++] = i;
+        }
+    }
+    hmap_free(&groups);
+    return LDB_OK;
+}
+
+int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
+{
+    result_discard(rs);
+    if (n == 0)
+        return LDB_OK;
+    size_t *idx = mem_alloc(4 * n * sizeof(size_t));
+    struct contrib *scratch = mem_alloc((n + 1) * sizeof *scratch);
+    int rc = (idx && scratch) ? LDB_OK : LDB_NOMEM;
+    size_t *next = idx, *heads = idx + n, *tails = idx + 2 * n, *members = idx + 3 * n;
+    size_t nheads = 0;
+    if (!rc)
+        rc = group_delta(rs, delta, n, next, heads, &nheads, tails);
+    for (size_t g = 0; !rc && g < nheads; g++) {
+        size_t k = 0;
+        for (size_t i = heads[g]; i != SIZE_MAX; i = next[i])
+            members[k++] = i;
+        rc = stage_group(rs, delta, members, k, scratch);
+    }
+    mem_free(idx);
+    mem_free(scratch);
+    if (rc)
+        result_discard(rs);
+    return rc;
+}
+
+/* ---- commit ------------------------------------------------------------------------------ */
+
+static void remove_copies(struct result_set *rs, struct result_entry *e)
+{
+    for (int64_t c = 0; rs->ordered && c < e->mult; c++) {
+        struct result_copy probe = { e, c };
+        struct result_copy *item = btree_delete(&rs->order, &probe);
+        if (item)
+            pool_put(&rs->copies, item);
+    }
+}
+
+static int add_copies(struct result_set *rs, struct result_entry *e)
+{
+    for (int64_t c = 0; rs->ordered && c < e->mult; c++) {
+        struct result_copy *item = pool_get(&rs->copies);
+        if (!item)
+            return LDB_NOMEM;
+        item->e = e;
+        item->copy = c;
+        void *existing;
+        int rc = btree_insert(&rs->order, item, &existing);
+        if (rc) {
+            pool_put(&rs->copies, item);
+            return rc;
+        }
+    }
+    return LDB_OK;
+}
+
+static void drop_entry(struct result_set *rs, struct result_entry *e)
+{
+    struct key_probe p = { rs, e->r };
+    uint64_t *v = hmap_get(&rs->by_key, e->hash, entry_matches, &p);
+    if (v)
+        hmap_del(&rs->by_key, v);
+    rs->rows -= e->mult;
+    rs->row_bytes -= row_mem(e->r);
+    row_release(e->r);
+    pool_put(&rs->entries, e);
+}
+
+static int install_change(struct result_set *rs, struct result_change *ch)
+{
+    struct result_entry *e = ch->entry;
+    if (e) {
+        /* its copies were taken out of the order tree already */
+        if (!ch->after) {
+            drop_entry(rs, e);
+            ch->entry = NULL;
+            return LDB_OK;
+        }
+        rs->rows -= e->mult;
+        rs->row_bytes -= row_mem(e->r);
+        row_release(e->r);
+    } else {
+        e = pool_get(&rs->entries);
+        if (!e)
+            return LDB_NOMEM;
+        e->hash = ch->hash;
+        struct key_probe p = { rs, ch->after };
+        uint64_t *v;
+        bool found;
+        if (hmap_put(&rs->by_key, ch->hash, entry_matches, &p, &v, &found)) {
+            pool_put(&rs->entries, e);
+            return LDB_NOMEM;
+        }
+        *v = (uint64_t)(uintptr_t)e;
+        ch->entry = e;
+    }
+    e->r = row_retain(ch->after);
+    e->mult = ch->after_mult;
+    rs->rows += e->mult;
+    rs->row_bytes += row_mem(e->r);
+    return add_copies(rs, e);
+}
+
+int result_commit(struct result_set *rs)
+{
+    /* Every removal happens before any insertion, so that entries whose
+     * order changes never meet their own stale copies. */
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        struct result_change *ch = &rs->staged.data[i];
+        if (ch->entry)
+            remove_copies(rs, ch->entry);
+    }
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        int rc = install_change(rs, &rs->staged.data[i]);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; rs->ordered && i < rs->staged.len; i++) {
+        struct result_change *ch = &rs->staged.data[i];
+        if (ch->after)
+            ch->after_pos = entry_position(rs, ch->entry);
+    }
+    return LDB_OK;
+}
+
+void result_discard(struct result_set *rs)
+{
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        row_release(rs->staged.data[i].before);
+        row_release(rs->staged.data[i].after);
+    }
+    vec_clear(&rs->staged);
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+int result_scan(const struct result_set *rs, result_visit_fn fn, void *ctx)
+{
+    if (rs->ordered) {
+        btree_cursor c;
+        for (bool on = btree_first(&rs->order, &c); on; on = btree_next(&c)) {
+            const struct result_copy *item = btree_cursor_item(&c);
+            int rc = fn(ctx, item->e->r, (int64_t)btree_cursor_rank(&c));
+            if (rc)
+                return rc;
+        }
+        return LDB_OK;
+    }
+    uint32_t pos = 0;
+    uint64_t *v;
+    int64_t n = 0;
+    while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
+        const struct result_entry *e = (const struct result_entry *)(uintptr_t)*v;
+        for (int64_t c = 0; c < e->mult; c++) {
+            int rc = fn(ctx, e->r, n++);
+            if (rc)
+                return rc;
+        }
+    }
+    return LDB_OK;
+}
+
+size_t result_bytes(const struct result_set *rs)
+{
+    return rs->row_bytes + hmap_bytes(&rs->by_key) + btree_bytes(&rs->order) +
+           rs->entries.bytes + rs->copies.bytes;
+}

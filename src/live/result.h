@@ -1,0 +1,122 @@
+/*
+ * result.h - the published state of one live query: its rows by key, in
+ * order when the query has an ORDER BY, and the change batch that takes
+ * the previous state to the next one.
+ *
+ * Rows come from the graph's output delta as weighted rows. Every row has
+ * a key (columns of the row, compared canonically under their
+ * collations). All positive contributors to one key must be identical
+ * rows (seed 000, law 2): they fold into one entry with a multiplicity; a
+ * key whose contributors differ is an error (LDB_CONSTRAINT), never a
+ * silent winner. A negative total is an invariant violation
+ * (LDB_INTERNAL).
+ *
+ * Ordered results keep every copy of every entry in a counted B+tree, so
+ * a position is a rank counting multiplicities and the order is total:
+ * the ORDER BY terms, then the key.
+ *
+ * Applying a delta is two-phase so that a failure changes nothing:
+ * result_stage computes the per-key changes (and the positions before)
+ * without touching the state; result_commit installs them and fills the
+ * positions after; result_discard drops a staged batch.
+ *
+ * Ownership: the result set holds one reference per entry row; staged
+ * changes hold references to their rows until committed or discarded.
+ */
+#ifndef LDB_LIVE_RESULT_H
+#define LDB_LIVE_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/btree.h"
+#include "base/hmap.h"
+#include "base/pool.h"
+#include "base/vec.h"
+#include "dataflow/dataflow.h"
+
+#define RESULT_MAX_KEY 64
+#define RESULT_MAX_SORT 32
+
+struct result_sort_term {
+    uint32_t col;
+    bool desc;
+    bool nulls_first;
+    enum ldb_collation coll;
+};
+
+struct result_entry {
+    row *r;
+    int64_t mult;
+    uint64_t hash; /* of the key */
+};
+
+/* One copy of an entry in the ordered tree. */
+struct result_copy {
+    struct result_entry *e;
+    int64_t copy; /* 0 .. mult - 1 */
+};
+
+enum result_change_kind { RESULT_INSERT, RESULT_UPDATE, RESULT_DELETE };
+
+struct result_change {
+    enum result_change_kind kind;
+    row *before, *after;           /* referenced; NULL on the missing side */
+    int64_t before_mult, after_mult;
+    int64_t before_pos, after_pos; /* -1 when unordered or absent */
+    uint64_t hash;
+    struct result_entry *entry;    /* the entry when it existed before */
+};
+
+struct result_set {
+    uint32_t nkey;
+    uint32_t key[RESULT_MAX_KEY];
+    enum ldb_collation key_coll[RESULT_MAX_KEY];
+    uint32_t nsort;
+    struct result_sort_term sort[RESULT_MAX_SORT];
+    bool ordered;
+    hmap by_key;        /* key hash -> struct result_entry * */
+    btree order;        /* struct result_copy *, when ordered */
+    pool entries;       /* struct result_entry */
+    pool copies;        /* struct result_copy */
+    int64_t rows;       /* total multiplicity */
+    size_t row_bytes;   /* row_mem of the entries' rows */
+    VEC(struct result_change) staged;
+};
+
+/* key: columns of the key; sort: ORDER BY terms (nsort 0: unordered). */
+int result_init(struct result_set *rs, const uint32_t *key,
+                const enum ldb_collation *colls, uint32_t nkey,
+                const struct result_sort_term *sort, uint32_t nsort);
+void result_free(struct result_set *rs);
+
+/*
+ * Computes the changes that delta (consolidated) makes, with positions
+ * before; the state is untouched. LDB_NOMEM, LDB_CONSTRAINT (two
+ * different rows under one key), LDB_INTERNAL (negative multiplicity).
+ * On failure nothing stays staged.
+ */
+int result_stage(struct result_set *rs, const df_entry *delta, size_t n);
+/* Installs the staged changes and fills their positions after. Only
+ * allocates when ordered; LDB_NOMEM then leaves the state unchanged. */
+int result_commit(struct result_set *rs);
+/* The staged (after stage) or installed (after commit) changes. */
+static inline const struct result_change *result_changes(const struct result_set *rs,
+                                                         size_t *n)
+{
+    *n = rs->staged.len;
+    return rs->staged.data;
+}
+/* Drops staged or published changes (releases their rows). */
+void result_discard(struct result_set *rs);
+
+/* Visits every row copy in order (ordered) or in key-table order. */
+typedef int (*result_visit_fn)(void *ctx, row *r, int64_t pos);
+int result_scan(const struct result_set *rs, result_visit_fn fn, void *ctx);
+
+/* Compares two rows in the result's order (ORDER BY terms, then key). */
+int result_row_cmp(const struct result_set *rs, const row *a, const row *b);
+
+size_t result_bytes(const struct result_set *rs);
+
+#endif

@@ -1,0 +1,266 @@
+/*
+ * source.c - how tables feed a live query's graph.
+ *
+ * Every base table a query reads has one source: a graph input that all
+ * scans of that table share. A full source is hydrated with every row of
+ * the table and then receives each commit's changes to it as -old +new. A
+ * bounded source (window.c) receives only the rows of an ordered window's
+ * prefix.
+ *
+ * A join side that is a plain scan of a table (filters allowed) whose key
+ * an index or the primary key serves needs no private copy of the table
+ * (seed 000, law 13): its arrangement looks rows up in the table's own
+ * index. The table always shows the state after the changes being pushed
+ * (the graph runs at commit, after the writes), which is exactly what the
+ * dataflow join expects of an external arrangement.
+ */
+#include "live/live_internal.h"
+
+#include "live/window.h"
+#include "storage/capture.h"
+#include "storage/table.h"
+
+#include <string.h>
+
+int live_source_for(ldb_live *q, struct table *t, struct live_source **out)
+{
+    for (size_t i = 0; i < q->sources.len; i++) {
+        if (q->sources.data[i].table == t) {
+            *out = &q->sources.data[i];
+            return LDB_OK;
+        }
+    }
+    struct live_source s = { t, NULL, NULL };
+    int rc = df_input(q->g, table_schema(t)->ncols, &s.input);
+    if (!rc)
+        rc = vec_push(&q->sources, s);
+    if (!rc)
+        *out = &vec_last(&q->sources);
+    return rc;
+}
+
+/* ---- hydration ------------------------------------------------------------------ */
+
+static int push_values(ldb_live *q, const struct live_values *v)
+{
+    const struct plan *p = v->plan;
+    struct eval_ctx cx;
+    live_eval_ctx(q, &cx, NULL, 0);
+    for (uint32_t r = 0; r < p->u.values.nrows; r++) {
+        row *nr = row_alloc(p->ncols);
+        if (!nr)
+            return LDB_NOMEM;
+        for (uint32_t c = 0; c < p->ncols; c++) {
+            int rc = expr_eval(p->u.values.cells[(size_t)r * p->ncols + c], &cx, &nr->cols[c]);
+            if (rc) {
+                row_release(nr);
+                return rc;
+            }
+        }
+        int rc = df_push(v->input, nr, 1);
+        row_release(nr);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+int live_hydrate(ldb_live *q)
+{
+    for (size_t i = 0; i < q->sources.len; i++) {
+        struct live_source *s = &q->sources.data[i];
+        if (s->loader)
+            continue; /* the window loader fills it */
+        struct table_scan sc = table_scan_begin(s->table);
+        for (row *r; (r = table_scan_next(&sc));) {
+            q->stats.rows_read++;
+            int rc = df_push(s->input, r, 1);
+            if (rc)
+                return rc;
+        }
+    }
+    for (size_t i = 0; i < q->values.len; i++) {
+        int rc = push_values(q, &q->values.data[i]);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+int live_push_delta(ldb_live *q, const struct delta *d, bool *touched)
+{
+    *touched = false;
+    for (size_t i = 0; i < q->sources.len; i++) {
+        struct live_source *s = &q->sources.data[i];
+        const struct table_delta *td = delta_for_table(d, s->table);
+        if (!td)
+            continue;
+        *touched = true;
+        if (s->loader) {
+            int rc = window_loader_push(s->loader, td);
+            if (rc)
+                return rc;
+            continue;
+        }
+        for (size_t k = 0; k < td->n; k++) {
+            const struct change *ch = &td->changes[k];
+            int rc = LDB_OK;
+            if (ch->old)
+                rc = df_push(s->input, ch->old, -1);
+            if (!rc && ch->new_row)
+                rc = df_push(s->input, ch->new_row, 1);
+            if (rc)
+                return rc;
+        }
+    }
+    return LDB_OK;
+}
+
+/* ---- arrangements over table indexes --------------------------------------------- */
+
+#define EXT_MAX_FILTERS 16
+
+struct table_arrangement {
+    ldb_live *q;
+    struct table *t;
+    struct table_index *ix;        /* NULL: the primary key */
+    uint32_t n;
+    uint32_t from_key[INDEX_MAX_PARTS]; /* lookup value i = key part from_key[i] */
+    const expr *filters[EXT_MAX_FILTERS];
+    uint32_t nfilters;
+};
+
+static int passes(struct table_arrangement *a, const row *r, bool *ok)
+{
+    *ok = true;
+    for (uint32_t i = 0; i < a->nfilters && *ok; i++) {
+        struct eval_ctx cx;
+        live_eval_ctx(a->q, &cx, r->cols, r->ncols);
+        int truth;
+        int rc = expr_eval_truth(a->filters[i], &cx, &truth);
+        if (rc)
+            return rc;
+        *ok = truth == 1;
+    }
+    return LDB_OK;
+}
+
+static int visit_if_passes(struct table_arrangement *a, row *r, df_visit_fn visit, void *vctx)
+{
+    a->q->stats.rows_read++;
+    bool ok;
+    int rc = passes(a, r, &ok);
+    if (rc || !ok)
+        return rc;
+    return visit(vctx, r, 1);
+}
+
+static int table_arr_lookup(void *ctx, const value *key, uint64_t hash, df_visit_fn visit,
+                            void *vctx)
+{
+    (void)hash;
+    struct table_arrangement *a = ctx;
+    value probe[INDEX_MAX_PARTS];
+    for (uint32_t i = 0; i < a->n; i++) {
+        probe[i] = key[a->from_key[i]];
+        if (value_is_null(&probe[i]))
+            return LDB_OK; /* SQL '=': a NULL key part matches nothing */
+    }
+    if (!a->ix) {
+        row *r = table_lookup(a->t, probe);
+        return r ? visit_if_passes(a, r, visit, vctx) : LDB_OK;
+    }
+    struct index_lookup it;
+    for (row *r = index_lookup_first(a->ix, probe, a->n, &it); r; r = index_lookup_next(&it)) {
+        int rc = visit_if_passes(a, r, visit, vctx);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+static int table_arr_scan(void *ctx, df_visit_fn visit, void *vctx)
+{
+    struct table_arrangement *a = ctx;
+    struct table_scan sc = table_scan_begin(a->t);
+    for (row *r; (r = table_scan_next(&sc));) {
+        int rc = visit_if_passes(a, r, visit, vctx);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+static const struct df_arrangement_ops table_arr_ops = { table_arr_lookup, table_arr_scan };
+
+/* Position of table column col among the key columns, or -1. */
+static int key_position(const uint32_t *cols, uint32_t n, uint32_t col)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (cols[i] == col)
+            return (int)i;
+    return -1;
+}
+
+/* The key parts are exactly the primary key columns (any order) under
+ * their collations. */
+static bool pk_serves(struct table *t, const uint32_t *cols, const enum ldb_collation *colls,
+                      uint32_t n, struct table_arrangement *a)
+{
+    const struct schema *sc = table_schema(t);
+    if (sc->npk != n || n == 0)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = key_position(cols, n, sc->pk[i]);
+        if (k < 0 || colls[k] != sc->cols[sc->pk[i]].coll)
+            return false;
+        a->from_key[i] = (uint32_t)k;
+    }
+    a->ix = NULL;
+    a->n = n;
+    return true;
+}
+
+/* An index whose first n parts are the key columns (any order) under the
+ * key's collations; a hash index must have exactly n parts. */
+static bool index_serves(struct table_index *ix, const uint32_t *cols,
+                         const enum ldb_collation *colls, uint32_t n,
+                         struct table_arrangement *a)
+{
+    if (n == 0 || ix->nparts < n || (ix->kind == INDEX_HASH && ix->nparts != n))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = key_position(cols, n, ix->parts[i].col);
+        if (k < 0 || colls[k] != ix->parts[i].coll)
+            return false;
+        a->from_key[i] = (uint32_t)k;
+    }
+    a->ix = ix;
+    a->n = n;
+    return true;
+}
+
+int live_arrange_table(ldb_live *q, df_node *in, struct table *t, const uint32_t *cols,
+                       const enum ldb_collation *colls, uint32_t n,
+                       const expr *const *filters, uint32_t nfilters, df_node **out)
+{
+    if (nfilters > EXT_MAX_FILTERS || n > INDEX_MAX_PARTS)
+        return LDB_NOTFOUND;
+    struct table_arrangement probe;
+    memset(&probe, 0, sizeof probe);
+    bool found = pk_serves(t, cols, colls, n, &probe);
+    for (size_t i = 0; !found && i < table_index_count(t); i++)
+        found = index_serves(table_index_at(t, i), cols, colls, n, &probe);
+    if (!found)
+        return LDB_NOTFOUND;
+    struct table_arrangement *a = arena_alloc(&q->cba, sizeof *a);
+    if (!a)
+        return LDB_NOMEM;
+    *a = probe;
+    a->q = q;
+    a->t = t;
+    a->nfilters = nfilters;
+    memcpy(a->filters, filters, nfilters * sizeof *filters);
+    df_key key = { n, cols, colls };
+    return df_arrange_external(q->g, in, &key, &table_arr_ops, a, out);
+}
