@@ -46,10 +46,10 @@ $(O)/obj/tools/%.o: CPPFLAGS_ALL += -Itools
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@rm -f $@ && ar rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJS)
-	$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	@$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 # Each test binary: its own source + the harness + the static library.
 define test_rule

@@ -111,6 +111,11 @@ void df_node_counters(const df_node *n, struct df_counters *c);
 /* Sums over all nodes. Rows shared by several nodes count once per node. */
 void df_graph_counters(const df_graph *g, struct df_counters *c);
 uint32_t df_node_ncols(const df_node *n);
+/* Cheap parts of the counters, for hot paths: rows consumed by every
+ * node (O(nodes)), and rows a top-k holds over all its groups (O(groups);
+ * 0 for a node that is not a top-k). */
+uint64_t df_graph_rows_in(const df_graph *g);
+size_t df_topk_rows(const df_node *topk);
 
 /* Emitters collect the rows a callback produces; df_emit takes over the
  * caller's reference to r (also on failure). */

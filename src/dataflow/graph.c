@@ -149,6 +149,14 @@ void df_graph_counters(const df_graph *g, struct df_counters *c)
     }
 }
 
+uint64_t df_graph_rows_in(const df_graph *g)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < g->nodes.len; i++)
+        n += g->nodes.data[i]->rows_in;
+    return n;
+}
+
 uint32_t df_node_ncols(const df_node *n) { return n->ncols; }
 
 int df_emit(df_emitter *em, row *r, int64_t w)

@@ -300,6 +300,20 @@ static void topk_retained(const df_node *n, size_t *rows, size_t *bytes)
 
 static const struct df_node_ops topk_ops = { "topk", topk_run, topk_free, topk_retained };
 
+size_t df_topk_rows(const df_node *n)
+{
+    if (n->ops != &topk_ops)
+        return 0;
+    const struct topk_node *t = (const struct topk_node *)n;
+    size_t rows = 0;
+    for (uint32_t i = 0; i < t->groups.len; i++) {
+        const struct tgroup *g = (const struct tgroup *)gtab_at(&t->groups, i);
+        if (g->h.live)
+            rows += btree_count(&g->tree);
+    }
+    return rows;
+}
+
 static bool window(int64_t offset, int64_t limit, uint64_t *lo, uint64_t *hi)
 {
     if (offset < 0 || limit < DF_NO_LIMIT)

@@ -29,32 +29,32 @@
 
 /* ---- evaluation helpers --------------------------------------------------- */
 
-void live_eval_ctx(ldb_live *q, struct eval_ctx *cx, const value *vals, uint32_t ncols)
+void live_eval_ctx(struct live_program *prog, struct eval_ctx *cx, const value *vals, uint32_t ncols)
 {
     memset(cx, 0, sizeof *cx);
     cx->row = vals;
     cx->ncols = ncols;
-    cx->params = q->params;
-    cx->nparams = q->nparams;
-    cx->err = &q->err;
+    cx->params = prog->params;
+    cx->nparams = prog->nparams;
+    cx->err = &prog->err;
 }
 
-int live_fail(ldb_live *q, int code, const char *msg)
+int live_fail(struct live_program *prog, int code, const char *msg)
 {
-    if (q->state == LIVE_OK) {
-        q->state = LIVE_FAILED;
-        q->errcode = code;
-        if (msg && msg != q->err.msg)
-            snprintf(q->err.msg, sizeof q->err.msg, "%s", msg);
+    if (prog->state == LIVE_OK) {
+        prog->state = LIVE_FAILED;
+        prog->errcode = code;
+        if (msg && msg != prog->err.msg)
+            snprintf(prog->err.msg, sizeof prog->err.msg, "%s", msg);
         else if (!msg)
-            snprintf(q->err.msg, sizeof q->err.msg, "%s", ldb_errstr(code));
+            snprintf(prog->err.msg, sizeof prog->err.msg, "%s", ldb_errstr(code));
     }
     return code;
 }
 
-static void *cb_alloc(ldb_live *q, size_t n)
+static void *cb_alloc(struct live_program *prog, size_t n)
 {
-    void *p = arena_alloc(&q->cba, n);
+    void *p = arena_alloc(&prog->cba, n);
     if (p)
         memset(p, 0, n);
     return p;
@@ -63,7 +63,7 @@ static void *cb_alloc(ldb_live *q, size_t n)
 /* ---- callbacks ---------------------------------------------------------------- */
 
 struct cb_pred {
-    ldb_live *q;
+    struct live_program *prog;
     const expr *e;
 };
 
@@ -71,7 +71,7 @@ static int filter_cb(void *ctx, const row *in, bool *keep)
 {
     struct cb_pred *c = ctx;
     struct eval_ctx cx;
-    live_eval_ctx(c->q, &cx, in->cols, in->ncols);
+    live_eval_ctx(c->prog, &cx, in->cols, in->ncols);
     int truth;
     int rc = expr_eval_truth(c->e, &cx, &truth);
     *keep = truth == 1;
@@ -80,7 +80,7 @@ static int filter_cb(void *ctx, const row *in, bool *keep)
 
 /* Map: out[i] = exprs[i](in), with affinity aff[i] applied when set. */
 struct cb_map {
-    ldb_live *q;
+    struct live_program *prog;
     uint32_t n;
     expr **es;
     uint8_t *aff; /* NULL: none */
@@ -93,7 +93,7 @@ static int map_cb(void *ctx, row *in, row **out)
     if (!r)
         return LDB_NOMEM;
     struct eval_ctx cx;
-    live_eval_ctx(c->q, &cx, in->cols, in->ncols);
+    live_eval_ctx(c->prog, &cx, in->cols, in->ncols);
     for (uint32_t i = 0; i < c->n; i++) {
         const expr *e = c->es[i];
         int rc;
@@ -117,7 +117,7 @@ static int map_cb(void *ctx, row *in, row **out)
 /* Join residual over left ++ right when both sides carry extra key
  * columns at their ends: the evaluator sees the declared columns only. */
 struct cb_residual {
-    ldb_live *q;
+    struct live_program *prog;
     const expr *e;
     uint32_t nl, lx, nr; /* left columns, left extras, right columns */
 };
@@ -138,7 +138,7 @@ static int residual_cb(void *ctx, const row *joined, bool *keep)
         vals = buf;
     }
     struct eval_ctx cx;
-    live_eval_ctx(c->q, &cx, vals, c->nl + c->nr);
+    live_eval_ctx(c->prog, &cx, vals, c->nl + c->nr);
     int truth;
     int rc = expr_eval_truth(c->e, &cx, &truth);
     *keep = truth == 1;
@@ -182,7 +182,7 @@ struct compiled {
 };
 
 struct compile {
-    ldb_live *q;
+    struct live_program *prog;
     struct eval_error *err;
     VEC(struct compiled) done;
 };
@@ -202,25 +202,25 @@ static int cfail(struct compile *c, int code, const char *msg)
 static int add_map(struct compile *c, df_node *in, expr **es, uint32_t n, const uint8_t *aff,
                    df_node **out)
 {
-    struct cb_map *m = cb_alloc(c->q, sizeof *m);
-    expr **copy = cb_alloc(c->q, (n ? n : 1) * sizeof *copy);
-    uint8_t *a = aff ? cb_alloc(c->q, n ? n : 1) : NULL;
+    struct cb_map *m = cb_alloc(c->prog, sizeof *m);
+    expr **copy = cb_alloc(c->prog, (n ? n : 1) * sizeof *copy);
+    uint8_t *a = aff ? cb_alloc(c->prog, n ? n : 1) : NULL;
     if (!m || !copy || (aff && !a))
         return LDB_NOMEM;
     memcpy(copy, es, n * sizeof *copy);
     if (aff)
         memcpy(a, aff, n);
-    m->q = c->q;
+    m->prog = c->prog;
     m->n = n;
     m->es = copy;
     m->aff = a;
-    return df_map(c->q->g, in, n, map_cb, m, out);
+    return df_map(c->prog->g, in, n, map_cb, m, out);
 }
 
 static int compile_scan(struct compile *c, const struct plan *p, df_node **out)
 {
     struct live_source *src;
-    int rc = live_source_for(c->q, p->u.scan.table, &src);
+    int rc = live_source_for(c->prog, p->u.scan.table, &src);
     if (!rc)
         *out = src->input;
     return rc;
@@ -228,11 +228,11 @@ static int compile_scan(struct compile *c, const struct plan *p, df_node **out)
 
 static int compile_values(struct compile *c, const struct plan *p, df_node **out)
 {
-    int rc = df_input(c->q->g, p->ncols, out);
+    int rc = df_input(c->prog->g, p->ncols, out);
     if (rc)
         return rc;
     struct live_values v = { *out, p };
-    return vec_push(&c->q->values, v);
+    return vec_push(&c->prog->values, v);
 }
 
 static int compile_filter(struct compile *c, const struct plan *p, df_node **out)
@@ -241,12 +241,12 @@ static int compile_filter(struct compile *c, const struct plan *p, df_node **out
     int rc = compile_node(c, p->in, &in);
     if (rc)
         return rc;
-    struct cb_pred *f = cb_alloc(c->q, sizeof *f);
+    struct cb_pred *f = cb_alloc(c->prog, sizeof *f);
     if (!f)
         return LDB_NOMEM;
-    f->q = c->q;
+    f->prog = c->prog;
     f->e = p->u.pred;
-    return df_filter(c->q->g, in, filter_cb, f, out);
+    return df_filter(c->prog->g, in, filter_cb, f, out);
 }
 
 static int compile_project(struct compile *c, const struct plan *p, df_node **out)
@@ -306,7 +306,7 @@ static int side_keys(struct compile *c, const struct plan *p, struct join_side *
     if (!s->extra)
         return LDB_OK;
     for (uint32_t i = 0; i < s->ncols; i++) {
-        if (!(es[i] = xb_column(&c->q->pa, i, &s->plan->cols[i])))
+        if (!(es[i] = xb_column(&c->prog->pa, i, &s->plan->cols[i])))
             return LDB_NOMEM;
         aff[i] = COL_ANY;
     }
@@ -334,17 +334,17 @@ static int arrange_side(struct compile *c, const struct join_side *s,
     const struct plan *scan = s->extra ? NULL : plain_scan(s->plan, filters, &nf);
     if (scan) {
         struct live_source *src;
-        int rc = live_source_for(c->q, scan->u.scan.table, &src);
+        int rc = live_source_for(c->prog, scan->u.scan.table, &src);
         if (rc)
             return rc;
         if (!src->loader) {
-            rc = live_arrange_table(c->q, s->node, scan->u.scan.table, s->cols, colls, nk,
+            rc = live_arrange_table(c->prog, s->node, scan->u.scan.table, s->cols, colls, nk,
                                     filters, nf, out);
             if (rc != LDB_NOTFOUND)
                 return rc;
         }
     }
-    return df_arrange(c->q->g, s->node, &key, out);
+    return df_arrange(c->prog->g, s->node, &key, out);
 }
 
 static enum df_join_kind df_kind(enum join_kind k)
@@ -385,13 +385,13 @@ static int compile_join(struct compile *c, const struct plan *p, df_node **out)
     df_residual_fn res = NULL;
     struct cb_residual *rctx = NULL;
     if (p->u.join.residual) {
-        rctx = cb_alloc(c->q, sizeof *rctx);
+        rctx = cb_alloc(c->prog, sizeof *rctx);
         if (!rctx)
             return LDB_NOMEM;
-        *rctx = (struct cb_residual){ c->q, p->u.join.residual, l.ncols, l.extra, r.ncols };
+        *rctx = (struct cb_residual){ c->prog, p->u.join.residual, l.ncols, l.extra, r.ncols };
         res = residual_cb;
     }
-    rc = df_join(c->q->g, la, ra, df_kind(p->u.join.kind), 0, res, rctx, &j);
+    rc = df_join(c->prog->g, la, ra, df_kind(p->u.join.kind), 0, res, rctx, &j);
     if (rc || (!l.extra && !r.extra)) {
         *out = j;
         return rc;
@@ -399,12 +399,12 @@ static int compile_join(struct compile *c, const struct plan *p, df_node **out)
     /* drop the computed key columns again */
     bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;
     uint32_t n = p->ncols;
-    expr **es = plan_alloc(&c->q->pa, n * sizeof *es);
+    expr **es = plan_alloc(&c->prog->pa, n * sizeof *es);
     if (!es)
         return LDB_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t from = i < l.ncols ? i : i + l.extra;
-        if (!(es[i] = xb_column(&c->q->pa, from, &p->cols[i])))
+        if (!(es[i] = xb_column(&c->prog->pa, from, &p->cols[i])))
             return LDB_NOMEM;
     }
     (void)left_only;
@@ -423,7 +423,7 @@ static const struct func_def *count_one(void)
 static int agg_arg(struct compile *c, const struct plan_agg *a, uint32_t i, expr **out,
                    const struct func_def **fn)
 {
-    plan_arena *pa = &c->q->pa;
+    plan_arena *pa = &c->prog->pa;
     *fn = a->fn;
     if (!a->filter) {
         *out = a->args[i];
@@ -452,10 +452,10 @@ static int compile_aggregate(struct compile *c, const struct plan *p, df_node **
     for (uint32_t i = 0; i < na; i++)
         n += p->u.agg.aggs[i].nargs ? p->u.agg.aggs[i].nargs
                                     : (p->u.agg.aggs[i].filter ? 1 : 0);
-    expr **es = cb_alloc(c->q, (n ? n : 1) * sizeof *es);
-    uint32_t *keycols = cb_alloc(c->q, (ng ? ng : 1) * sizeof *keycols);
-    enum ldb_collation *colls = cb_alloc(c->q, (ng ? ng : 1) * sizeof *colls);
-    struct df_agg_spec *specs = cb_alloc(c->q, (na ? na : 1) * sizeof *specs);
+    expr **es = cb_alloc(c->prog, (n ? n : 1) * sizeof *es);
+    uint32_t *keycols = cb_alloc(c->prog, (ng ? ng : 1) * sizeof *keycols);
+    enum ldb_collation *colls = cb_alloc(c->prog, (ng ? ng : 1) * sizeof *colls);
+    struct df_agg_spec *specs = cb_alloc(c->prog, (na ? na : 1) * sizeof *specs);
     if (!es || !keycols || !colls || !specs)
         return LDB_NOMEM;
     uint32_t k = 0;
@@ -469,7 +469,7 @@ static int compile_aggregate(struct compile *c, const struct plan *p, df_node **
     for (uint32_t i = 0; i < na; i++) {
         const struct plan_agg *a = &p->u.agg.aggs[i];
         uint32_t nargs = a->nargs ? a->nargs : (a->filter ? 1 : 0);
-        uint32_t *args = cb_alloc(c->q, (nargs ? nargs : 1) * sizeof *args);
+        uint32_t *args = cb_alloc(c->prog, (nargs ? nargs : 1) * sizeof *args);
         if (!args)
             return LDB_NOMEM;
         const struct func_def *fn = a->fn;
@@ -496,12 +496,12 @@ static int compile_aggregate(struct compile *c, const struct plan *p, df_node **
             return rc;
     }
     df_key key = { ng, keycols, colls };
-    return df_reduce(c->q->g, src, &key, specs, na, ng ? 0 : DF_REDUCE_SCALAR, out);
+    return df_reduce(c->prog->g, src, &key, specs, na, ng ? 0 : DF_REDUCE_SCALAR, out);
 }
 
 static enum ldb_collation *column_colls(struct compile *c, const struct plan *p)
 {
-    enum ldb_collation *colls = cb_alloc(c->q, (p->ncols ? p->ncols : 1) * sizeof *colls);
+    enum ldb_collation *colls = cb_alloc(c->prog, (p->ncols ? p->ncols : 1) * sizeof *colls);
     if (colls)
         for (uint32_t i = 0; i < p->ncols; i++)
             colls[i] = p->cols[i].coll;
@@ -515,7 +515,7 @@ static int compile_distinct(struct compile *c, const struct plan *p, df_node **o
     if (rc)
         return rc;
     enum ldb_collation *colls = column_colls(c, p);
-    return colls ? df_distinct(c->q->g, in, colls, out) : LDB_NOMEM;
+    return colls ? df_distinct(c->prog->g, in, colls, out) : LDB_NOMEM;
 }
 
 static int compile_setop(struct compile *c, const struct plan *p, df_node **out)
@@ -532,14 +532,14 @@ static int compile_setop(struct compile *c, const struct plan *p, df_node **out)
     df_node *u;
     switch (p->u.setop) {
     case SETOP_UNION_ALL:
-        return df_concat(c->q->g, ins, 2, out);
+        return df_concat(c->prog->g, ins, 2, out);
     case SETOP_UNION:
-        rc = df_concat(c->q->g, ins, 2, &u);
-        return rc ? rc : df_distinct(c->q->g, u, colls, out);
+        rc = df_concat(c->prog->g, ins, 2, &u);
+        return rc ? rc : df_distinct(c->prog->g, u, colls, out);
     case SETOP_INTERSECT:
-        return df_setop(c->q->g, DF_INTERSECT, ins[0], ins[1], colls, out);
+        return df_setop(c->prog->g, DF_INTERSECT, ins[0], ins[1], colls, out);
     case SETOP_EXCEPT:
-        return df_setop(c->q->g, DF_EXCEPT, ins[0], ins[1], colls, out);
+        return df_setop(c->prog->g, DF_EXCEPT, ins[0], ins[1], colls, out);
     }
     return LDB_INTERNAL;
 }
@@ -553,11 +553,11 @@ static int eval_count(struct compile *c, const expr *e, int64_t dflt, int64_t *o
     if (!e)
         return LDB_OK;
     struct eval_ctx cx;
-    live_eval_ctx(c->q, &cx, NULL, 0);
+    live_eval_ctx(c->prog, &cx, NULL, 0);
     value v;
     int rc = expr_eval(e, &cx, &v);
     if (rc)
-        return cfail(c, rc, c->q->err.msg);
+        return cfail(c, rc, c->prog->err.msg);
     bool ok = value_type(&v) == LDB_INTEGER;
     int64_t n = ok ? v.h.u.i : 0;
     value_release(&v);
@@ -567,11 +567,11 @@ static int eval_count(struct compile *c, const expr *e, int64_t dflt, int64_t *o
     return LDB_OK;
 }
 
-static uint32_t partition_of(const ldb_live *q, const struct plan *limit)
+static uint32_t partition_of(const struct live_program *prog, const struct plan *limit)
 {
-    for (size_t i = 0; i < q->partitions.len; i++)
-        if (q->partitions.data[i].limit == limit)
-            return q->partitions.data[i].ncols;
+    for (size_t i = 0; i < prog->partitions.len; i++)
+        if (prog->partitions.data[i].limit == limit)
+            return prog->partitions.data[i].ncols;
     return 0;
 }
 
@@ -587,9 +587,9 @@ static int compile_limit(struct compile *c, const struct plan *p, df_node **out)
     if (rc)
         return rc;
     uint32_t nk = sort->u.sort.nkeys, ncols = sort->ncols;
-    struct cb_order *o = cb_alloc(c->q, sizeof *o);
-    struct result_sort_term *terms = cb_alloc(c->q, (nk ? nk : 1) * sizeof *terms);
-    expr **es = cb_alloc(c->q, (ncols + nk) * sizeof *es);
+    struct cb_order *o = cb_alloc(c->prog, sizeof *o);
+    struct result_sort_term *terms = cb_alloc(c->prog, (nk ? nk : 1) * sizeof *terms);
+    expr **es = cb_alloc(c->prog, (ncols + nk) * sizeof *es);
     if (!o || !terms || !es)
         return LDB_NOMEM;
     uint32_t extra = 0;
@@ -605,7 +605,7 @@ static int compile_limit(struct compile *c, const struct plan *p, df_node **out)
     }
     if (extra) {
         for (uint32_t i = 0; i < ncols; i++)
-            if (!(es[i] = xb_column(&c->q->pa, i, &sort->cols[i])))
+            if (!(es[i] = xb_column(&c->prog->pa, i, &sort->cols[i])))
                 return LDB_NOMEM;
         if ((rc = add_map(c, in, es, ncols + extra, NULL, &in)))
             return rc;
@@ -620,9 +620,9 @@ static int compile_limit(struct compile *c, const struct plan *p, df_node **out)
         limit = DF_NO_LIMIT;
     if (offset < 0)
         offset = 0;
-    uint32_t part = partition_of(c->q, p);
-    uint32_t *pcols = cb_alloc(c->q, (part ? part : 1) * sizeof *pcols);
-    enum ldb_collation *pcoll = cb_alloc(c->q, (part ? part : 1) * sizeof *pcoll);
+    uint32_t part = partition_of(c->prog, p);
+    uint32_t *pcols = cb_alloc(c->prog, (part ? part : 1) * sizeof *pcols);
+    enum ldb_collation *pcoll = cb_alloc(c->prog, (part ? part : 1) * sizeof *pcoll);
     if (!pcols || !pcoll)
         return LDB_NOMEM;
     for (uint32_t i = 0; i < part; i++) {
@@ -631,12 +631,12 @@ static int compile_limit(struct compile *c, const struct plan *p, df_node **out)
     }
     df_key group = { part, pcols, pcoll };
     df_node *k;
-    if ((rc = df_topk(c->q->g, in, &group, order_cb, o, offset, limit, &k)))
+    if ((rc = df_topk(c->prog->g, in, &group, order_cb, o, offset, limit, &k)))
         return rc;
-    if (p == c->q->root_limit) {
-        c->q->window = k;
-        c->q->offset = offset;
-        c->q->limit = limit;
+    if (p == c->prog->root_limit) {
+        c->prog->window = k;
+        c->prog->offset = offset;
+        c->prog->limit = limit;
     }
     if (!extra) {
         *out = k;
@@ -741,8 +741,8 @@ static int tie_by_key(plan_arena *pa, struct plan *sort, const struct keyed *k)
  */
 static int assemble_root(struct compile *c, const struct root_shape *s, struct plan **out)
 {
-    ldb_live *q = c->q;
-    plan_arena *pa = &q->pa;
+    struct live_program *prog = c->prog;
+    plan_arena *pa = &prog->pa;
     struct keyed k;
     int rc = live_ensure_key(pa, s->body, &k);
     if (rc)
@@ -758,18 +758,18 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
         so->u = s->sort->u;
         so->in = below;
         pb_copy_cols(so->cols, below);
-        q->nuser_sort = nsort;
+        prog->nuser_sort = nsort;
         if (s->limit && (rc = tie_by_key(pa, so, &k)))
             return rc;
         below = so;
         if (s->limit) {
-            if ((rc = eval_count(c, s->limit->u.limit.limit, DF_NO_LIMIT, &q->limit)) ||
-                (rc = eval_count(c, s->limit->u.limit.offset, 0, &q->offset)))
+            if ((rc = eval_count(c, s->limit->u.limit.limit, DF_NO_LIMIT, &prog->limit)) ||
+                (rc = eval_count(c, s->limit->u.limit.offset, 0, &prog->offset)))
                 return rc;
-            if (q->limit < 0)
-                q->limit = DF_NO_LIMIT;
-            if (q->offset < 0)
-                q->offset = 0;
+            if (prog->limit < 0)
+                prog->limit = DF_NO_LIMIT;
+            if (prog->offset < 0)
+                prog->offset = 0;
             struct plan *li = plan_new(pa, PLAN_LIMIT, below->ncols);
             if (!li)
                 return LDB_NOMEM;
@@ -777,7 +777,7 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
             li->in = below;
             pb_copy_cols(li->cols, below);
             below = li;
-            q->root_limit = li;
+            prog->root_limit = li;
         }
     }
     /* output columns */
@@ -839,39 +839,45 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
         if (!*out)
             return LDB_NOMEM;
     }
-    q->nvisible = nvis;
-    q->names = plan_alloc(pa, (nvis ? nvis : 1) * sizeof *q->names);
-    if (!q->names)
+    prog->nvisible = nvis;
+    prog->names = plan_alloc(pa, (nvis ? nvis : 1) * sizeof *prog->names);
+    if (!prog->names)
         return LDB_NOMEM;
     for (uint32_t i = 0; i < nvis; i++)
-        q->names[i] = vis->cols[i].name;
-    return result_init(&q->rs, keycols, keycoll, k.n, terms, nsort);
+        prog->names[i] = vis->cols[i].name;
+    prog->ncols = n;
+    prog->nkey = k.n;
+    memcpy(prog->key, keycols, k.n * sizeof *keycols);
+    memcpy(prog->keycoll, keycoll, k.n * sizeof *keycoll);
+    prog->nsort = nsort;
+    memcpy(prog->sort, terms, nsort * sizeof *terms);
+    return LDB_OK;
 }
 
-int live_compile(ldb_live *q, struct eval_error *err)
+int live_compile(struct live_program *prog, struct eval_error *err)
 {
-    struct compile c = { q, err, VEC_INIT };
-    if (plan_is_nondeterministic(q->plan))
+    struct compile c = { prog, err, VEC_INIT };
+    if (plan_is_nondeterministic(prog->plan))
         return cfail(&c, LDB_UNSUPPORTED,
                      "a query that calls a non-deterministic function cannot be kept live");
     struct root_shape s;
-    if (peel_root(q->plan, &s))
+    if (peel_root(prog->plan, &s))
         return cfail(&c, LDB_UNSUPPORTED,
                      "LIMIT without ORDER BY picks arbitrary rows and cannot be kept live; "
                      "add an ORDER BY");
     struct plan *root;
-    int rc = df_graph_new(&q->g);
+    int rc = df_graph_new(&prog->g);
     if (!rc)
         rc = assemble_root(&c, &s, &root);
     if (!rc)
-        rc = live_decorrelate(q, root, &root, err);
+        rc = live_decorrelate(prog, root, &root, err);
     if (!rc)
-        rc = live_window_plan(q, root);
+        rc = live_window_plan(prog, root);
     df_node *top;
     if (!rc)
         rc = compile_node(&c, root, &top);
     if (!rc)
-        rc = df_output(q->g, top, &q->out);
+        rc = df_output(prog->g, top, &prog->out);
     vec_free(&c.done);
     if (rc && err->code == LDB_OK)
         cfail(&c, rc, rc == LDB_NOMEM ? "out of memory" : ldb_errstr(rc));

@@ -35,7 +35,7 @@
 #include <string.h>
 
 struct dc {
-    ldb_live *q;
+    struct live_program *prog;
     plan_arena *pa;
     struct eval_error *err;
 };
@@ -444,7 +444,7 @@ static struct plan *push_limit(struct dc *d, struct plan *p, struct plan *dom)
     if (!c)
         return NULL;
     struct live_partition part = { c, 1 };
-    if (vec_push(&d->q->partitions, part))
+    if (vec_push(&d->prog->partitions, part))
         return NULL;
     return c;
 }
@@ -830,11 +830,11 @@ static int dc_limit_sort(struct dc *d, struct plan *p, struct plan **out)
     c->u = p->u;
     c->in = sort;
     pb_copy_cols(c->cols, sort);
-    for (size_t i = 0; i < d->q->partitions.len; i++)
-        if (d->q->partitions.data[i].limit == p)
-            d->q->partitions.data[i].limit = c;
-    if (d->q->root_limit == p)
-        d->q->root_limit = c;
+    for (size_t i = 0; i < d->prog->partitions.len; i++)
+        if (d->prog->partitions.data[i].limit == p)
+            d->prog->partitions.data[i].limit = c;
+    if (d->prog->root_limit == p)
+        d->prog->root_limit = c;
     *out = c->ncols == p->ncols ? c : pb_prefix(d->pa, c, p->ncols);
     return *out ? LDB_OK : LDB_NOMEM;
 }
@@ -941,16 +941,16 @@ static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
     c->left = l;
     c->right = r;
     /* a LIMIT keeps its partition when its node is replaced */
-    for (size_t i = 0; i < d->q->partitions.len; i++)
-        if (d->q->partitions.data[i].limit == p)
-            d->q->partitions.data[i].limit = c;
+    for (size_t i = 0; i < d->prog->partitions.len; i++)
+        if (d->prog->partitions.data[i].limit == p)
+            d->prog->partitions.data[i].limit = c;
     *out = c;
     return LDB_OK;
 }
 
-int live_decorrelate(ldb_live *q, struct plan *p, struct plan **out, struct eval_error *err)
+int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out, struct eval_error *err)
 {
-    struct dc d = { q, &q->pa, err };
+    struct dc d = { prog, &prog->pa, err };
     int rc = dc_plan(&d, p, out);
     if (rc && err->code == LDB_OK)
         dc_fail(&d, rc, rc == LDB_NOMEM ? "out of memory" : "cannot decorrelate the query");

@@ -22,6 +22,7 @@ struct table_index;
 struct store;
 struct subscription;
 struct window_loader;
+struct delta;
 
 /* One base table read by a query: every scan of it shares this input. */
 struct live_source {
@@ -45,15 +46,17 @@ struct live_partition {
 
 enum live_state { LIVE_OK, LIVE_FAILED };
 
-struct ldb_live {
-    struct live_registry *reg;
-    ldb_change_fn fn;
-    void *ctx;
-
+/*
+ * A compiled query: the rewritten plan, the dataflow graph, the sources
+ * that feed it, and where the key and order of its output rows are. Live
+ * queries publish its output through a result set; materialized views
+ * write it into their backing tables. Its output rows are the visible
+ * columns, then hidden order values, then hidden key columns (key[] and
+ * sort[] give their positions).
+ */
+struct live_program {
     plan_arena pa;             /* the rewritten plan nodes */
-    struct plan *plan;         /* as bound (owner's) */
-    void (*release)(void *);   /* releases owner, which holds the plan */
-    void *owner;
+    struct plan *plan;         /* as bound (its owner's) */
     value *params;             /* copies of the bound parameters */
     uint32_t nparams;
     arena cba;                 /* operator callback contexts */
@@ -64,25 +67,42 @@ struct ldb_live {
     df_node *window;           /* its top-k, when ORDER BY ... LIMIT */
     int64_t offset, limit;     /* its window (limit < 0: none) */
     uint32_t nuser_sort;       /* ORDER BY terms (key tie-breakers follow) */
-    df_batch acc;              /* output of the runs of one commit */
+    bool bounded;              /* may feed a window from an index prefix */
+    const struct result_set *published; /* the window as published, for
+                                           trimming (NULL: never trim) */
+    df_batch acc;              /* output of the runs of one delta */
     VEC(struct live_source) sources;
     VEC(struct live_values) values;
     VEC(struct live_partition) partitions;
 
-    uint32_t nvisible;         /* visible result columns (then hidden ones) */
-    const char **names;        /* nvisible names */
-    struct result_set rs;
+    uint32_t ncols;            /* output columns, hidden ones included */
+    uint32_t nvisible;         /* visible output columns */
+    const char **names;        /* their names */
+    uint32_t nkey;
+    uint32_t key[RESULT_MAX_KEY];
+    enum ldb_collation keycoll[RESULT_MAX_KEY];
+    uint32_t nsort;
+    struct result_sort_term sort[RESULT_MAX_SORT];
 
     enum live_state state;
     int errcode;
-    struct eval_error err;     /* runtime errors of operator callbacks */
+    struct eval_error err;     /* the failure, or runtime errors of callbacks */
+    struct live_stats stats;
+};
 
+struct ldb_live {
+    struct live_registry *reg;
+    ldb_change_fn fn;
+    void *ctx;
+    void (*release)(void *);   /* releases owner, which holds the plan */
+    void *owner;
+    struct plan *plan;         /* the owner's */
+    struct live_program *p;
+    struct result_set rs;
     struct subscription *sub;
     bool pending;              /* a published batch waits for live_flush */
     bool closing;              /* closed from a callback: free after flush */
     ldb_live *next_pending;
-
-    struct live_stats stats;
 };
 
 struct live_registry {
@@ -92,44 +112,66 @@ struct live_registry {
     bool publishing;
 };
 
-/* ---- compile.c -------------------------------------------------------------- */
+/* ---- program.c / compile.c ----------------------------------------------------- */
 
 /*
- * Builds q->g from q->plan: rewrites the plan (decorrelation, result
- * keys, result order), compiles it into operators, and sets up the
- * result set. err gets the reason of a failure.
+ * A program over plan (owned by the caller, valid while the program
+ * lives) with copies of params. bounded: an ORDER BY ... LIMIT root may
+ * be fed from an index prefix. On failure err says why and *out is NULL.
  */
-int live_compile(ldb_live *q, struct eval_error *err);
+int live_program_new(struct plan *plan, const value *params, uint32_t nparams,
+                     bool bounded, struct live_program **out, struct eval_error *err);
+void live_program_free(struct live_program *prog);
+/* Feeds the tables' current rows (and VALUES), runs, and appends the
+ * output to prog->acc (consolidated). */
+int live_program_hydrate(struct live_program *prog);
+/* Feeds the changes of d, runs if any touched the program (*touched), and
+ * appends the output to prog->acc (consolidated). */
+int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched);
+/* Runs whatever was pushed (e.g. after a window move) into prog->acc. */
+int live_program_run(struct live_program *prog);
+/* After the output is published: windows unload rows far past them. */
+int live_program_trim(struct live_program *prog);
+
+/*
+ * Builds prog->g from prog->plan: rewrites the plan (decorrelation, result
+ * keys, result order) and compiles it into operators. err gets the reason
+ * of a failure.
+ */
+int live_compile(struct live_program *prog, struct eval_error *err);
 
 /* ---- source.c ------------------------------------------------------------- */
 
-/* The source of table t in q, made on first use. */
-int live_source_for(ldb_live *q, struct table *t, struct live_source **out);
+/* The source of table t in prog, made on first use. */
+int live_source_for(struct live_program *prog, struct table *t, struct live_source **out);
 /* Pushes every row of every full source and every VALUES node. */
-int live_hydrate(ldb_live *q);
-/* Pushes one table delta (from change capture) into q's inputs. */
+int live_hydrate(struct live_program *prog);
+/* Pushes one table delta (from change capture) into prog's inputs. */
 struct delta;
-int live_push_delta(ldb_live *q, const struct delta *d, bool *touched);
+int live_push_delta(struct live_program *prog, const struct delta *d, bool *touched);
 /*
  * The external arrangement over t's storage for a join side that is a
  * scan of t (filters: conditions the rows must also pass), keyed by the
  * table columns cols[0..n) under colls, or LDB_NOTFOUND when no index or
  * primary key serves that key.
  */
-int live_arrange_table(ldb_live *q, df_node *in, struct table *t, const uint32_t *cols,
+int live_arrange_table(struct live_program *prog, df_node *in, struct table *t, const uint32_t *cols,
                        const enum ldb_collation *colls, uint32_t n,
                        const expr *const *filters, uint32_t nfilters, df_node **out);
 
 /* ---- decorrelate.c ------------------------------------------------------- */
 
 /* Replaces every subquery in p's tree by joins; *out is the new tree. */
-int live_decorrelate(ldb_live *q, struct plan *p, struct plan **out,
+int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out,
                      struct eval_error *err);
 
 /* ---- evaluation helpers (compile.c) ------------------------------------------ */
 
-void live_eval_ctx(ldb_live *q, struct eval_ctx *cx, const value *vals, uint32_t ncols);
-/* Records a failure of q (first one wins). */
-int live_fail(ldb_live *q, int code, const char *msg);
+void live_eval_ctx(struct live_program *prog, struct eval_ctx *cx, const value *vals,
+                   uint32_t ncols);
+/* Sets err (unless already set) and returns code. */
+int live_error_out(struct eval_error *err, int code, const char *msg);
+/* Records a failure of prog (first one wins); returns code. */
+int live_fail(struct live_program *prog, int code, const char *msg);
 
 #endif

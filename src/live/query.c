@@ -56,84 +56,26 @@ static void registry_remove(struct live_registry *reg, ldb_live *q)
     }
 }
 
-/* ---- graph runs ------------------------------------------------------------------- */
+/* ---- applying ---------------------------------------------------------------------- */
 
-static void count_run(ldb_live *q)
+/* Stages the program's accumulated output as the result's next changes. */
+static int stage(ldb_live *q)
 {
-    struct df_counters c;
-    df_graph_counters(q->g, &c);
-    q->stats.rows_processed = c.rows_in;
-    q->stats.runs++;
-}
-
-/* One graph run; its output joins the commit's accumulated output. */
-static int run_once(ldb_live *q)
-{
-    int rc = df_run(q->g);
-    if (rc)
-        return rc;
-    count_run(q);
-    size_t n;
-    const df_entry *d = df_output_delta(q->out, &n);
-    for (size_t i = 0; i < n; i++)
-        if ((rc = df_batch_push(&q->acc, d[i].r, d[i].w)))
-            return rc;
-    return LDB_OK;
-}
-
-/* Runs until no window loader wants more rows. */
-static int run_to_settle(ldb_live *q)
-{
-    int rc = run_once(q);
-    for (bool again = !rc; again && !rc;) {
-        again = false;
-        for (size_t i = 0; !rc && i < q->sources.len; i++) {
-            bool pushed = false;
-            if (q->sources.data[i].loader)
-                rc = window_loader_settle(q->sources.data[i].loader, &pushed);
-            again |= pushed;
-        }
-        if (again && !rc)
-            rc = run_once(q);
-    }
-    return rc;
-}
-
-/* Runs the graph (and any window refills) and stages the result changes. */
-static int run_and_stage(ldb_live *q)
-{
-    int rc = run_to_settle(q);
-    if (!rc)
-        rc = df_batch_consolidate(&q->acc);
-    if (!rc)
-        rc = result_stage(&q->rs, q->acc.e, q->acc.len);
-    df_batch_clear(&q->acc);
+    struct live_program *prog = q->p;
+    int rc = result_stage(&q->rs, prog->acc.e, prog->acc.len);
+    df_batch_clear(&prog->acc);
     if (rc == LDB_CONSTRAINT)
-        return live_fail(q, rc, "two different rows have the same result key");
+        return live_fail(prog, rc, "two different rows have the same result key");
     if (rc)
-        return live_fail(q, rc, rc == LDB_NOMEM ? "out of memory" : q->err.msg);
+        return live_fail(prog, rc, rc == LDB_NOMEM ? "out of memory" : NULL);
     return LDB_OK;
 }
 
-/* After a result is installed: windows unload rows far past them. The
- * runs this takes must not change the result. */
+/* After a result is installed: the window's prefix shrinks if it grew. */
 static void trim_windows(ldb_live *q)
 {
-    bool any = false;
-    int rc = LDB_OK;
-    for (size_t i = 0; !rc && i < q->sources.len; i++) {
-        bool pushed = false;
-        if (q->sources.data[i].loader)
-            rc = window_loader_trim(q->sources.data[i].loader, &pushed);
-        any |= pushed;
-    }
-    if (!rc && any)
-        rc = run_to_settle(q);
-    if (!rc && any && q->acc.len && !(rc = df_batch_consolidate(&q->acc)) && q->acc.len)
-        rc = LDB_INTERNAL; /* unloaded rows were in the window */
-    df_batch_clear(&q->acc);
-    if (rc)
-        live_fail(q, rc, rc == LDB_INTERNAL ? "window trim changed the result" : NULL);
+    q->p->published = &q->rs;
+    live_program_trim(q->p);
 }
 
 /* ---- commit hooks ------------------------------------------------------------------ */
@@ -142,14 +84,11 @@ static int on_commit_prepare(void *ctx, struct store *s, const struct delta *d)
 {
     (void)s;
     ldb_live *q = ctx;
-    if (q->state != LIVE_OK || q->closing)
+    if (q->p->state != LIVE_OK || q->closing)
         return LDB_OK;
     bool touched;
-    int rc = live_push_delta(q, d, &touched);
-    if (rc)
-        live_fail(q, rc, NULL);
-    else if (touched)
-        run_and_stage(q);
+    if (live_program_apply(q->p, d, &touched) == LDB_OK && touched)
+        stage(q);
     return LDB_OK; /* a query's failure never cancels the commit */
 }
 
@@ -172,17 +111,17 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
     ldb_live *q = ctx;
     size_t n;
     result_changes(&q->rs, &n);
-    if (q->state != LIVE_OK || n == 0)
+    if (q->p->state != LIVE_OK || n == 0)
         return;
     if (!committed) {
         /* the graph advanced for a commit that did not happen */
         result_discard(&q->rs);
-        live_fail(q, LDB_ERROR, "the commit this query prepared for was cancelled");
+        live_fail(q->p, LDB_ERROR, "the commit this query prepared for was cancelled");
         return;
     }
     if (result_commit(&q->rs)) {
         result_discard(&q->rs);
-        live_fail(q, LDB_NOMEM, "out of memory");
+        live_fail(q->p, LDB_NOMEM, "out of memory");
         return;
     }
     enqueue(q->reg, q);
@@ -222,22 +161,22 @@ static void publish(ldb_live *q)
 {
     size_t n;
     const struct result_change *chs = result_changes(&q->rs, &n);
-    if (n == 0 || !q->fn || q->state != LIVE_OK)
+    if (n == 0 || !q->fn || q->p->state != LIVE_OK)
         return;
     ldb_change *out = mem_alloc(n * sizeof *out);
     struct change_views *views = mem_alloc(n * sizeof *views);
     if (!out || !views) {
         mem_free(out);
         mem_free(views);
-        live_fail(q, LDB_NOMEM, "out of memory while publishing");
+        live_fail(q->p, LDB_NOMEM, "out of memory while publishing");
         return;
     }
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
         struct change_views *v = &views[i];
         key_view(q, c->after ? c->after : c->before, v);
-        v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, q->nvisible };
-        v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, q->nvisible };
+        v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, q->p->nvisible };
+        v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, q->p->nvisible };
         out[i] = (ldb_change){
             .kind = c->kind == RESULT_INSERT   ? LDB_CHANGE_INSERT
                     : c->kind == RESULT_DELETE ? LDB_CHANGE_DELETE
@@ -302,19 +241,8 @@ static void query_free(ldb_live *q)
         if (reg->pending_tail == q)
             reg->pending_tail = prev;
     }
-    for (size_t i = 0; i < q->sources.len; i++)
-        window_loader_free(q->sources.data[i].loader);
-    df_graph_free(q->g);
+    live_program_free(q->p);
     result_free(&q->rs);
-    df_batch_free(&q->acc);
-    vec_free(&q->sources);
-    vec_free(&q->values);
-    vec_free(&q->partitions);
-    for (uint32_t i = 0; i < q->nparams; i++)
-        value_release(&q->params[i]);
-    mem_free(q->params);
-    arena_free(&q->cba);
-    plan_arena_free(&q->pa);
     if (q->release)
         q->release(q->owner);
     mem_free(q);
@@ -331,40 +259,26 @@ void live_close(ldb_live *q)
     query_free(q);
 }
 
-static int copy_params(ldb_live *q, const value *params, uint32_t n)
+/* Compiles, subscribes and hydrates; the initial result is staged as the
+ * first batch (all inserts). */
+static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval_error *err)
 {
-    if (!n)
-        return LDB_OK;
-    q->params = mem_calloc(n, sizeof *q->params);
-    if (!q->params)
-        return LDB_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        q->params[i] = value_copy(&params[i]);
-    q->nparams = n;
-    return LDB_OK;
-}
-
-/* Compiles, subscribes and hydrates; the initial result stays staged as
- * the first batch (all inserts), published by live_open. */
-static int start(ldb_live *q, struct eval_error *err)
-{
-    int rc = live_compile(q, err);
+    int rc = live_program_new(q->plan, params, nparams, true, &q->p, err);
+    if (rc)
+        return rc;
+    struct live_program *prog = q->p;
+    rc = result_init(&q->rs, prog->key, prog->keycoll, prog->nkey, prog->sort, prog->nsort);
     if (!rc)
         rc = store_subscribe(q->reg->store, SUB_COMMIT, &live_hooks, q, &q->sub);
     if (!rc)
-        rc = live_hydrate(q);
+        rc = live_program_hydrate(prog);
     if (!rc)
-        rc = run_and_stage(q);
-    if (!rc && q->state != LIVE_OK)
-        rc = q->errcode;
+        rc = stage(q);
     if (!rc)
         rc = result_commit(&q->rs);
-    if (rc)
+    if (rc) {
         result_discard(&q->rs);
-    if (rc && err->code == LDB_OK) {
-        err->code = rc;
-        snprintf(err->msg, sizeof err->msg, "%s",
-                 q->state != LIVE_OK ? q->err.msg : ldb_errstr(rc));
+        live_error_out(err, rc, prog->state != LIVE_OK ? prog->err.msg : ldb_errstr(rc));
     }
     return rc;
 }
@@ -375,24 +289,19 @@ int live_open(struct live_registry *reg, struct plan *plan, const value *params,
 {
     *out = NULL;
     int rc = LDB_OK;
-    if (store_in_explicit_transaction(reg->store)) {
-        rc = LDB_MISUSE;
-        snprintf(err->msg, sizeof err->msg,
-                 "a live query cannot be opened inside a transaction");
-    } else if (reg->publishing) {
-        rc = LDB_MISUSE;
-        snprintf(err->msg, sizeof err->msg,
-                 "a live query cannot be opened from a live query callback");
-    }
+    if (store_in_explicit_transaction(reg->store))
+        rc = live_error_out(err, LDB_MISUSE,
+                            "a live query cannot be opened inside a transaction");
+    else if (reg->publishing)
+        rc = live_error_out(err, LDB_MISUSE,
+                            "a live query cannot be opened from a live query callback");
     ldb_live *q = rc ? NULL : mem_calloc(1, sizeof *q);
     if (!rc && (!q || vec_reserve(&reg->queries, 1))) {
         mem_free(q);
         q = NULL;
-        rc = LDB_NOMEM;
-        snprintf(err->msg, sizeof err->msg, "out of memory");
+        rc = live_error_out(err, LDB_NOMEM, "out of memory");
     }
     if (rc) {
-        err->code = rc;
         if (release)
             release(owner);
         return rc;
@@ -403,14 +312,8 @@ int live_open(struct live_registry *reg, struct plan *plan, const value *params,
     q->plan = plan;
     q->release = release;
     q->owner = owner;
-    q->limit = -1;
-    plan_arena_init(&q->pa);
-    arena_init(&q->cba, 4096);
     reg->queries.data[reg->queries.len++] = q;
-    rc = copy_params(q, params, nparams);
-    if (!rc)
-        rc = start(q, err);
-    if (rc) {
+    if ((rc = start(q, params, nparams, err))) {
         query_free(q);
         return rc;
     }
@@ -433,7 +336,7 @@ static int read_visit(void *ctx, row *r, int64_t pos)
 {
     (void)pos;
     struct read_ctx *rc = ctx;
-    struct ldb_row view = { r->cols, rc->q->nvisible };
+    struct ldb_row view = { r->cols, rc->q->p->nvisible };
     return rc->fn(rc->ctx, &view) ? LDB_ABORT : LDB_OK;
 }
 
@@ -447,61 +350,62 @@ int64_t live_count(const ldb_live *q) { return q->rs.rows; }
 
 int live_error(const ldb_live *q, const char **msg)
 {
+    const struct live_program *prog = q->p;
     if (msg)
-        *msg = q->state == LIVE_OK ? NULL : q->err.msg;
-    return q->state == LIVE_OK ? LDB_OK : q->errcode;
+        *msg = prog->state == LIVE_OK ? NULL : prog->err.msg;
+    return prog->state == LIVE_OK ? LDB_OK : prog->errcode;
 }
 
 void live_stats(const ldb_live *q, struct live_stats *out)
 {
-    *out = q->stats;
+    const struct live_program *prog = q->p;
+    *out = prog->stats;
     struct df_counters c;
-    if (q->g) {
-        df_graph_counters(q->g, &c);
-        out->rows_processed = c.rows_in;
-        out->retained_rows = c.retained_rows + (size_t)q->rs.rows;
-        out->retained_bytes = c.retained_bytes + result_bytes(&q->rs);
-    }
+    df_graph_counters(prog->g, &c);
+    out->rows_processed = c.rows_in;
+    out->retained_rows = c.retained_rows + (size_t)q->rs.rows;
+    out->retained_bytes = c.retained_bytes + result_bytes(&q->rs);
     out->result_rows = q->rs.rows;
 }
 
-uint32_t live_columns(const ldb_live *q) { return q->nvisible; }
+uint32_t live_columns(const ldb_live *q) { return q->p->nvisible; }
 
 const char *live_column_name(const ldb_live *q, uint32_t i)
 {
-    return i < q->nvisible ? q->names[i] : NULL;
+    return i < q->p->nvisible ? q->p->names[i] : NULL;
 }
 
 /* ---- windows ----------------------------------------------------------------------------------- */
 
 int live_set_window(ldb_live *q, int64_t offset, int64_t limit)
 {
-    if (!q->window)
+    struct live_program *prog = q->p;
+    if (!prog->window)
         return LDB_MISUSE;
     if (store_in_explicit_transaction(q->reg->store) || q->reg->publishing)
         return LDB_MISUSE;
-    if (q->state != LIVE_OK)
-        return q->errcode;
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
     if (offset < 0)
         offset = 0;
     if (limit < 0)
         limit = DF_NO_LIMIT;
-    int rc = df_topk_set_window(q->window, offset, limit);
+    int rc = df_topk_set_window(prog->window, offset, limit);
     if (rc)
-        return live_fail(q, rc, NULL);
-    for (size_t i = 0; i < q->sources.len; i++)
-        if (q->sources.data[i].loader)
-            window_loader_resize(q->sources.data[i].loader, offset, limit);
-    q->offset = offset;
-    q->limit = limit;
-    if ((rc = run_and_stage(q)))
+        return live_fail(prog, rc, NULL);
+    for (size_t i = 0; i < prog->sources.len; i++)
+        if (prog->sources.data[i].loader)
+            window_loader_resize(prog->sources.data[i].loader, offset, limit);
+    prog->offset = offset;
+    prog->limit = limit;
+    if ((rc = live_program_run(prog)) || (rc = stage(q)))
         return rc;
     if (result_commit(&q->rs)) {
         result_discard(&q->rs);
-        return live_fail(q, LDB_NOMEM, "out of memory");
+        return live_fail(prog, LDB_NOMEM, "out of memory");
     }
     enqueue(q->reg, q);
     trim_windows(q);
     live_flush(q->reg);
-    return q->state == LIVE_OK ? LDB_OK : q->errcode;
+    return prog->state == LIVE_OK ? LDB_OK : prog->errcode;
 }

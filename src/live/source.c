@@ -22,30 +22,30 @@
 
 #include <string.h>
 
-int live_source_for(ldb_live *q, struct table *t, struct live_source **out)
+int live_source_for(struct live_program *prog, struct table *t, struct live_source **out)
 {
-    for (size_t i = 0; i < q->sources.len; i++) {
-        if (q->sources.data[i].table == t) {
-            *out = &q->sources.data[i];
+    for (size_t i = 0; i < prog->sources.len; i++) {
+        if (prog->sources.data[i].table == t) {
+            *out = &prog->sources.data[i];
             return LDB_OK;
         }
     }
     struct live_source s = { t, NULL, NULL };
-    int rc = df_input(q->g, table_schema(t)->ncols, &s.input);
+    int rc = df_input(prog->g, table_schema(t)->ncols, &s.input);
     if (!rc)
-        rc = vec_push(&q->sources, s);
+        rc = vec_push(&prog->sources, s);
     if (!rc)
-        *out = &vec_last(&q->sources);
+        *out = &vec_last(&prog->sources);
     return rc;
 }
 
 /* ---- hydration ------------------------------------------------------------------ */
 
-static int push_values(ldb_live *q, const struct live_values *v)
+static int push_values(struct live_program *prog, const struct live_values *v)
 {
     const struct plan *p = v->plan;
     struct eval_ctx cx;
-    live_eval_ctx(q, &cx, NULL, 0);
+    live_eval_ctx(prog, &cx, NULL, 0);
     for (uint32_t r = 0; r < p->u.values.nrows; r++) {
         row *nr = row_alloc(p->ncols);
         if (!nr)
@@ -65,33 +65,33 @@ static int push_values(ldb_live *q, const struct live_values *v)
     return LDB_OK;
 }
 
-int live_hydrate(ldb_live *q)
+int live_hydrate(struct live_program *prog)
 {
-    for (size_t i = 0; i < q->sources.len; i++) {
-        struct live_source *s = &q->sources.data[i];
+    for (size_t i = 0; i < prog->sources.len; i++) {
+        struct live_source *s = &prog->sources.data[i];
         if (s->loader)
             continue; /* the window loader fills it */
         struct table_scan sc = table_scan_begin(s->table);
         for (row *r; (r = table_scan_next(&sc));) {
-            q->stats.rows_read++;
+            prog->stats.rows_read++;
             int rc = df_push(s->input, r, 1);
             if (rc)
                 return rc;
         }
     }
-    for (size_t i = 0; i < q->values.len; i++) {
-        int rc = push_values(q, &q->values.data[i]);
+    for (size_t i = 0; i < prog->values.len; i++) {
+        int rc = push_values(prog, &prog->values.data[i]);
         if (rc)
             return rc;
     }
     return LDB_OK;
 }
 
-int live_push_delta(ldb_live *q, const struct delta *d, bool *touched)
+int live_push_delta(struct live_program *prog, const struct delta *d, bool *touched)
 {
     *touched = false;
-    for (size_t i = 0; i < q->sources.len; i++) {
-        struct live_source *s = &q->sources.data[i];
+    for (size_t i = 0; i < prog->sources.len; i++) {
+        struct live_source *s = &prog->sources.data[i];
         const struct table_delta *td = delta_for_table(d, s->table);
         if (!td)
             continue;
@@ -121,7 +121,7 @@ int live_push_delta(ldb_live *q, const struct delta *d, bool *touched)
 #define EXT_MAX_FILTERS 16
 
 struct table_arrangement {
-    ldb_live *q;
+    struct live_program *prog;
     struct table *t;
     struct table_index *ix;        /* NULL: the primary key */
     uint32_t n;
@@ -135,7 +135,7 @@ static int passes(struct table_arrangement *a, const row *r, bool *ok)
     *ok = true;
     for (uint32_t i = 0; i < a->nfilters && *ok; i++) {
         struct eval_ctx cx;
-        live_eval_ctx(a->q, &cx, r->cols, r->ncols);
+        live_eval_ctx(a->prog, &cx, r->cols, r->ncols);
         int truth;
         int rc = expr_eval_truth(a->filters[i], &cx, &truth);
         if (rc)
@@ -147,7 +147,7 @@ static int passes(struct table_arrangement *a, const row *r, bool *ok)
 
 static int visit_if_passes(struct table_arrangement *a, row *r, df_visit_fn visit, void *vctx)
 {
-    a->q->stats.rows_read++;
+    a->prog->stats.rows_read++;
     bool ok;
     int rc = passes(a, r, &ok);
     if (rc || !ok)
@@ -240,7 +240,7 @@ static bool index_serves(struct table_index *ix, const uint32_t *cols,
     return true;
 }
 
-int live_arrange_table(ldb_live *q, df_node *in, struct table *t, const uint32_t *cols,
+int live_arrange_table(struct live_program *prog, df_node *in, struct table *t, const uint32_t *cols,
                        const enum ldb_collation *colls, uint32_t n,
                        const expr *const *filters, uint32_t nfilters, df_node **out)
 {
@@ -253,14 +253,14 @@ int live_arrange_table(ldb_live *q, df_node *in, struct table *t, const uint32_t
         found = index_serves(table_index_at(t, i), cols, colls, n, &probe);
     if (!found)
         return LDB_NOTFOUND;
-    struct table_arrangement *a = arena_alloc(&q->cba, sizeof *a);
+    struct table_arrangement *a = arena_alloc(&prog->cba, sizeof *a);
     if (!a)
         return LDB_NOMEM;
     *a = probe;
-    a->q = q;
+    a->prog = prog;
     a->t = t;
     a->nfilters = nfilters;
     memcpy(a->filters, filters, nfilters * sizeof *filters);
     df_key key = { n, cols, colls };
-    return df_arrange_external(q->g, in, &key, &table_arr_ops, a, out);
+    return df_arrange_external(prog->g, in, &key, &table_arr_ops, a, out);
 }

@@ -19,8 +19,8 @@
 #include <string.h>
 
 struct window_loader {
-    ldb_live *q;
-    size_t src;                /* index into q->sources */
+    struct live_program *prog;
+    size_t src;                /* index into prog->sources */
     struct table *t;
     struct table_index *ix;
     struct order_spec spec;
@@ -82,7 +82,7 @@ static void set_boundary(struct window_loader *ld, row *r)
 
 static df_node *input(const struct window_loader *ld)
 {
-    return ld->q->sources.data[ld->src].input;
+    return ld->prog->sources.data[ld->src].input;
 }
 
 /* ---- feeding ------------------------------------------------------------------------ */
@@ -109,14 +109,12 @@ int window_loader_push(struct window_loader *ld, const struct table_delta *td)
 /* Rows the window's top-k holds: the eligible rows of the prefix. */
 static int64_t eligible(const struct window_loader *ld)
 {
-    struct df_counters c;
-    df_node_counters(ld->q->window, &c);
-    return (int64_t)c.retained_rows;
+    return (int64_t)df_topk_rows(ld->prog->window);
 }
 
 static int load(struct window_loader *ld, row *r)
 {
-    ld->q->stats.rows_read++;
+    ld->prog->stats.rows_read++;
     int rc = df_push(input(ld), r, 1);
     if (rc)
         return rc;
@@ -156,7 +154,7 @@ int window_loader_settle(struct window_loader *ld, bool *pushed)
 /* The driving row of the last window row (its key leads the result key). */
 static row *last_window_driver(const struct window_loader *ld)
 {
-    const struct result_set *rs = &ld->q->rs;
+    const struct result_set *rs = ld->prog->published;
     btree_cursor c;
     if (!btree_last(&rs->order, &c))
         return NULL;
@@ -170,8 +168,9 @@ static row *last_window_driver(const struct window_loader *ld)
 int window_loader_trim(struct window_loader *ld, bool *pushed)
 {
     *pushed = false;
-    int64_t limit = ld->q->limit;
-    if ((int64_t)ld->loaded <= 2 * ld->need + 32 || limit < 0 || ld->q->rs.rows < limit)
+    int64_t limit = ld->prog->limit;
+    if (!ld->prog->published || (int64_t)ld->loaded <= 2 * ld->need + 32 || limit < 0 ||
+        ld->prog->published->rows < limit)
         return LDB_OK;
     row *nb = last_window_driver(ld);
     if (!nb)
@@ -184,7 +183,7 @@ int window_loader_trim(struct window_loader *ld, bool *pushed)
     }
     row_retain(nb);
     for (; on && covered(ld, order_row(&c)); on = order_next(&c)) {
-        ld->q->stats.rows_read++;
+        ld->prog->stats.rows_read++;
         int rc = df_push(input(ld), order_row(&c), -1);
         if (rc) {
             row_release(nb);
@@ -286,13 +285,13 @@ static struct table_index *pick_index(struct table *t, const struct order_term *
     return NULL;
 }
 
-int live_window_plan(ldb_live *q, const struct plan *root)
+int live_window_plan(struct live_program *prog, const struct plan *root)
 {
-    const struct plan *lim = find_limit(root, q->root_limit);
-    if (!lim || q->limit < 0)
+    const struct plan *lim = find_limit(root, prog->root_limit);
+    if (!prog->bounded || !lim || prog->limit < 0)
         return LDB_OK;
     const struct plan *sort = lim->in;
-    uint32_t nuser = q->nuser_sort;
+    uint32_t nuser = prog->nuser_sort;
     if (nuser == 0 || nuser > INDEX_MAX_PARTS)
         return LDB_OK;
     struct order_term terms[INDEX_MAX_PARTS];
@@ -320,19 +319,19 @@ int live_window_plan(ldb_live *q, const struct plan *root)
     if (!probe.ix)
         return LDB_OK;
     struct live_source *src;
-    int rc = live_source_for(q, t, &src);
+    int rc = live_source_for(prog, t, &src);
     if (rc)
         return rc;
     struct window_loader *ld = mem_alloc(sizeof *ld);
     if (!ld)
         return LDB_NOMEM;
     *ld = probe;
-    ld->q = q;
-    ld->src = (size_t)(src - q->sources.data);
+    ld->prog = prog;
+    ld->src = (size_t)(src - prog->sources.data);
     ld->t = t;
     ld->ties_complete = probe.m == nuser && probe.ix->nparts == probe.m;
     ld->npk = table_schema(t)->npk;
-    window_loader_resize(ld, q->offset, q->limit);
+    window_loader_resize(ld, prog->offset, prog->limit);
     src->loader = ld;
     return LDB_OK;
 }

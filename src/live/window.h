@@ -33,7 +33,7 @@ struct table_delta;
 /* Decides, for the rewritten root plan, whether its window can be fed by
  * a loader, and if so makes the bounded source. Called before the plan's
  * operators are compiled (a bounded table gets no index arrangements). */
-int live_window_plan(ldb_live *q, const struct plan *root);
+int live_window_plan(struct live_program *prog, const struct plan *root);
 
 /* Forwards the changes of the driving table that touch the prefix. */
 int window_loader_push(struct window_loader *ld, const struct table_delta *td);

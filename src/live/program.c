@@ -1,0 +1,171 @@
+/*
+ * program.c - a compiled query as a unit that live queries and
+ * materialized views share: make it from a plan, feed it the tables'
+ * rows and changes, run it, and read its consolidated output.
+ *
+ * One application of a delta may take several graph runs: a window fed
+ * from an index prefix (window.c) may ask for more rows after a run, and
+ * the next run must see them before anything is published. The outputs of
+ * those runs accumulate in prog->acc, consolidated at the end, so that
+ * the owner always gets the net change of the whole application.
+ */
+#include "live/live_internal.h"
+
+#include "base/mem.h"
+#include "live/window.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int live_program_new(struct plan *plan, const value *params, uint32_t nparams, bool bounded,
+                     struct live_program **out, struct eval_error *err)
+{
+    *out = NULL;
+    struct live_program *prog = mem_calloc(1, sizeof *prog);
+    if (!prog)
+        return live_error_out(err, LDB_NOMEM, "out of memory");
+    plan_arena_init(&prog->pa);
+    arena_init(&prog->cba, 4096);
+    prog->plan = plan;
+    prog->limit = -1;
+    prog->bounded = bounded;
+    int rc = LDB_OK;
+    if (nparams) {
+        prog->params = mem_calloc(nparams, sizeof *prog->params);
+        if (!prog->params)
+            rc = LDB_NOMEM;
+        for (uint32_t i = 0; !rc && i < nparams; i++)
+            prog->params[i] = value_copy(&params[i]);
+        prog->nparams = rc ? 0 : nparams;
+    }
+    if (!rc)
+        rc = live_compile(prog, err);
+    if (rc) {
+        if (err->code == LDB_OK)
+            live_error_out(err, rc, ldb_errstr(rc));
+        live_program_free(prog);
+        return rc;
+    }
+    *out = prog;
+    return LDB_OK;
+}
+
+void live_program_free(struct live_program *prog)
+{
+    if (!prog)
+        return;
+    for (size_t i = 0; i < prog->sources.len; i++)
+        window_loader_free(prog->sources.data[i].loader);
+    df_graph_free(prog->g);
+    df_batch_free(&prog->acc);
+    vec_free(&prog->sources);
+    vec_free(&prog->values);
+    vec_free(&prog->partitions);
+    for (uint32_t i = 0; i < prog->nparams; i++)
+        value_release(&prog->params[i]);
+    mem_free(prog->params);
+    arena_free(&prog->cba);
+    plan_arena_free(&prog->pa);
+    mem_free(prog);
+}
+
+/* ---- runs ------------------------------------------------------------------------- */
+
+/* One graph run; its output joins the accumulated output. */
+static int run_once(struct live_program *prog)
+{
+    int rc = df_run(prog->g);
+    if (rc)
+        return rc;
+    prog->stats.runs++;
+    size_t n;
+    const df_entry *d = df_output_delta(prog->out, &n);
+    for (size_t i = 0; i < n; i++)
+        if ((rc = df_batch_push(&prog->acc, d[i].r, d[i].w)))
+            return rc;
+    return LDB_OK;
+}
+
+/* Runs until no window loader wants more rows; consolidates the output. */
+static int run_to_settle(struct live_program *prog)
+{
+    int rc = run_once(prog);
+    for (bool again = !rc; again && !rc;) {
+        again = false;
+        for (size_t i = 0; !rc && i < prog->sources.len; i++) {
+            bool pushed = false;
+            if (prog->sources.data[i].loader)
+                rc = window_loader_settle(prog->sources.data[i].loader, &pushed);
+            again |= pushed;
+        }
+        if (again && !rc)
+            rc = run_once(prog);
+    }
+    if (!rc)
+        rc = df_batch_consolidate(&prog->acc);
+    return rc;
+}
+
+/* Every failure is the program's end: its graph state is no longer known. */
+static int failed(struct live_program *prog, int rc)
+{
+    return live_fail(prog, rc, rc == LDB_NOMEM ? "out of memory" : prog->err.msg);
+}
+
+int live_program_run(struct live_program *prog)
+{
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    int rc = run_to_settle(prog);
+    return rc ? failed(prog, rc) : LDB_OK;
+}
+
+int live_program_hydrate(struct live_program *prog)
+{
+    int rc = live_hydrate(prog);
+    if (rc)
+        return failed(prog, rc);
+    return live_program_run(prog);
+}
+
+int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched)
+{
+    *touched = false;
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    int rc = live_push_delta(prog, d, touched);
+    if (rc)
+        return failed(prog, rc);
+    return *touched ? live_program_run(prog) : LDB_OK;
+}
+
+int live_program_trim(struct live_program *prog)
+{
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    bool any = false;
+    int rc = LDB_OK;
+    for (size_t i = 0; !rc && i < prog->sources.len; i++) {
+        bool pushed = false;
+        if (prog->sources.data[i].loader)
+            rc = window_loader_trim(prog->sources.data[i].loader, &pushed);
+        any |= pushed;
+    }
+    if (!rc && any)
+        rc = run_to_settle(prog);
+    if (!rc && prog->acc.len)
+        rc = LDB_INTERNAL; /* the unloaded rows were not past the window */
+    df_batch_clear(&prog->acc);
+    if (rc == LDB_INTERNAL)
+        return live_fail(prog, rc, "a window trim changed the result");
+    return rc ? failed(prog, rc) : LDB_OK;
+}
+
+int live_error_out(struct eval_error *err, int code, const char *msg)
+{
+    if (err->code == LDB_OK) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return code;
+}
