@@ -1,0 +1,974 @@
+/*
+ * test_differential.c - livedb against SQLite on random schemas, data and
+ * queries, over the features whose semantics the two share (SQL.md).
+ *
+ * Each round draws 2-4 tables (INTEGER, REAL and TEXT columns, some with an
+ * INTEGER PRIMARY KEY, some indexes), fills them with small values, NULLs
+ * and duplicates, loads the same script into both engines, then runs
+ * random queries and random INSERT/UPDATE/DELETE statements on both,
+ * comparing query results, statement outcomes and whole tables.
+ *
+ * Keeping the comparison exact: the generator is typed (every expression
+ * is INTEGER, REAL, TEXT or boolean by construction) so that no value
+ * crosses types where SQLite's affinity rules and livedb's differ; values
+ * stay small so no INTEGER overflows; REALs are multiples of 1/4 and REAL
+ * expressions never divide, so every sum is exact in any order and avg is
+ * one rounding in both engines: REALs are compared bit for bit (-0.0 as
+ * 0.0, which SQLite does not keep apart). Booleans are compared as 1/0
+ * (SQLite's form). Results are compared as sorted bags, or as lists under
+ * an ORDER BY of every output column (identical rows tie, so the order is
+ * total). Integer division and modulo by zero give NULL in both.
+ *
+ * A mismatch prints the round's seed, its schema and data as a script,
+ * the statement, and both results: enough to replay and minimize it.
+ * LDB_SEED replays a run; LDB_TEST_SCALE multiplies the rounds.
+ */
+#include "test.h"
+
+#include "base/strbuf.h"
+#include "livedb.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define ROUNDS 40
+#define QUERIES_PER_ROUND 150
+#define WRITES_PER_ROUND 40
+#define MAX_TABLES 4
+#define MAX_COLS 5
+#define MAX_REPORTS 5
+
+enum ty { TY_INT, TY_REAL, TY_TEXT, TY_BOOL };
+
+#define NAME_SIZE 16
+
+typedef struct col {
+    char name[NAME_SIZE];
+    enum ty ty;
+} col;
+
+typedef struct table {
+    char name[NAME_SIZE];
+    int ncol;
+    col cols[MAX_COLS];
+    bool pk; /* cols[0] is an INTEGER PRIMARY KEY */
+} table;
+
+/* A FROM item visible to expressions: its alias and table. */
+typedef struct scope scope;
+struct scope {
+    int n;
+    char alias[MAX_TABLES][NAME_SIZE];
+    const table *t[MAX_TABLES];
+    const scope *outer; /* for correlated subqueries */
+};
+
+typedef struct gen {
+    rng r;
+    int ntab;
+    table tabs[MAX_TABLES];
+    int next_alias; /* aliases are unique in a whole statement */
+    int sub_depth;
+} gen;
+
+static const char *const texts[] = { "a", "b", "B", "ab", "abc", "", "ba", "z" };
+
+static int pick(gen *g, int n) { return (int)rng_below(&g->r, (uint64_t)n); }
+static bool chance(gen *g, unsigned num, unsigned den) { return rng_chance(&g->r, num, den); }
+
+/* ---- schema and data -------------------------------------------------------- */
+
+static void gen_schema(gen *g, strbuf *ddl)
+{
+    g->ntab = 2 + pick(g, 3);
+    for (int i = 0; i < g->ntab; i++) {
+        table *t = &g->tabs[i];
+        snprintf(t->name, sizeof t->name, "t%d", i);
+        t->ncol = 2 + pick(g, MAX_COLS - 1);
+        t->pk = chance(g, 1, 2);
+        sb_printf(ddl, "CREATE TABLE %s(", t->name);
+        for (int c = 0; c < t->ncol; c++) {
+            col *k = &t->cols[c];
+            snprintf(k->name, sizeof k->name, "c%d", c);
+            k->ty = c == 0 && t->pk ? TY_INT : (enum ty)pick(g, 3);
+            static const char *const names[] = { "INTEGER", "REAL", "TEXT" };
+            sb_printf(ddl, "%s%s %s%s", c ? ", " : "", k->name, names[k->ty],
+                      c == 0 && t->pk ? " PRIMARY KEY" : "");
+        }
+        sb_puts(ddl, ");\n");
+        for (int c = t->pk; c < t->ncol; c++)
+            if (chance(g, 1, 3))
+                sb_printf(ddl, "CREATE INDEX %s_%s ON %s(%s);\n", t->name, t->cols[c].name,
+                          t->name, t->cols[c].name);
+    }
+}
+
+static void literal(gen *g, enum ty ty, strbuf *sb)
+{
+    switch (ty) {
+    case TY_INT: sb_printf(sb, "%d", (int)rng_range(&g->r, -5, 12)); break;
+    case TY_REAL: sb_printf(sb, "%.2f", (double)rng_range(&g->r, -20, 40) / 4); break;
+    default: sb_printf(sb, "'%s'", texts[pick(g, 8)]);
+    }
+}
+
+/* One row of values for t; the primary key is drawn from a small range, so
+ * some inserts collide (and must fail in both engines). */
+static void gen_row(gen *g, const table *t, strbuf *sb)
+{
+    sb_putc(sb, '(');
+    for (int c = 0; c < t->ncol; c++) {
+        if (c)
+            sb_puts(sb, ", ");
+        if (c == 0 && t->pk)
+            sb_printf(sb, "%d", (int)rng_range(&g->r, 1, 60));
+        else if (chance(g, 1, 6))
+            sb_puts(sb, "NULL");
+        else
+            literal(g, t->cols[c].ty, sb);
+    }
+    sb_putc(sb, ')');
+}
+
+/* Rows one statement each (a colliding key just fails that one). */
+static void gen_data(gen *g, strbuf *sb)
+{
+    for (int i = 0; i < g->ntab; i++) {
+        int n = pick(g, 21);
+        for (int k = 0; k < n; k++) {
+            sb_printf(sb, "INSERT INTO %s VALUES ", g->tabs[i].name);
+            gen_row(g, &g->tabs[i], sb);
+            sb_puts(sb, ";\n");
+        }
+    }
+}
+
+/* ---- expressions ------------------------------------------------------------ */
+
+static void gen_expr(gen *g, const scope *sc, enum ty ty, int depth, strbuf *sb);
+static void gen_query(gen *g, const scope *outer, int ncols, const enum ty *tys, strbuf *sb,
+                      bool top);
+
+/* A column of type ty from sc (or an outer scope); false if none. */
+static bool column(gen *g, const scope *sc, enum ty ty, strbuf *sb)
+{
+    const scope *s = sc->outer && chance(g, 1, 3) ? sc->outer : sc;
+    for (int tries = 0; tries < 8; tries++) {
+        int i = pick(g, s->n);
+        const table *t = s->t[i];
+        int c = pick(g, t->ncol);
+        if (t->cols[c].ty == ty) {
+            sb_printf(sb, "%s.%s", s->alias[i], t->cols[c].name);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void new_alias(gen *g, char out[NAME_SIZE])
+{
+    snprintf(out, NAME_SIZE, "a%d", g->next_alias++);
+}
+
+/* (SELECT agg(...) FROM t AS aN [WHERE ...]): one row, type ty. */
+static void scalar_subquery(gen *g, const scope *sc, enum ty ty, strbuf *sb)
+{
+    scope in = { 1, { "" }, { &g->tabs[pick(g, g->ntab)] }, sc };
+    new_alias(g, in.alias[0]);
+    g->sub_depth++;
+    static const char *const int_aggs[] = { "count", "min", "max", "sum" };
+    static const char *const real_aggs[] = { "avg", "total", "min", "max", "sum" };
+    sb_puts(sb, "(SELECT ");
+    if (ty == TY_INT && chance(g, 1, 4)) {
+        sb_puts(sb, "count(*)");
+    } else {
+        enum ty arg = ty;
+        const char *agg = ty == TY_INT ? int_aggs[pick(g, 4)]
+                        : ty == TY_REAL ? real_aggs[pick(g, 5)] : (chance(g, 1, 2) ? "min" : "max");
+        if (ty == TY_REAL && (strcmp(agg, "avg") == 0 || strcmp(agg, "total") == 0))
+            arg = chance(g, 1, 2) ? TY_INT : TY_REAL;
+        if (strcmp(agg, "count") == 0)
+            arg = (enum ty)pick(g, 3);
+        sb_printf(sb, "%s(", agg);
+        scope only = in;
+        only.outer = NULL;
+        gen_expr(g, &only, arg, 1, sb);
+        sb_putc(sb, ')');
+    }
+    sb_printf(sb, " FROM %s AS %s", in.t[0]->name, in.alias[0]);
+    if (chance(g, 3, 4)) {
+        sb_puts(sb, " WHERE ");
+        gen_expr(g, &in, TY_BOOL, 2, sb);
+    }
+    sb_putc(sb, ')');
+    g->sub_depth--;
+}
+
+static void gen_int(gen *g, const scope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? pick(g, 2) : pick(g, 11);
+    if (k == 0 && column(g, sc, TY_INT, sb))
+        return;
+    if (k <= 1) {
+        literal(g, TY_INT, sb);
+        return;
+    }
+    static const char *const ops[] = { "+", "-", "*", "/", "%" };
+    switch (k) {
+    case 2: case 3: case 4:
+        sb_putc(sb, '(');
+        gen_int(g, sc, depth - 1, sb);
+        sb_printf(sb, " %s ", ops[pick(g, 5)]);
+        gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 5: /* "-(", as "--" would start a comment */
+        sb_puts(sb, "-(");
+        gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 6:
+        sb_puts(sb, "abs(");
+        gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 7:
+        sb_puts(sb, "length(");
+        gen_expr(g, sc, TY_TEXT, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    default:
+        gen_expr(g, sc, TY_INT, depth, sb); /* CASE, COALESCE, subquery */
+    }
+}
+
+static void gen_real(gen *g, const scope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? pick(g, 2) : pick(g, 8);
+    if (k == 0 && column(g, sc, TY_REAL, sb))
+        return;
+    if (k <= 1) {
+        literal(g, TY_REAL, sb);
+        return;
+    }
+    static const char *const ops[] = { "+", "-", "*" };
+    switch (k) {
+    case 2: case 3:
+        sb_putc(sb, '(');
+        gen_real(g, sc, depth - 1, sb);
+        sb_printf(sb, " %s ", ops[pick(g, 3)]);
+        if (chance(g, 1, 3))
+            gen_int(g, sc, depth - 1, sb);
+        else
+            gen_real(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 4:
+        sb_puts(sb, "-(");
+        gen_real(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    default:
+        gen_expr(g, sc, TY_REAL, depth, sb);
+    }
+}
+
+static void gen_text(gen *g, const scope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? pick(g, 2) : pick(g, 7);
+    if (k == 0 && column(g, sc, TY_TEXT, sb))
+        return;
+    if (k <= 1) {
+        literal(g, TY_TEXT, sb);
+        return;
+    }
+    switch (k) {
+    case 2:
+        sb_putc(sb, '(');
+        gen_text(g, sc, depth - 1, sb);
+        sb_puts(sb, " || ");
+        gen_text(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 3:
+        sb_puts(sb, chance(g, 1, 2) ? "upper(" : "lower(");
+        gen_text(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    default:
+        gen_expr(g, sc, TY_TEXT, depth, sb);
+    }
+}
+
+static enum ty value_type(gen *g) { return (enum ty)pick(g, 3); }
+
+static void gen_bool(gen *g, const scope *sc, int depth, strbuf *sb)
+{
+    static const char *const cmps[] = { "=", "<>", "<", "<=", ">", ">=", "IS", "IS NOT" };
+    enum ty ty = value_type(g);
+    int k = depth <= 0 ? pick(g, 2) : pick(g, 12);
+    switch (k) {
+    case 0: case 1: case 2:
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_printf(sb, " %s ", cmps[pick(g, 8)]);
+        gen_expr(g, sc, ty, depth - 1, sb);
+        return;
+    case 3:
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, chance(g, 1, 2) ? " IS NULL" : " IS NOT NULL");
+        return;
+    case 4:
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, chance(g, 1, 3) ? " NOT BETWEEN " : " BETWEEN ");
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, " AND ");
+        gen_expr(g, sc, ty, depth - 1, sb);
+        return;
+    case 5: {
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, chance(g, 1, 3) ? " NOT IN (" : " IN (");
+        int n = pick(g, 4);
+        for (int i = 0; i < n; i++) {
+            if (i)
+                sb_puts(sb, ", ");
+            if (chance(g, 1, 8))
+                sb_puts(sb, "NULL");
+            else
+                literal(g, ty, sb);
+        }
+        sb_putc(sb, ')');
+        return;
+    }
+    case 6:
+        if (g->sub_depth < 2) {
+            gen_expr(g, sc, ty, depth - 1, sb);
+            sb_puts(sb, chance(g, 1, 3) ? " NOT IN (" : " IN (");
+            gen_query(g, sc, 1, &ty, sb, false);
+            sb_putc(sb, ')');
+            return;
+        }
+        break;
+    case 7:
+        if (g->sub_depth < 2) {
+            sb_puts(sb, chance(g, 1, 3) ? "NOT EXISTS (" : "EXISTS (");
+            gen_query(g, sc, 1, &ty, sb, false);
+            sb_putc(sb, ')');
+            return;
+        }
+        break;
+    case 8:
+        sb_puts(sb, "NOT (");
+        gen_bool(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    default:
+        sb_putc(sb, '(');
+        gen_bool(g, sc, depth - 1, sb);
+        sb_puts(sb, chance(g, 1, 2) ? " AND " : " OR ");
+        gen_bool(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    }
+    gen_expr(g, sc, ty, 0, sb);
+    sb_puts(sb, " IS NULL");
+}
+
+/* Any expression of type ty, including the forms shared by all types:
+ * CASE, COALESCE, NULL and scalar subqueries. */
+static void gen_expr(gen *g, const scope *sc, enum ty ty, int depth, strbuf *sb)
+{
+    if (ty == TY_BOOL) {
+        gen_bool(g, sc, depth, sb);
+        return;
+    }
+    int k = depth <= 0 ? 9 : pick(g, 12);
+    switch (k) {
+    case 0:
+        sb_puts(sb, "CASE WHEN ");
+        gen_bool(g, sc, depth - 1, sb);
+        sb_puts(sb, " THEN ");
+        gen_expr(g, sc, ty, depth - 1, sb);
+        if (chance(g, 2, 3)) {
+            sb_puts(sb, " ELSE ");
+            gen_expr(g, sc, ty, depth - 1, sb);
+        }
+        sb_puts(sb, " END");
+        return;
+    case 1:
+        sb_puts(sb, "COALESCE(");
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, ", ");
+        gen_expr(g, sc, ty, depth - 1, sb);
+        sb_putc(sb, ')');
+        return;
+    case 2:
+        if (g->sub_depth < 2) {
+            scalar_subquery(g, sc, ty, sb);
+            return;
+        }
+        break;
+    case 3:
+        if (chance(g, 1, 3)) {
+            sb_puts(sb, "NULL");
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    int d = k == 9 ? 0 : depth;
+    if (ty == TY_INT)
+        gen_int(g, sc, d, sb);
+    else if (ty == TY_REAL)
+        gen_real(g, sc, d, sb);
+    else
+        gen_text(g, sc, d, sb);
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+/* A scope of the single item i of sc. */
+static scope single(const scope *sc, int i)
+{
+    scope one = { 1, { "" }, { sc->t[i] }, NULL };
+    memcpy(one.alias[0], sc->alias[i], sizeof one.alias[0]);
+    return one;
+}
+
+/* ON left.x = right.y [AND a condition on both]. */
+static void join_condition(gen *g, const scope *sc, int left, int right, strbuf *sb)
+{
+    enum ty ty = value_type(g);
+    scope l = single(sc, left), r = single(sc, right), both = l;
+    both.n = 2;
+    both.t[1] = r.t[0];
+    memcpy(both.alias[1], r.alias[0], sizeof both.alias[1]);
+    sb_puts(sb, " ON ");
+    if (!column(g, &l, ty, sb))
+        literal(g, ty, sb);
+    sb_puts(sb, " = ");
+    if (!column(g, &r, ty, sb))
+        literal(g, ty, sb);
+    if (chance(g, 1, 4)) {
+        sb_puts(sb, " AND ");
+        gen_bool(g, &both, 1, sb);
+    }
+}
+
+/* FROM: 1-3 tables joined by comma, CROSS, INNER, LEFT, RIGHT or FULL
+ * joins; fills sc. */
+static void gen_from(gen *g, scope *sc, int max_items, strbuf *sb)
+{
+    static const char *const joins[] = { ", ", " CROSS JOIN ", " JOIN ", " LEFT JOIN ",
+                                         " RIGHT JOIN ", " FULL JOIN ", " INNER JOIN " };
+    int n = 1 + pick(g, max_items);
+    sc->n = 0;
+    sb_puts(sb, " FROM ");
+    for (int i = 0; i < n; i++) {
+        int j = i == 0 ? -1 : pick(g, 7);
+        if (i)
+            sb_puts(sb, joins[j]);
+        sc->t[i] = &g->tabs[pick(g, g->ntab)];
+        new_alias(g, sc->alias[i]);
+        sc->n = i + 1;
+        sb_printf(sb, "%s AS %s", sc->t[i]->name, sc->alias[i]);
+        if (j >= 2)
+            join_condition(g, sc, pick(g, i), i, sb);
+    }
+}
+
+static void order_by_all(gen *g, int ncols, strbuf *sb)
+{
+    sb_puts(sb, " ORDER BY ");
+    for (int i = 0; i < ncols; i++)
+        sb_printf(sb, "%s%d%s", i ? ", " : "", i + 1, chance(g, 1, 3) ? " DESC" : "");
+    if (chance(g, 2, 3)) {
+        sb_printf(sb, " LIMIT %d", pick(g, 12));
+        if (chance(g, 1, 2))
+            sb_printf(sb, " OFFSET %d", pick(g, 5));
+    }
+}
+
+/* An aggregate of type ty over the rows of sc. */
+static void aggregate(gen *g, const scope *sc, enum ty ty, strbuf *sb)
+{
+    scope local = *sc;
+    local.outer = NULL;
+    if (ty == TY_INT) {
+        int k = pick(g, 5);
+        if (k == 0) {
+            sb_puts(sb, "count(*)");
+            return;
+        }
+        static const char *const f[] = { "", "count(", "count(DISTINCT ", "sum(", "max(" };
+        sb_puts(sb, f[k]);
+        gen_expr(g, &local, k <= 2 ? value_type(g) : TY_INT, 1, sb);
+    } else if (ty == TY_REAL) {
+        static const char *const f[] = { "avg(", "total(", "sum(", "min(", "avg(DISTINCT " };
+        int k = pick(g, 5);
+        sb_puts(sb, f[k]);
+        gen_expr(g, &local, k == 2 || k == 3 || chance(g, 1, 2) ? TY_REAL : TY_INT, 1, sb);
+    } else {
+        sb_puts(sb, chance(g, 1, 2) ? "min(" : "max(");
+        gen_expr(g, &local, TY_TEXT, 1, sb);
+    }
+    sb_putc(sb, ')');
+}
+
+/* A GROUP BY key: with a column of its own (a constant integer would
+ * mean a column number), and no outer column (SQLite cannot resolve
+ * those there). */
+static void gen_key(gen *g, const scope *sc, enum ty ty, strbuf *key)
+{
+    scope local = *sc;
+    local.outer = NULL;
+    for (;;) {
+        sb_init(key);
+        gen_expr(g, &local, ty, 1, key);
+        if (strstr(sb_str(key), ".c")) /* a column: aN.cM */
+            return;
+        sb_free(key);
+    }
+}
+
+/* SELECT ... GROUP BY: the first k columns are the keys. */
+static void gen_grouped(gen *g, const scope *outer, int ncols, const enum ty *tys, strbuf *sb,
+                        bool top)
+{
+    scope sc = { 0, { "" }, { NULL }, outer };
+    strbuf from = STRBUF_INIT, keys[MAX_COLS];
+    gen_from(g, &sc, 2, &from);
+    int nkeys = pick(g, ncols + 1);
+    sb_puts(sb, "SELECT ");
+    for (int i = 0; i < ncols; i++) {
+        if (i)
+            sb_puts(sb, ", ");
+        if (i < nkeys) {
+            gen_key(g, &sc, tys[i], &keys[i]);
+            sb_puts(sb, sb_str(&keys[i]));
+        } else {
+            aggregate(g, &sc, tys[i], sb);
+        }
+    }
+    sb_puts(sb, sb_str(&from));
+    if (chance(g, 1, 2)) {
+        sb_puts(sb, " WHERE ");
+        gen_bool(g, &sc, 2, sb);
+    }
+    if (nkeys > 0) {
+        sb_puts(sb, " GROUP BY ");
+        for (int i = 0; i < nkeys; i++) {
+            sb_printf(sb, "%s%s", i ? ", " : "", sb_str(&keys[i]));
+            sb_free(&keys[i]);
+        }
+        if (chance(g, 1, 3)) {
+            sb_puts(sb, " HAVING ");
+            aggregate(g, &sc, TY_INT, sb);
+            sb_printf(sb, " %s %d", chance(g, 1, 2) ? ">" : "<=", pick(g, 4));
+        }
+    }
+    sb_free(&from);
+    if (top && chance(g, 1, 3))
+        order_by_all(g, ncols, sb);
+}
+
+static void gen_simple(gen *g, const scope *outer, int ncols, const enum ty *tys, strbuf *sb,
+                       bool top)
+{
+    scope sc = { 0, { "" }, { NULL }, outer };
+    strbuf from = STRBUF_INIT;
+    gen_from(g, &sc, top ? 3 : 2, &from);
+    sb_puts(sb, chance(g, 1, 4) ? "SELECT DISTINCT " : "SELECT ");
+    for (int i = 0; i < ncols; i++) {
+        if (i)
+            sb_puts(sb, ", ");
+        gen_expr(g, &sc, tys[i], 2, sb);
+    }
+    sb_puts(sb, sb_str(&from));
+    sb_free(&from);
+    if (chance(g, 3, 4)) {
+        sb_puts(sb, " WHERE ");
+        gen_bool(g, &sc, 3, sb);
+    }
+    if (top && chance(g, 1, 3))
+        order_by_all(g, ncols, sb);
+}
+
+/* A query with ncols columns of types tys; subqueries (top false) are
+ * not compound, so that their ORDER BY questions never arise. */
+static void gen_query(gen *g, const scope *outer, int ncols, const enum ty *tys, strbuf *sb,
+                      bool top)
+{
+    g->sub_depth += !top;
+    int k = pick(g, top ? 6 : 4);
+    if (k >= 4) {
+        static const char *const ops[] = { " UNION ", " UNION ALL ", " INTERSECT ", " EXCEPT " };
+        gen_simple(g, outer, ncols, tys, sb, false);
+        sb_puts(sb, ops[pick(g, 4)]);
+        if (chance(g, 1, 2))
+            gen_grouped(g, outer, ncols, tys, sb, false);
+        else
+            gen_simple(g, outer, ncols, tys, sb, false);
+        if (chance(g, 1, 3))
+            order_by_all(g, ncols, sb);
+    } else if (k == 3) {
+        gen_grouped(g, outer, ncols, tys, sb, top);
+    } else {
+        gen_simple(g, outer, ncols, tys, sb, top);
+    }
+    g->sub_depth -= !top;
+}
+
+/* ---- running on both engines -------------------------------------------------- */
+
+typedef struct result {
+    int ok; /* 1: rows below; 0: failed with msg */
+    char msg[256];
+    int unsupported;
+    char **rows;
+    size_t n, cap;
+} result;
+
+static void result_free(result *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->rows[i]);
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+static void add_row(result *r, strbuf *row)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->rows = realloc(r->rows, r->cap * sizeof *r->rows);
+        CHECK(r->rows);
+    }
+    r->rows[r->n++] = sb_take(row, NULL);
+}
+
+static void put_real(strbuf *sb, double v) { sb_printf(sb, "r:%.17g", v == 0 ? 0.0 : v); }
+
+static void run_sqlite(sqlite3 *db, const char *sql, result *r)
+{
+    sqlite3_stmt *st;
+    memset(r, 0, sizeof *r);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(r->msg, sizeof r->msg, "%s", sqlite3_errmsg(db));
+        return;
+    }
+    int rc, ncol = sqlite3_column_count(st);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        strbuf row = STRBUF_INIT;
+        for (int i = 0; i < ncol; i++) {
+            sb_puts(&row, i ? "|" : "");
+            switch (sqlite3_column_type(st, i)) {
+            case SQLITE_NULL: sb_puts(&row, "n"); break;
+            case SQLITE_INTEGER: sb_printf(&row, "i:%lld", (long long)sqlite3_column_int64(st, i)); break;
+            case SQLITE_FLOAT: put_real(&row, sqlite3_column_double(st, i)); break;
+            default: sb_printf(&row, "t:%s", (const char *)sqlite3_column_text(st, i));
+            }
+        }
+        add_row(r, &row);
+    }
+    r->ok = rc == SQLITE_DONE;
+    if (!r->ok)
+        snprintf(r->msg, sizeof r->msg, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+}
+
+static void run_livedb(ldb *db, const char *sql, result *r)
+{
+    ldb_stmt *st;
+    memset(r, 0, sizeof *r);
+    int rc = ldb_prepare(db, sql, -1, &st, NULL);
+    if (rc != LDB_OK || !st) {
+        snprintf(r->msg, sizeof r->msg, "%s", ldb_errmsg(db));
+        r->unsupported = rc == LDB_UNSUPPORTED;
+        return;
+    }
+    int ncol = ldb_column_count(st);
+    while ((rc = ldb_step(st)) == LDB_ROW) {
+        const ldb_row *row = ldb_stmt_row(st);
+        strbuf s = STRBUF_INIT;
+        for (int i = 0; i < ncol; i++) {
+            sb_puts(&s, i ? "|" : "");
+            size_t len = 0;
+            const char *text;
+            switch (ldb_row_type(row, i)) {
+            case LDB_NULL: sb_puts(&s, "n"); break;
+            case LDB_BOOLEAN:
+            case LDB_INTEGER: sb_printf(&s, "i:%lld", (long long)ldb_row_int64(row, i)); break;
+            case LDB_REAL: put_real(&s, ldb_row_double(row, i)); break;
+            default:
+                text = ldb_row_text(row, i, &len);
+                sb_puts(&s, "t:");
+                sb_put(&s, text ? text : "", text ? len : 0);
+                break;
+            }
+        }
+        add_row(r, &s);
+    }
+    r->ok = rc == LDB_DONE;
+    if (!r->ok) {
+        snprintf(r->msg, sizeof r->msg, "%s", ldb_errmsg(db));
+        r->unsupported = rc == LDB_UNSUPPORTED;
+    }
+    ldb_finalize(st);
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool same_rows(result *a, result *b, bool ordered)
+{
+    if (a->n != b->n)
+        return false;
+    if (!ordered && a->n > 1) {
+        qsort(a->rows, a->n, sizeof *a->rows, cmp_rows);
+        qsort(b->rows, b->n, sizeof *b->rows, cmp_rows);
+    }
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->rows[i], b->rows[i]) != 0)
+            return false;
+    return true;
+}
+
+typedef struct round {
+    gen g;
+    uint64_t seed;
+    const char *script; /* schema and data, for reports */
+    sqlite3 *sq;
+    ldb *ld;
+    long queries, writes, mismatches, unsupported, rejected, rows;
+} round;
+
+static void print_rows(const char *who, const result *r)
+{
+    if (!r->ok) {
+        printf("#   %s: error: %s\n", who, r->msg);
+        return;
+    }
+    printf("#   %s: %zu rows\n", who, r->n);
+    for (size_t i = 0; i < r->n && i < 20; i++)
+        printf("#     %s\n", r->rows[i]);
+}
+
+static void mismatch(round *rd, const char *what, const char *sql, const result *s,
+                     const result *l)
+{
+    if (++rd->mismatches > MAX_REPORTS)
+        return;
+    printf("# MISMATCH (%s) in the round with seed %llu; schema and data:\n", what,
+           (unsigned long long)rd->seed);
+    for (const char *p = rd->script; *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("#   %.*s\n", n, p);
+        p += n + (nl != NULL);
+    }
+    printf("# statement:\n#   %s;\n", sql);
+    print_rows("sqlite", s);
+    print_rows("livedb", l);
+}
+
+/* Runs a query on both and compares. */
+static void check_query(round *rd, const char *sql, bool ordered)
+{
+    result s, l;
+    run_sqlite(rd->sq, sql, &s);
+    run_livedb(rd->ld, sql, &l);
+    rd->queries++;
+    rd->rows += (long)s.n;
+    if (!s.ok) {
+        rd->rejected++; /* not a query both engines must run */
+        if (getenv("LDB_DIFF_SHOW_REJECTED"))
+            printf("# rejected by SQLite (%s): %s\n", s.msg, sql);
+    } else if (l.unsupported) {
+        rd->unsupported++;
+        mismatch(rd, "livedb: unsupported", sql, &s, &l);
+    } else if (!l.ok || !same_rows(&s, &l, ordered)) {
+        mismatch(rd, ordered ? "ordered result" : "result bag", sql, &s, &l);
+    }
+    result_free(&s);
+    result_free(&l);
+}
+
+/* ---- writes ----------------------------------------------------------------------- */
+
+static void gen_write(gen *g, strbuf *sb)
+{
+    const table *t = &g->tabs[pick(g, g->ntab)];
+    scope sc = { 1, { "" }, { t }, NULL };
+    memcpy(sc.alias[0], t->name, sizeof t->name);
+    int k = pick(g, 5);
+    if (k == 0) {
+        sb_printf(sb, "INSERT INTO %s VALUES ", t->name);
+        int n = 1 + pick(g, 3);
+        for (int i = 0; i < n; i++) {
+            sb_puts(sb, i ? ", " : "");
+            gen_row(g, t, sb);
+        }
+    } else if (k == 1) {
+        const table *src = &g->tabs[pick(g, g->ntab)];
+        scope ss = { 1, { "" }, { src }, NULL };
+        new_alias(g, ss.alias[0]);
+        sb_printf(sb, "INSERT INTO %s SELECT ", t->name);
+        for (int c = 0; c < t->ncol; c++) {
+            sb_puts(sb, c ? ", " : "");
+            if (c == 0 && t->pk) { /* a key, never NULL */
+                sb_puts(sb, "COALESCE(");
+                gen_expr(g, &ss, TY_INT, 1, sb);
+                sb_printf(sb, ", %d) + %d", pick(g, 50), 20 + pick(g, 40));
+            } else {
+                gen_expr(g, &ss, t->cols[c].ty, 1, sb);
+            }
+        }
+        sb_printf(sb, " FROM %s AS %s WHERE ", src->name, ss.alias[0]);
+        gen_bool(g, &ss, 2, sb);
+    } else if (k <= 3) {
+        int c = pick(g, t->ncol);
+        sb_printf(sb, "UPDATE %s SET %s = ", t->name, t->cols[c].name);
+        if (c == 0 && t->pk) {
+            sb_puts(sb, "COALESCE(");
+            gen_expr(g, &sc, TY_INT, 1, sb);
+            sb_printf(sb, ", %d)", pick(g, 60));
+        } else {
+            gen_expr(g, &sc, t->cols[c].ty, 2, sb);
+        }
+        if (chance(g, 3, 4)) {
+            sb_puts(sb, " WHERE ");
+            gen_bool(g, &sc, 2, sb);
+        }
+    } else {
+        sb_printf(sb, "DELETE FROM %s WHERE ", t->name);
+        gen_bool(g, &sc, 2, sb);
+    }
+}
+
+/* Both engines must accept or both refuse the statement, and then hold
+ * the same tables. */
+static void check_write(round *rd, const char *sql)
+{
+    char *err = NULL;
+    int s_ok = sqlite3_exec(rd->sq, sql, NULL, NULL, &err) == SQLITE_OK;
+    int rc = ldb_exec(rd->ld, sql, NULL, NULL);
+    rd->writes++;
+    if (rc == LDB_UNSUPPORTED) {
+        rd->unsupported++;
+    } else if (s_ok != (rc == LDB_OK)) {
+        result s = { .ok = s_ok }, l = { .ok = rc == LDB_OK };
+        snprintf(s.msg, sizeof s.msg, "%s", err ? err : "");
+        snprintf(l.msg, sizeof l.msg, "%s", ldb_errmsg(rd->ld));
+        mismatch(rd, "statement outcome", sql, &s, &l);
+    }
+    sqlite3_free(err);
+    for (int i = 0; i < rd->g.ntab; i++) {
+        char q[64];
+        snprintf(q, sizeof q, "SELECT * FROM %s", rd->g.tabs[i].name);
+        check_query(rd, q, false);
+    }
+}
+
+/* ---- rounds ------------------------------------------------------------------------- */
+
+static void open_round(round *rd, uint64_t seed)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->seed = seed;
+    rng_seed(&rd->g.r, seed);
+    strbuf script = STRBUF_INIT;
+    gen_schema(&rd->g, &script);
+    gen_data(&rd->g, &script);
+    CHECK(!sb_error(&script));
+    rd->script = sb_take(&script, NULL);
+    CHECK(sqlite3_open(":memory:", &rd->sq) == SQLITE_OK);
+    CHECK(ldb_open(NULL, &rd->ld) == LDB_OK);
+    /* Statement by statement: a colliding key fails alone in both. */
+    const char *p = rd->script;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        char *stmt = strndup(p, (size_t)(nl - p));
+        int s_ok = sqlite3_exec(rd->sq, stmt, NULL, NULL, NULL) == SQLITE_OK;
+        int l_ok = ldb_exec(rd->ld, stmt, NULL, NULL) == LDB_OK;
+        CHECKF(s_ok == l_ok, "seed %llu: '%s': sqlite %s, livedb %s (%s)",
+               (unsigned long long)seed, stmt, s_ok ? "ok" : "error", l_ok ? "ok" : "error",
+               ldb_errmsg(rd->ld));
+        free(stmt);
+        p = nl + 1;
+    }
+}
+
+static void close_round(round *rd)
+{
+    sqlite3_close(rd->sq);
+    ldb_close(rd->ld);
+    free((char *)rd->script);
+}
+
+static bool is_ordered(const char *sql)
+{
+    /* Only a top-level ORDER BY of every column is generated; subqueries
+     * never carry one. */
+    return strstr(sql, " ORDER BY ") != NULL;
+}
+
+typedef struct totals {
+    long queries, writes, mismatches, unsupported, rejected, rows;
+} totals;
+
+static void run_round(uint64_t seed, totals *t, bool writes)
+{
+    round rd;
+    open_round(&rd, seed);
+    for (int i = 0; i < (writes ? WRITES_PER_ROUND : QUERIES_PER_ROUND); i++) {
+        strbuf sql = STRBUF_INIT;
+        rd.g.next_alias = 0;
+        if (writes) {
+            gen_write(&rd.g, &sql);
+            check_write(&rd, sb_str(&sql));
+        } else {
+            enum ty tys[3];
+            int ncols = 1 + pick(&rd.g, 3);
+            for (int c = 0; c < ncols; c++)
+                tys[c] = value_type(&rd.g);
+            gen_query(&rd.g, NULL, ncols, tys, &sql, true);
+            check_query(&rd, sb_str(&sql), is_ordered(sb_str(&sql)));
+        }
+        CHECK(!sb_error(&sql));
+        sb_free(&sql);
+    }
+    t->queries += rd.queries;
+    t->writes += rd.writes;
+    t->mismatches += rd.mismatches;
+    t->unsupported += rd.unsupported;
+    t->rejected += rd.rejected;
+    t->rows += rd.rows;
+    close_round(&rd);
+}
+
+static void run_rounds(bool writes)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    totals t = { 0, 0, 0, 0, 0, 0 };
+    int rounds = ROUNDS * test_scale();
+    for (int i = 0; i < rounds; i++)
+        run_round(rng_next(&r), &t, writes);
+    printf("#    %ld queries (%ld rows; %ld rejected by SQLite), %ld writes compared: "
+           "%ld mismatches (%ld unsupported)\n",
+           t.queries, t.rows, t.rejected, t.writes, t.mismatches, t.unsupported);
+    CHECKF(t.mismatches == 0, "%ld of %ld statements differ from SQLite", t.mismatches,
+           t.queries + t.writes);
+}
+
+/* Random queries over random schemas and data. */
+static void queries(void) { run_rounds(false); }
+/* Random INSERT/UPDATE/DELETE statements, tables compared after each. */
+static void writes(void) { run_rounds(true); }
+
+TEST_MAIN(T(queries), T(writes))
