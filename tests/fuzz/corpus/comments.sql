@@ -1,0 +1,2 @@
+/* block */ SELECT 1; -- line
+SELECT 'unterminated;

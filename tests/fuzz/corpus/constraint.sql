@@ -1,0 +1,1 @@
+INSERT INTO t1 VALUES (1, 'again', 1); INSERT INTO t2 VALUES (1, 'a', NULL); UPDATE t1 SET a = 2 WHERE a = 1;

@@ -1,0 +1,1 @@
+PRAGMA table_info(t1); PRAGMA foo = 1; REINDEX t1b; ANALYZE; VACUUM;

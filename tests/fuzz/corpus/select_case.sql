@@ -1,0 +1,1 @@
+SELECT CASE WHEN a < 2 THEN 'lo' WHEN a < 4 THEN 'mid' ELSE 'hi' END, CASE b WHEN 'two' THEN 2 END FROM t1;

@@ -1,0 +1,1 @@
+WITH c(n) AS (SELECT a FROM t1), d AS (SELECT n * 2 AS m FROM c) SELECT * FROM d WHERE m > 2;

@@ -1,0 +1,1 @@
+SELECT abs(-3), round(2.567, 2), lower('AbC'), upper(b), length(b), substr('hello', 2, 3), trim('  x  '), replace('aaa', 'a', 'b'), min(1, 2, 3), max(a, 2), coalesce(NULL, b, 'z'), ifnull(b, 'n'), nullif(a, 2) FROM t1;

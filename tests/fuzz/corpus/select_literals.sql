@@ -1,0 +1,1 @@
+SELECT 0x7fffffffffffffff, -9223372036854775808, 1e308 * 10, .5, 1., 'it''s', x'0aFF', TRUE, FALSE, NULL, CURRENT_DATE;

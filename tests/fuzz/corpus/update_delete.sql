@@ -1,0 +1,1 @@
+UPDATE t1 SET b = upper(b), c = c * 2 WHERE a IN (SELECT x FROM t2); DELETE FROM t2 WHERE z > 3; DELETE FROM t3;
