@@ -7,6 +7,8 @@
 #   make test-sanitize the same under AddressSanitizer + UBSan (build/san/)
 #   make demo          build and run the demo
 #   make bench-quick   run every benchmark with --quick
+#   make fuzz          build the libFuzzer target build/fuzz/fuzz_sql (clang)
+#   make fuzz-ci       replay tests/fuzz/corpus, then fuzz for 60 seconds
 
 CC      ?= cc
 O       ?= build
@@ -23,12 +25,20 @@ TEST_SRCS  := $(shell find tests -mindepth 2 -name 'test_*.c' | sort)
 TEST_BINS  := $(foreach s,$(TEST_SRCS),$(O)/tests/$(basename $(notdir $(s))))
 BENCH_SRCS := $(shell find bench -name '*.c' ! -name 'bench_util.c' | sort)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),$(O)/bench/$(basename $(notdir $(s))))
-TOOL_BINS  := $(O)/demo
+TOOL_BINS  := $(O)/demo $(O)/slt $(O)/livedb
+
+# The sqllogictest runner's code minus its main(), also linked into its
+# tests; the shell is every tools/livedb*.c.
+SLT_OBJS   := $(patsubst %,$(O)/obj/tools/slt_%.o,md5 script result run livedb sqlite)
+SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
+# Extra objects some test binaries link (TEST_EXTRA_<binary>).
+TEST_EXTRA_test_slt        := $(SLT_OBJS)
+TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
 
 STATIC_LIB := $(O)/liblivedb.a
 SHARED_LIB := $(O)/liblivedb.so
 
-.PHONY: all lib tests benches tools test test-sanitize demo bench-quick clean
+.PHONY: all lib tests benches tools test test-sanitize demo bench-quick clean fuzz fuzz-ci
 all: lib tools tests benches
 lib: $(STATIC_LIB) $(SHARED_LIB)
 tests: $(TEST_BINS)
@@ -43,6 +53,7 @@ $(O)/obj/%.o: %.c
 $(O)/obj/tests/%.o: CPPFLAGS_ALL += -Itests
 $(O)/obj/bench/%.o: CPPFLAGS_ALL += -Ibench
 $(O)/obj/tools/%.o: CPPFLAGS_ALL += -Itools
+$(O)/obj/tests/sql/test_slt.o $(O)/obj/tests/sql/test_slt_corpus.o: CPPFLAGS_ALL += -Itools
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -51,9 +62,10 @@ $(STATIC_LIB): $(LIB_OBJS)
 $(SHARED_LIB): $(LIB_OBJS)
 	@$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-# Each test binary: its own source + the harness + the static library.
+# Each test binary: its own source + the harness + its extra objects + the
+# static library.
 define test_rule
-$(O)/tests/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(O)/obj/tests/test.o $(STATIC_LIB)
+$(O)/tests/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(O)/obj/tests/test.o $$(TEST_EXTRA_$(basename $(notdir $(1)))) $(STATIC_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lsqlite3 $$(LDLIBS_ALL)
 endef
@@ -69,6 +81,37 @@ $(foreach s,$(BENCH_SRCS),$(eval $(call bench_rule,$(s))))
 $(O)/demo: $(O)/obj/tools/demo.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+$(O)/slt: $(O)/obj/tools/slt.o $(SLT_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_ALL)
+
+$(O)/livedb: $(SHELL_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ledit $(LDLIBS_ALL)
+
+# The shell's test runs $(O)/livedb.
+$(O)/tests/test_shell: | $(O)/livedb
+
+# libFuzzer target: the library and the target built by clang with the
+# fuzzer's coverage instrumentation and ASan + UBSan, in build/fuzz/.
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=all
+$(O)/fuzz_sql: $(O)/obj/tests/fuzz/fuzz_sql.o $(STATIC_LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+fuzz:
+	@$(MAKE) --no-print-directory O=build/fuzz CC=clang \
+	  CFLAGS="$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link" build/fuzz/fuzz_sql
+
+# Replays the saved corpus (every input must pass), then fuzzes for a
+# minute from it; new inputs go to build/fuzz/new/, crashes to build/fuzz/.
+FUZZ_RUN := -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/sql.dict
+fuzz-ci: fuzz
+	build/fuzz/fuzz_sql $(FUZZ_RUN) -runs=0 tests/fuzz/corpus
+	@mkdir -p build/fuzz/new
+	build/fuzz/fuzz_sql $(FUZZ_RUN) -max_total_time=60 -print_final_stats=1 \
+	  -artifact_prefix=build/fuzz/ build/fuzz/new tests/fuzz/corpus
 
 test: tests
 	@sh tests/run.sh $(O)/tests
