@@ -9,7 +9,8 @@
  *   # <file>: N passed, N failed, N skipped (N unsupported)
  * and the first failures of each file. The corpus lives outside the
  * repository, in ../shared/corpus/sqllogictest (LDB_SLT_CORPUS overrides
- * the path); without it every case says so and passes. Under sanitizers
+ * the path); without it every case says so and passes. Each part runs in
+ * a child process, so a crash is reported as such. Under sanitizers
  * only the evidence files and select1 run (LDB_SLT_FULL=1 runs all).
  */
 #include "test.h"
@@ -19,6 +20,8 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -71,9 +74,37 @@ static void find_tests(const char *dir, const char *prefix, int recurse, char **
     closedir(d);
 }
 
+/* Runs files on livedb, printing a line per file (with the first
+ * failures) and the unsupported reasons; returns the totals. A file that
+ * cannot be read counts as a failed record. */
+static slt_counts run_files(const char *root, char **files, int n)
+{
+    slt_options o = { .engine = &slt_engine_livedb, .max_reports = 3, .out = stdout };
+    slt_counts total = { 0, 0, 0, 0 };
+    for (int i = 0; i < n; i++) {
+        slt_counts c = { 0, 0, 0, 0 };
+        if (slt_run_file(files[i], &o, &c) < 0)
+            c.failed++;
+        printf("#    %s: %ld passed, %ld failed, %ld skipped (%ld unsupported)\n",
+               files[i] + strlen(root) + 1, c.passed, c.failed,
+               c.skipped_cond + c.skipped_unsupported, c.skipped_unsupported);
+        fflush(stdout);
+        total.passed += c.passed;
+        total.failed += c.failed;
+        total.skipped_unsupported += c.skipped_unsupported;
+    }
+    if (o.nreasons) {
+        printf("#    unsupported, by reason:\n");
+        slt_print_reasons(&o, stdout);
+    }
+    fflush(stdout);
+    slt_options_free(&o);
+    return total;
+}
+
 /* Runs the files of one part (a folder, or the files named prefix* in
- * the corpus folder itself) and checks that none of their records
- * failed. */
+ * the corpus folder itself) in a child process, so that a crash still
+ * leaves the other parts' counts, and checks that no record failed. */
 static void run_part(const char *sub, const char *prefix, int under_sanitizers)
 {
     const char *root = corpus_dir();
@@ -91,29 +122,28 @@ static void run_part(const char *sub, const char *prefix, int under_sanitizers)
     snprintf(dir, sizeof dir, "%s%s%s", root, *sub ? "/" : "", sub);
     find_tests(dir, prefix, *sub != 0, files, &n);
     qsort(files, (size_t)n, sizeof files[0], cmp_names);
-    slt_options o = { .engine = &slt_engine_livedb, .max_reports = 3, .out = stdout };
-    slt_counts total = { 0, 0, 0, 0 };
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        slt_counts c = { 0, 0, 0, 0 };
-        if (slt_run_file(files[i], &o, &c) < 0)
-            bad++;
-        printf("#    %s: %ld passed, %ld failed, %ld skipped (%ld unsupported)\n",
-               files[i] + strlen(root) + 1, c.passed, c.failed,
-               c.skipped_cond + c.skipped_unsupported, c.skipped_unsupported);
-        fflush(stdout);
-        total.passed += c.passed;
-        total.failed += c.failed;
-        total.skipped_unsupported += c.skipped_unsupported;
-        free(files[i]);
-    }
-    if (o.nreasons) {
-        printf("#    unsupported, by reason:\n");
-        slt_print_reasons(&o, stdout);
-    }
-    slt_options_free(&o);
     CHECKF(n > 0, "no .test files in %s", dir);
-    CHECKF(bad == 0, "%d files could not be run", bad);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        slt_counts total = run_files(root, files, n);
+        _exit(write(fds[1], &total, sizeof total) == sizeof total ? 0 : 1);
+    }
+    close(fds[1]);
+    slt_counts total = { -1, 0, 0, 0 };
+    ssize_t got = read(fds[0], &total, sizeof total);
+    close(fds[0]);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    CHECKF(!WIFSIGNALED(status), "livedb crashed (signal %d) in the file after the last listed",
+           WTERMSIG(status));
+    CHECKF(got == sizeof total && total.passed >= 0, "the runner failed in %s", dir);
     CHECKF(total.failed == 0, "%ld records failed, %ld passed, %ld unsupported", total.failed,
            total.passed, total.skipped_unsupported);
 }
