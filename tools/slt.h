@@ -151,7 +151,7 @@ typedef struct slt_counts {
 
 typedef struct slt_options {
     const slt_engine *engine;
-    int verbose;        /* print every failure, not just the first few */
+    int verbose;        /* print the unsupported reasons (tools/slt.c) */
     int max_reports;    /* failures printed in full per file */
     FILE *out;          /* failure reports */
     slt_reason *reasons; /* tally of unsupported reasons (grows) */

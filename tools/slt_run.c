@@ -133,15 +133,15 @@ static void print_values(FILE *f, const char *what, const char *const *v, size_t
     fprintf(f, "%s\n", n > 12 ? " | ..." : "");
 }
 
-/* Counts a failure; the first few per file (all with -v) are printed
- * with the record's SQL. */
+/* Counts a failure; the first few per file are printed with the
+ * record's SQL. */
 static int report(run *R, const slt_record *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static int report(run *R, const slt_record *r, const char *fmt, ...)
 {
     R->c->failed++;
-    if (!R->o->verbose && R->reports >= R->o->max_reports)
+    if (R->reports >= R->o->max_reports)
         return 0;
     R->reports++;
     FILE *f = R->o->out;
