@@ -518,19 +518,23 @@ static void aggregate(gen *g, const scope *sc, enum ty ty, strbuf *sb)
 }
 
 /* A GROUP BY key: with a column of its own (a constant integer would
- * mean a column number), and no outer column (SQLite cannot resolve
- * those there). */
+ * mean a column number), no outer column (SQLite cannot resolve those
+ * there) and no subquery (SQLite accepts ungrouped columns inside one
+ * when the whole key is selected; livedb, like PostgreSQL, does not). */
 static void gen_key(gen *g, const scope *sc, enum ty ty, strbuf *key)
 {
     scope local = *sc;
     local.outer = NULL;
+    int depth = g->sub_depth;
+    g->sub_depth = 2; /* no subqueries below */
     for (;;) {
         sb_init(key);
         gen_expr(g, &local, ty, 1, key);
         if (strstr(sb_str(key), ".c")) /* a column: aN.cM */
-            return;
+            break;
         sb_free(key);
     }
+    g->sub_depth = depth;
 }
 
 /* SELECT ... GROUP BY: the first k columns are the keys. */
@@ -758,11 +762,16 @@ static void print_rows(const char *who, const result *r)
         printf("#     %s\n", r->rows[i]);
 }
 
+/* Mismatches still to print in the running case. */
+static int reports_left;
+
 static void mismatch(round *rd, const char *what, const char *sql, const result *s,
                      const result *l)
 {
-    if (++rd->mismatches > MAX_REPORTS)
+    rd->mismatches++;
+    if (reports_left <= 0)
         return;
+    reports_left--;
     printf("# MISMATCH (%s) in the round with seed %llu; schema and data:\n", what,
            (unsigned long long)rd->seed);
     for (const char *p = rd->script; *p;) {
@@ -956,6 +965,7 @@ static void run_rounds(bool writes)
     rng r;
     rng_seed(&r, test_seed());
     totals t = { 0, 0, 0, 0, 0, 0 };
+    reports_left = MAX_REPORTS;
     int rounds = ROUNDS * test_scale();
     for (int i = 0; i < rounds; i++)
         run_round(rng_next(&r), &t, writes);
