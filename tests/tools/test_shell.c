@@ -81,7 +81,8 @@ static void csv_json_line_list(void)
     snprintf(args, sizeof args, "-c '.mode list' %s", q);
     CHECK_INT(run(args, ""), 0);
     CHECK_STR(out, "a,b|NULL|say \"hi\"|7\n");
-    CHECK_INT(run("-c '.mode json' -c 'SELECT 1 AS a WHERE 0'", ""), 0);
+    CHECK_INT(run("-c '.mode json' -c 'CREATE TABLE e(x INTEGER)' -c 'SELECT x AS a FROM e'", ""),
+              0);
     CHECK_STR(out, "[]\n");
 }
 
