@@ -466,11 +466,46 @@ int expr_eval(const expr *e, struct eval_ctx *cx, value *out)
     return fail(cx, e, LDB_INTERNAL);
 }
 
+/* The value of a leaf without copying it, or NULL for any other node. */
+static const value *peek(const expr *e, const struct eval_ctx *cx)
+{
+    switch ((enum expr_kind)e->kind) {
+    case EXPR_CONST: return &e->u.v;
+    case EXPR_COLUMN: return e->u.index < cx->ncols ? &cx->row[e->u.index] : NULL;
+    case EXPR_OUTER: return e->u.index < cx->nouter ? &cx->outer[e->u.index] : NULL;
+    default: return NULL;
+    }
+}
+
+/* A comparison of two leaves, the commonest condition, without copies:
+ * false when e is not one. */
+static bool leaf_compare(const expr *e, struct eval_ctx *cx, int *truth, int *rc)
+{
+    if (e->kind != EXPR_BINARY || e->op < EOP_EQ || e->op > EOP_GE)
+        return false;
+    const value *l = peek(e->args[0], cx), *r = peek(e->args[1], cx);
+    if (!l || !r)
+        return false;
+    int c;
+    *rc = LDB_OK;
+    if (value_is_null(l) || value_is_null(r))
+        *truth = -1;
+    else if (value_type(l) == LDB_INTEGER && value_type(r) == LDB_INTEGER)
+        *truth = compare_result((enum expr_op)e->op, (l->h.u.i > r->h.u.i) - (l->h.u.i < r->h.u.i));
+    else if ((*rc = sqlv_compare(l, r, (enum col_type)e->aff, (enum ldb_collation)e->coll, &c)))
+        *rc = fail(cx, e, *rc);
+    else
+        *truth = compare_result((enum expr_op)e->op, c);
+    return true;
+}
+
 int expr_eval_truth(const expr *e, struct eval_ctx *cx, int *truth)
 {
+    int rc;
+    if (leaf_compare(e, cx, truth, &rc))
+        return rc;
     value v;
-    int rc = expr_eval(e, cx, &v);
-    if (rc)
+    if ((rc = expr_eval(e, cx, &v)))
         return rc;
     *truth = sql_truth(&v);
     value_release(&v);

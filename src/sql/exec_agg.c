@@ -276,6 +276,10 @@ static int new_group(struct agg_op *a, const value *vals, size_t *at)
 static int find_group(struct agg_op *a, size_t *at)
 {
     const struct plan *p = a->base.p;
+    if (p->u.agg.ngroups == 0 && a->groups.len == 1) {
+        *at = 0; /* the one group of a query without GROUP BY */
+        return LDB_OK;
+    }
     uint64_t h = HASH_SEED;
     for (uint32_t i = 0; i < p->u.agg.ngroups; i++)
         h = hash_combine(h, value_hash(&a->gvals[i], p->cols[i].coll));
