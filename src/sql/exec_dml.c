@@ -13,6 +13,7 @@
  */
 #include "sql/exec_internal.h"
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 #include <string.h>
@@ -304,46 +305,127 @@ static int compute_updates(struct exec *x, const struct bound_update *up, const 
     return LDB_OK;
 }
 
-static int update_row(struct exec *x, const struct bound_update *up, row *old,
-                      const value *vals, struct dml_result *res)
+/*
+ * Rows are updated one at a time and every write checks its constraints,
+ * so "UPDATE t SET id = id + 1" would fail whenever a row meets the old
+ * version of a row the statement has yet to change. Such a row waits
+ * (UPDATE_WAIT) and is retried after the others; only rows that keep
+ * waiting on each other (a cycle, like swapping two keys) fail.
+ */
+enum { UPDATE_WAIT = -1 };
+
+struct updater {
+    struct exec *x;
+    const struct bound_update *up;
+    row_vec rows;
+    value *newvals;            /* rows.len * nvisible */
+    uint32_t nv;
+    hmap pending;              /* row address hash -> position: rows not yet updated */
+    struct dml_result *res;
+};
+
+static uint64_t *pending_slot(const struct updater *u, const row *r)
 {
+    uint64_t h = hash_u64((uint64_t)(uintptr_t)r);
+    uint32_t pos = UINT32_MAX;
+    for (uint64_t *v = hmap_probe(&u->pending, h, &pos); v; v = hmap_probe(&u->pending, h, &pos))
+        if (u->rows.data[*v] == r)
+            return v;
+    return NULL;
+}
+
+static int update_row(struct updater *u, size_t i, bool may_wait)
+{
+    struct exec *x = u->x;
+    const struct bound_update *up = u->up;
     struct store *s = x->env.store;
+    row *old = u->rows.data[i];
+    const value *vals = u->newvals + i * u->nv;
     if (table_lookup_row(up->table, old) != old)
         return LDB_OK; /* replaced away by an earlier row of this statement */
     for (size_t round = 0;; round++) {
         row *conflict = NULL;
         int rc = table_update(s, up->table, old, vals, &conflict);
         if (rc == LDB_OK) {
-            res->changes++;
+            u->res->changes++;
             return LDB_OK;
         }
-        if (rc != LDB_CONSTRAINT || up->or_action == AST_CONFLICT_IGNORE)
-            return rc == LDB_CONSTRAINT ? LDB_OK : store_failure(x, rc);
-        if (up->or_action != AST_CONFLICT_REPLACE || !conflict || conflict == old ||
-            round >= REPLACE_ROUNDS(up->table))
+        if (rc != LDB_CONSTRAINT)
+            return store_failure(x, rc);
+        if (up->or_action == AST_CONFLICT_IGNORE)
+            return LDB_OK;
+        if (up->or_action != AST_CONFLICT_REPLACE) {
+            if (may_wait && conflict && conflict != old && pending_slot(u, conflict))
+                return UPDATE_WAIT;
+            return store_failure(x, rc);
+        }
+        if (!conflict || conflict == old || round >= REPLACE_ROUNDS(up->table))
             return store_failure(x, rc);
         if ((rc = table_delete(s, up->table, conflict)))
             return store_failure(x, rc);
     }
 }
 
+static int index_pending(struct updater *u)
+{
+    if (hmap_reserve(&u->pending, (uint32_t)u->rows.len))
+        return exec_nomem(u->x);
+    for (size_t i = 0; i < u->rows.len; i++) {
+        uint64_t *slot;
+        bool found;
+        hmap_put(&u->pending, hash_u64((uint64_t)(uintptr_t)u->rows.data[i]), NULL, NULL,
+                 &slot, &found);
+        *slot = i;
+    }
+    return LDB_OK;
+}
+
+/* Updates every row, retrying those that wait on others. */
+static int apply_updates(struct updater *u)
+{
+    size_t n = u->rows.len;
+    size_t *queue = mem_alloc((n + 1) * sizeof *queue);
+    int rc = queue ? index_pending(u) : exec_nomem(u->x);
+    for (size_t i = 0; i < n; i++)
+        if (queue)
+            queue[i] = i;
+    while (rc == LDB_OK && n > 0) {
+        size_t waiting = 0;
+        for (size_t k = 0; k < n && rc == LDB_OK; k++) {
+            size_t i = queue[k];
+            if ((rc = update_row(u, i, true)) == UPDATE_WAIT) {
+                queue[waiting++] = i;
+                rc = LDB_OK;
+            } else if (rc == LDB_OK) {
+                hmap_del(&u->pending, pending_slot(u, u->rows.data[i]));
+            }
+        }
+        if (rc == LDB_OK && waiting == n) /* a cycle: report its first conflict */
+            rc = update_row(u, queue[0], false);
+        n = waiting;
+    }
+    mem_free(queue);
+    return rc;
+}
+
 int exec_update(struct exec *x, const struct bound_update *up, struct dml_result *res)
 {
     memset(res, 0, sizeof *res);
-    row_vec rows = VEC_INIT;
-    uint32_t nv = table_schema(up->table)->nvisible;
-    int rc = collect_rows(x, up->rows, &rows);
-    value *newvals = NULL;
-    if (rc == LDB_OK && rows.len && !(newvals = mem_calloc(rows.len * nv, sizeof *newvals)))
+    struct updater u = { x, up, VEC_INIT, NULL, table_schema(up->table)->nvisible,
+                         HMAP_INIT, res };
+    int rc = collect_rows(x, up->rows, &u.rows);
+    if (rc == LDB_OK && u.rows.len &&
+        !(u.newvals = mem_calloc(u.rows.len * u.nv, sizeof *u.newvals)))
         rc = exec_nomem(x);
-    if (rc == LDB_OK && rows.len)
-        rc = compute_updates(x, up, &rows, newvals);
-    for (size_t i = 0; i < rows.len && rc == LDB_OK; i++)
-        rc = update_row(x, up, rows.data[i], newvals + i * nv, res);
-    if (newvals)
-        release_all(newvals, rows.len * nv);
-    mem_free(newvals);
-    release_rows(&rows);
+    if (rc == LDB_OK && u.rows.len)
+        rc = compute_updates(x, up, &u.rows, u.newvals);
+    if (rc == LDB_OK)
+        rc = apply_updates(&u);
+    if (u.newvals)
+        release_all(u.newvals, u.rows.len * u.nv);
+    mem_free(u.newvals);
+    hmap_free(&u.pending);
+    release_rows(&u.rows);
     return rc;
 }
 

@@ -82,6 +82,7 @@ static void inserts(void)
 static void updates_and_deletes(void)
 {
     sweep_both("UPDATE t SET b = b || ' and more text', c = c * 2 WHERE a > 1");
+    sweep_both("UPDATE t SET a = a + 1");
     sweep_both("DELETE FROM t WHERE a IN (SELECT a FROM u)");
 }
 

@@ -76,9 +76,17 @@ static void update_delete(void)
     EXEC(db, "UPDATE t SET b = b + (SELECT max(b) FROM t) WHERE a >= 2");
     CHECK_ROWS(db, "SELECT * FROM t ORDER BY a", "1|10\n2|50\n3|60\n");
     CHECK_ROWS(db, "SELECT changes()", "2\n");
-    /* the statement sees the table as it was before it started */
+    /* the statement sees the table as it was before it started, and keys may
+     * move past each other */
+    EXEC(db, "UPDATE t SET a = a + 1");
+    CHECK_ROWS(db, "SELECT a FROM t ORDER BY a", "2\n3\n4\n");
+    EXEC(db, "UPDATE t SET a = a - 1");
     EXEC(db, "UPDATE t SET a = a + 10");
     CHECK_ROWS(db, "SELECT a FROM t ORDER BY a", "11\n12\n13\n");
+    /* a cycle cannot be ordered: an error, and nothing changed */
+    CHECK_ERROR(db, "UPDATE t SET a = CASE a WHEN 11 THEN 12 WHEN 12 THEN 11 ELSE a END",
+                "UNIQUE constraint failed: t.a");
+    CHECK_ROWS(db, "SELECT a, b FROM t ORDER BY a", "11|10\n12|50\n13|60\n");
     EXEC(db, "INSERT INTO t SELECT a + 100, b FROM t");
     CHECK_ROWS(db, "SELECT count(*) FROM t", "6\n");
     EXEC(db, "DELETE FROM t WHERE b = (SELECT min(b) FROM t)");
