@@ -564,9 +564,9 @@ static int values_next(struct op *o, row **out)
     row *r = scratch_row(o, &v->scratch, p->ncols);
     if (!r)
         return LDB_NOMEM;
-    struct expr *const *cells = p->u.values.cells + (size_t)v->row_i * p->ncols;
     for (uint32_t c = 0; c < p->ncols; c++) {
-        int rc = op_eval(o, cells[c], NULL, &r->cols[c]);
+        int rc = op_eval(o, p->u.values.cells[(size_t)v->row_i * p->ncols + c], NULL,
+                         &r->cols[c]);
         if (rc)
             return rc;
     }
