@@ -121,7 +121,4 @@ const value *db_pragma_get(const ldb *db, const char *name);
 /* Sets a pragma (value copied). LDB_NOMEM leaves the table unchanged. */
 int db_pragma_set(ldb *db, const char *name, const value *v);
 
-/* A bind environment for s (store, arena, error slot, view list). */
-void stmt_bind_env(ldb_stmt *s, struct bind_env *env);
-
 #endif

@@ -20,7 +20,7 @@
 
 /* ---- compiling ----------------------------------------------------------------------- */
 
-void stmt_bind_env(ldb_stmt *s, struct bind_env *env)
+static void stmt_bind_env(ldb_stmt *s, struct bind_env *env)
 {
     env->store = s->db->store;
     env->pa = &s->pa;

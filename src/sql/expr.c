@@ -93,34 +93,6 @@ bool expr_is_constant(const expr *e)
     return true;
 }
 
-uint64_t expr_columns(const expr *e)
-{
-    uint64_t m = 0;
-    if (e->kind == EXPR_COLUMN)
-        m |= 1ull << (e->u.index < 63 ? e->u.index : 63);
-    for (uint32_t i = 0; i < e->nargs; i++)
-        m |= expr_columns(e->args[i]);
-    if (e->kind == EXPR_SUBQUERY)
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            m |= expr_columns(e->u.sq.captures[i]);
-    return m;
-}
-
-uint32_t expr_column_bound(const expr *e)
-{
-    uint32_t n = e->kind == EXPR_COLUMN ? e->u.index + 1 : 0;
-    for (uint32_t i = 0; i < e->nargs; i++) {
-        uint32_t k = expr_column_bound(e->args[i]);
-        n = k > n ? k : n;
-    }
-    if (e->kind == EXPR_SUBQUERY)
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++) {
-            uint32_t k = expr_column_bound(e->u.sq.captures[i]);
-            n = k > n ? k : n;
-        }
-    return n;
-}
-
 /* ---- printing ------------------------------------------------------------------------ */
 
 struct printer {

@@ -229,13 +229,6 @@ bool expr_equal(const expr *a, const expr *b);
  * calls nothing non-deterministic or a subquery: it can be folded. */
 bool expr_is_constant(const expr *e);
 
-/* Columns read by e, as a bitmask over positions < 64 (a position >= 64
- * sets bit 63). Subquery captures count; their bodies do not. */
-uint64_t expr_columns(const expr *e);
-
-/* The largest input column position read by e plus one (0: none). */
-uint32_t expr_column_bound(const expr *e);
-
 /* Canonical text of a bound expression for EXPLAIN (columns as #i or by
  * the names given). Errors are left in the strbuf. */
 void expr_print(struct strbuf *sb, const expr *e, const char *const *names,

@@ -139,11 +139,6 @@ static value prefix_number(const char *s, size_t n)
     return value_real(parse_real(s + i, len));
 }
 
-value sqlv_text_prefix_number(const char *s, size_t n)
-{
-    return prefix_number(s, n);
-}
-
 value sqlv_numeric(const value *v)
 {
     size_t n;

@@ -17,16 +17,10 @@
 
 #include "sql/expr.h"
 
-/*
- * SQLite's reading of text as a number in arithmetic: the longest numeric
- * prefix after leading white space ('12abc' -> 12, '1e2x' -> 100.0, 'abc'
- * -> 0). INTEGER when the prefix is an integer that fits, else REAL.
- */
-value sqlv_text_prefix_number(const char *s, size_t n);
-
 /* A value as an operand of arithmetic: numbers as they are, BOOLEAN as
- * 0/1, TEXT and BLOB by their numeric prefix, NULL stays NULL. Never
- * allocates. */
+ * 0/1, TEXT and BLOB by SQLite's reading of their numeric prefix after
+ * white space ('12abc' is 12, '1e2x' is 100.0, 'abc' is 0; INTEGER when
+ * the prefix is an integer that fits), NULL stays NULL. Never allocates. */
 value sqlv_numeric(const value *v);
 
 /* A value as an integer argument (substr, round, LIMIT ...): REAL
