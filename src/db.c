@@ -195,19 +195,8 @@ const char *ldb_row_text(const ldb_row *r, int i, size_t *len)
 size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size)
 {
     const value *v = row_col(r, i);
-    strbuf sb = STRBUF_INIT;
-    if (v)
-        value_format(&sb, v);
-    else
-        sb_puts(&sb, "NULL");
-    size_t n = sb_error(&sb) ? 0 : sb.len;
-    if (size) {
-        size_t k = n < size - 1 ? n : size - 1;
-        memcpy(buf, sb_str(&sb), k);
-        buf[k] = '\0';
-    }
-    sb_free(&sb);
-    return n;
+    value null = value_null();
+    return value_format_buf(v ? v : &null, buf, size);
 }
 
 /* ---- statements ----------------------------------------------------------------------------- */

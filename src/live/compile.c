@@ -181,10 +181,20 @@ struct compiled {
     df_node *n;
 };
 
+/* How many parents a plan node has in the final tree (a DAG: the
+ * decorrelator shares subtrees). */
+struct refcount {
+    const struct plan *p;
+    uint32_t n;
+};
+
 struct compile {
     struct live_program *prog;
     struct eval_error *err;
     VEC(struct compiled) done;
+    VEC(struct refcount) refs;
+    VEC(const struct plan *) scans;  /* every SCAN node */
+    VEC(const struct plan *) served; /* SCANs read only by a table-index arrangement */
 };
 
 static int compile_node(struct compile *c, const struct plan *p, df_node **out);
@@ -313,25 +323,63 @@ static int side_keys(struct compile *c, const struct plan *p, struct join_side *
     return add_map(c, s->node, es, s->ncols + s->extra, aff, &s->node);
 }
 
-/* The scan (through filters only) a join side reads, if it is one. */
-static const struct plan *plain_scan(const struct plan *p, const expr **filters,
-                                     uint32_t *nfilters)
+static uint32_t *refcount_of(struct compile *c, const struct plan *p)
+{
+    for (size_t i = 0; i < c->refs.len; i++)
+        if (c->refs.data[i].p == p)
+            return &c->refs.data[i].n;
+    return NULL;
+}
+
+/* Counts every node's parents, and lists the SCAN nodes. */
+static int count_refs(struct compile *c, const struct plan *p)
+{
+    uint32_t *n = refcount_of(c, p);
+    if (n) {
+        (*n)++;
+        return LDB_OK;
+    }
+    struct refcount rc1 = { p, 1 };
+    int rc = vec_push(&c->refs, rc1);
+    if (!rc && p->kind == PLAN_SCAN)
+        rc = vec_push(&c->scans, p);
+    const struct plan *kids[3] = { p->in, p->left, p->right };
+    for (int i = 0; !rc && i < 3; i++)
+        if (kids[i])
+            rc = count_refs(c, kids[i]);
+    return rc;
+}
+
+/* The scan (through filters only) a join side reads, if it is one;
+ * *exclusive says whether the side is that chain's only reader. */
+static const struct plan *plain_scan(struct compile *c, const struct plan *p,
+                                     const expr **filters, uint32_t *nfilters, bool *exclusive)
 {
     *nfilters = 0;
-    while (p->kind == PLAN_FILTER && *nfilters < 16) {
+    *exclusive = true;
+    for (;;) {
+        uint32_t *n = refcount_of(c, p);
+        *exclusive &= n && *n == 1;
+        if (p->kind != PLAN_FILTER || *nfilters == 16)
+            break;
         filters[(*nfilters)++] = p->u.pred;
         p = p->in;
     }
     return p->kind == PLAN_SCAN ? p : NULL;
 }
 
+/* The side's arrangement: the table's own index when the side is a plain
+ * scan an index serves (*external), else state of its own. */
 static int arrange_side(struct compile *c, const struct join_side *s,
-                        const enum ldb_collation *colls, uint32_t nk, df_node **out)
+                        const enum ldb_collation *colls, uint32_t nk, df_node **out,
+                        const struct plan **external)
 {
     df_key key = { nk, s->cols, colls };
     const expr *filters[16];
     uint32_t nf;
-    const struct plan *scan = s->extra ? NULL : plain_scan(s->plan, filters, &nf);
+    bool exclusive;
+    const struct plan *scan = s->extra ? NULL : plain_scan(c, s->plan, filters, &nf, &exclusive);
+    *external = NULL;
     if (scan) {
         struct live_source *src;
         int rc = live_source_for(c->prog, scan->u.scan.table, &src);
@@ -340,11 +388,43 @@ static int arrange_side(struct compile *c, const struct join_side *s,
         if (!src->loader) {
             rc = live_arrange_table(c->prog, s->node, scan->u.scan.table, s->cols, colls, nk,
                                     filters, nf, out);
+            if (rc == LDB_OK && exclusive) {
+                *external = scan;
+                rc = vec_push(&c->served, scan);
+            }
             if (rc != LDB_NOTFOUND)
                 return rc;
         }
     }
     return df_arrange(c->prog->g, s->node, &key, out);
+}
+
+static bool listed(const struct plan *const *list, size_t n, const struct plan *p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == p)
+            return true;
+    return false;
+}
+
+/*
+ * A table whose every scan is read only through its own index by joins
+ * (a lookup table) need not be hydrated: each such join finds its rows
+ * by lookups when the other side's rows arrive. A join whose two sides
+ * are both lookups keeps its right table hydrated, so that one side
+ * brings the rows.
+ */
+static void mark_lookup_tables(struct compile *c)
+{
+    struct live_program *prog = c->prog;
+    for (size_t i = 0; i < prog->sources.len; i++) {
+        struct live_source *src = &prog->sources.data[i];
+        bool lookup = !src->loader && !src->must_hydrate;
+        for (size_t k = 0; lookup && k < c->scans.len; k++)
+            if (c->scans.data[k]->u.scan.table == src->table)
+                lookup = listed(c->served.data, c->served.len, c->scans.data[k]);
+        src->lookup_only = lookup;
+    }
 }
 
 static enum df_join_kind df_kind(enum join_kind k)
@@ -377,11 +457,26 @@ static int compile_join(struct compile *c, const struct plan *p, df_node **out)
     for (uint32_t i = 0; i < nk; i++)
         colls[i] = p->u.join.keys[i].coll;
     df_node *la, *ra, *j;
-    rc = arrange_side(c, &l, colls, nk, &la);
+    const struct plan *lx, *rx;
+    rc = arrange_side(c, &l, colls, nk, &la, &lx);
     if (!rc)
-        rc = arrange_side(c, &r, colls, nk, &ra);
+        rc = arrange_side(c, &r, colls, nk, &ra, &rx);
     if (rc)
         return rc;
+    /* a side whose rows the join outputs unmatched (outer, semi, anti)
+     * must bring its rows; of two lookup sides, the right one does */
+    enum join_kind k = p->u.join.kind;
+    bool keep_left = k == JOIN_LEFT || k == JOIN_FULL || k == JOIN_SEMI || k == JOIN_ANTI;
+    bool keep_right = k == JOIN_RIGHT || k == JOIN_FULL || (lx && rx && !keep_left);
+    const struct plan *hydrate[2] = { keep_left ? lx : NULL, keep_right ? rx : NULL };
+    for (int i = 0; i < 2; i++) {
+        struct live_source *src;
+        if (!hydrate[i])
+            continue;
+        if ((rc = live_source_for(c->prog, hydrate[i]->u.scan.table, &src)))
+            return rc;
+        src->must_hydrate = true;
+    }
     df_residual_fn res = NULL;
     struct cb_residual *rctx = NULL;
     if (p->u.join.residual) {
@@ -856,7 +951,7 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
 
 int live_compile(struct live_program *prog, struct eval_error *err)
 {
-    struct compile c = { prog, err, VEC_INIT };
+    struct compile c = { prog, err, VEC_INIT, VEC_INIT, VEC_INIT, VEC_INIT };
     if (plan_is_nondeterministic(prog->plan))
         return cfail(&c, LDB_UNSUPPORTED,
                      "a query that calls a non-deterministic function cannot be kept live");
@@ -875,10 +970,17 @@ int live_compile(struct live_program *prog, struct eval_error *err)
         rc = live_window_plan(prog, root);
     df_node *top;
     if (!rc)
+        rc = count_refs(&c, root);
+    if (!rc)
         rc = compile_node(&c, root, &top);
+    if (!rc)
+        mark_lookup_tables(&c);
     if (!rc)
         rc = df_output(prog->g, top, &prog->out);
     vec_free(&c.done);
+    vec_free(&c.refs);
+    vec_free(&c.scans);
+    vec_free(&c.served);
     if (rc && err->code == LDB_OK)
         cfail(&c, rc, rc == LDB_NOMEM ? "out of memory" : ldb_errstr(rc));
     return rc;

@@ -29,6 +29,8 @@ struct live_source {
     struct table *table;
     df_node *input;
     struct window_loader *loader; /* bounded: fed by an ordered window */
+    bool lookup_only;  /* read only through its indexes: not hydrated */
+    bool must_hydrate; /* the other side of an index-to-index join */
 };
 
 /* A VALUES node: constant rows pushed once, at hydration. */
@@ -74,6 +76,7 @@ struct live_program {
     VEC(struct live_source) sources;
     VEC(struct live_values) values;
     VEC(struct live_partition) partitions;
+    VEC(struct table_index *) indexes; /* table indexes the graph reads */
 
     uint32_t ncols;            /* output columns, hidden ones included */
     uint32_t nvisible;         /* visible output columns */
@@ -132,6 +135,12 @@ int live_program_apply(struct live_program *prog, const struct delta *d, bool *t
 int live_program_run(struct live_program *prog);
 /* After the output is published: windows unload rows far past them. */
 int live_program_trim(struct live_program *prog);
+/*
+ * After DDL: LDB_OK when every table and index prog reads still exists;
+ * LDB_NOTFOUND when an index it reads was dropped (rebuild the program);
+ * LDB_ERROR when a table it reads was dropped (err says which).
+ */
+int live_program_check_schema(const struct live_program *prog, struct eval_error *err);
 
 /*
  * Builds prog->g from prog->plan: rewrites the plan (decorrelation, result

@@ -13,6 +13,7 @@
 
 #include "base/mem.h"
 #include "live/window.h"
+#include "storage/table.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,7 @@ void live_program_free(struct live_program *prog)
     vec_free(&prog->sources);
     vec_free(&prog->values);
     vec_free(&prog->partitions);
+    vec_free(&prog->indexes);
     for (uint32_t i = 0; i < prog->nparams; i++)
         value_release(&prog->params[i]);
     mem_free(prog->params);
@@ -159,6 +161,31 @@ int live_program_trim(struct live_program *prog)
     if (rc == LDB_INTERNAL)
         return live_fail(prog, rc, "a window trim changed the result");
     return rc ? failed(prog, rc) : LDB_OK;
+}
+
+static bool index_exists(const struct table_index *ix)
+{
+    const struct table *t = ix->table;
+    for (size_t i = 0; i < table_index_count(t); i++)
+        if (table_index_at(t, i) == ix)
+            return true;
+    return false;
+}
+
+int live_program_check_schema(const struct live_program *prog, struct eval_error *err)
+{
+    for (size_t i = 0; i < prog->sources.len; i++) {
+        const struct table *t = prog->sources.data[i].table;
+        if (t->dropped) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "table %s was dropped", table_name(t));
+            return live_error_out(err, LDB_ERROR, msg);
+        }
+    }
+    for (size_t i = 0; i < prog->indexes.len; i++)
+        if (!index_exists(prog->indexes.data[i]))
+            return LDB_NOTFOUND;
+    return LDB_OK;
 }
 
 int live_error_out(struct eval_error *err, int code, const char *msg)

@@ -78,6 +78,43 @@ static void trim_windows(ldb_live *q)
     live_program_trim(q->p);
 }
 
+/* Adds every current result row with weight -1 (the result's negation). */
+static int negate_visit(void *ctx, row *r, int64_t pos)
+{
+    (void)pos;
+    return df_batch_push(ctx, r, -1);
+}
+
+/*
+ * An index the graph reads was dropped: compile the plan again against
+ * the current schema, hydrate from the tables as they are now (this
+ * commit included), and stage the difference to the published result
+ * (normally nothing).
+ */
+static void rebuild(ldb_live *q)
+{
+    struct live_program *old = q->p, *prog;
+    struct eval_error err = { 0 };
+    int rc = live_program_new(q->plan, old->params, old->nparams, true, &prog, &err);
+    if (rc) {
+        live_fail(old, rc, err.msg);
+        return;
+    }
+    rc = live_program_hydrate(prog);
+    if (!rc)
+        rc = result_scan(&q->rs, negate_visit, &prog->acc);
+    if (!rc)
+        rc = df_batch_consolidate(&prog->acc);
+    if (rc) {
+        live_fail(old, rc, prog->state != LIVE_OK ? prog->err.msg : NULL);
+        live_program_free(prog);
+        return;
+    }
+    q->p = prog;
+    live_program_free(old);
+    stage(q);
+}
+
 /* ---- commit hooks ------------------------------------------------------------------ */
 
 static int on_commit_prepare(void *ctx, struct store *s, const struct delta *d)
@@ -86,6 +123,15 @@ static int on_commit_prepare(void *ctx, struct store *s, const struct delta *d)
     ldb_live *q = ctx;
     if (q->p->state != LIVE_OK || q->closing)
         return LDB_OK;
+    if (d->schema_changed) {
+        int rc = live_program_check_schema(q->p, &q->p->err);
+        if (rc == LDB_NOTFOUND)
+            rebuild(q); /* the rebuilt program has this commit's rows */
+        else if (rc)
+            live_fail(q->p, rc, q->p->err.msg);
+        if (rc)
+            return LDB_OK;
+    }
     bool touched;
     if (live_program_apply(q->p, d, &touched) == LDB_OK && touched)
         stage(q);

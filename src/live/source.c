@@ -30,7 +30,7 @@ int live_source_for(struct live_program *prog, struct table *t, struct live_sour
             return LDB_OK;
         }
     }
-    struct live_source s = { t, NULL, NULL };
+    struct live_source s = { t, NULL, NULL, false, false };
     int rc = df_input(prog->g, table_schema(t)->ncols, &s.input);
     if (!rc)
         rc = vec_push(&prog->sources, s);
@@ -69,8 +69,8 @@ int live_hydrate(struct live_program *prog)
 {
     for (size_t i = 0; i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
-        if (s->loader)
-            continue; /* the window loader fills it */
+        if (s->loader || s->lookup_only)
+            continue; /* the window loader fills it; lookups find its rows */
         struct table_scan sc = table_scan_begin(s->table);
         for (row *r; (r = table_scan_next(&sc));) {
             prog->stats.rows_read++;
@@ -90,7 +90,7 @@ int live_hydrate(struct live_program *prog)
 int live_push_delta(struct live_program *prog, const struct delta *d, bool *touched)
 {
     *touched = false;
-    for (size_t i = 0; i < prog->sources.len; i++) {
+    for (size_t i = 0; d && i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         const struct table_delta *td = delta_for_table(d, s->table);
         if (!td)
@@ -261,6 +261,8 @@ int live_arrange_table(struct live_program *prog, df_node *in, struct table *t, 
     a->t = t;
     a->nfilters = nfilters;
     memcpy(a->filters, filters, nfilters * sizeof *filters);
+    if (a->ix && vec_push(&prog->indexes, a->ix))
+        return LDB_NOMEM;
     df_key key = { n, cols, colls };
     return df_arrange_external(prog->g, in, &key, &table_arr_ops, a, out);
 }

@@ -320,6 +320,8 @@ int live_window_plan(struct live_program *prog, const struct plan *root)
         return LDB_OK;
     struct live_source *src;
     int rc = live_source_for(prog, t, &src);
+    if (!rc)
+        rc = vec_push(&prog->indexes, probe.ix);
     if (rc)
         return rc;
     struct window_loader *ld = mem_alloc(sizeof *ld);

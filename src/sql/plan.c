@@ -74,9 +74,15 @@ static int passthrough(const struct plan *p, uint32_t c)
     return -1;
 }
 
+/* Scratch for child keys: on the stack for ordinary widths, so that key
+ * inference does not fail for want of memory (a false answer must mean
+ * "no key"); only very wide rows use the heap. */
+#define KEY_STACK 64
+
 static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
 {
-    uint32_t *in = mem_alloc((p->in->ncols + 1) * sizeof *in), m;
+    uint32_t stack[KEY_STACK], m;
+    uint32_t *in = p->in->ncols < KEY_STACK ? stack : mem_alloc((p->in->ncols + 1) * sizeof *in);
     bool ok = in && plan_unique_key(p->in, in, &m);
     for (uint32_t i = 0; ok && i < m; i++) {
         int o = passthrough(p, in[i]);
@@ -84,7 +90,8 @@ static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
         key[i] = (uint32_t)o;
     }
     *n = ok ? m : 0;
-    mem_free(in);
+    if (in != stack)
+        mem_free(in);
     return ok;
 }
 
@@ -108,7 +115,10 @@ static bool joined_on_key(const struct plan *j, bool right, const uint32_t *k, u
 static bool join_key(const struct plan *p, uint32_t *key, uint32_t *n)
 {
     const struct plan *l = p->left, *r = p->right;
-    uint32_t *lk = mem_alloc((l->ncols + r->ncols + 2) * sizeof *lk), nl = 0, nr = 0;
+    uint32_t stack[2 * KEY_STACK], nl = 0, nr = 0;
+    uint32_t *lk = l->ncols + r->ncols + 2 <= 2 * KEY_STACK
+                       ? stack
+                       : mem_alloc((l->ncols + r->ncols + 2) * sizeof *lk);
     if (!lk)
         return false;
     uint32_t *rk = lk + l->ncols + 1;
@@ -135,7 +145,8 @@ static bool join_key(const struct plan *p, uint32_t *key, uint32_t *n)
     } else {
         ok = false;
     }
-    mem_free(lk);
+    if (lk != stack)
+        mem_free(lk);
     return ok;
 }
 

@@ -42,6 +42,8 @@ struct table_delta {
 
 struct delta {
     size_t from, to;           /* the stretch of the log it covers */
+    bool schema_changed;       /* the stretch holds DDL (tables or indexes
+                                  created or dropped) */
     struct table_delta *tables;
     size_t ntables;
     struct change *changes;    /* all changes, grouped by table */
@@ -68,7 +70,9 @@ enum subscriber_kind {
      */
     SUB_STATEMENT,
     /* Called at commit with the net change of the transaction since the
-     * subscriber joined it (live queries). */
+     * subscriber joined it (live queries), also when that change is only
+     * DDL (schema_changed, no rows): tables and indexes dropped by the
+     * transaction are still readable during the hooks and freed after. */
     SUB_COMMIT
 };
 

@@ -324,7 +324,7 @@ static int build_commit_deltas(struct store *s, struct delta **deltas)
     for (size_t i = 0; i < s->subs.len; i++) {
         struct subscription *sub = s->subs.data[i];
         deltas[i] = NULL;
-        if (sub->kind != SUB_COMMIT || sub->dead || !has_row_changes(s, sub->base, s->undo.len))
+        if (sub->kind != SUB_COMMIT || sub->dead || sub->base == s->undo.len)
             continue;
         for (size_t j = 0; j < i && !deltas[i]; j++)
             if (deltas[j] && deltas[j]->from == sub->base)
@@ -349,7 +349,7 @@ static void free_commit_deltas(struct store *s, struct delta **deltas)
 
 static bool wants_commit(const struct subscription *sub, const struct delta *d)
 {
-    return d && d->nchanges > 0 && sub->hooks.commit_prepare;
+    return d && (d->nchanges > 0 || d->schema_changed) && sub->hooks.commit_prepare;
 }
 
 static int run_commit_hooks(struct store *s, struct delta **deltas)

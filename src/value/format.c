@@ -17,16 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void value_format_real(strbuf *sb, double r)
+/* Writes r's text form into out (at least 40 bytes); returns its length. */
+static size_t format_real_buf(double r, char *out)
 {
-    if (isnan(r)) {
-        sb_puts(sb, "NaN");
-        return;
-    }
-    if (isinf(r)) {
-        sb_puts(sb, r < 0 ? "-Inf" : "Inf");
-        return;
-    }
+    if (isnan(r))
+        return (size_t)snprintf(out, 40, "NaN");
+    if (isinf(r))
+        return (size_t)snprintf(out, 40, "%s", r < 0 ? "-Inf" : "Inf");
     char buf[40];
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, r);
@@ -34,16 +31,65 @@ void value_format_real(strbuf *sb, double r)
             break;
     }
     char *e = strchr(buf, 'e');
-    if (strchr(buf, '.') || !e) {
-        sb_puts(sb, buf);
-        if (!strchr(buf, '.') && !e)
-            sb_puts(sb, ".0");
-        return;
-    }
+    if (strchr(buf, '.'))
+        return (size_t)snprintf(out, 40, "%s", buf);
+    if (!e)
+        return (size_t)snprintf(out, 40, "%s.0", buf);
     /* "1e+20" -> "1.0e+20" */
-    sb_put(sb, buf, (size_t)(e - buf));
-    sb_puts(sb, ".0");
-    sb_puts(sb, e);
+    return (size_t)snprintf(out, 40, "%.*s.0%s", (int)(e - buf), buf, e);
+}
+
+void value_format_real(strbuf *sb, double r)
+{
+    char buf[40];
+    size_t n = format_real_buf(r, buf);
+    sb_put(sb, buf, n);
+}
+
+/* Copies n bytes into buf (truncated to size, NUL-terminated). */
+static void copy_out(char *buf, size_t size, const char *p, size_t n)
+{
+    if (!size)
+        return;
+    size_t k = n < size - 1 ? n : size - 1;
+    memcpy(buf, p, k);
+    buf[k] = '\0';
+}
+
+size_t value_format_buf(const value *v, char *buf, size_t size)
+{
+    char tmp[40];
+    size_t n;
+    const char *p;
+    switch (value_type(v)) {
+    case LDB_NULL: p = "NULL"; n = 4; break;
+    case LDB_BOOLEAN:
+        p = v->h.u.i ? "true" : "false";
+        n = strlen(p);
+        break;
+    case LDB_INTEGER:
+        n = (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)v->h.u.i);
+        p = tmp;
+        break;
+    case LDB_REAL:
+        n = format_real_buf(v->h.u.r, tmp);
+        p = tmp;
+        break;
+    case LDB_TEXT:
+        p = value_bytes(v, &n);
+        break;
+    default: {
+        /* BLOB, ARRAY and RECORD need a builder; out of memory gives "" */
+        strbuf sb = STRBUF_INIT;
+        value_format(&sb, v);
+        n = sb_error(&sb) ? 0 : sb.len;
+        copy_out(buf, size, sb_str(&sb), n);
+        sb_free(&sb);
+        return n;
+    }
+    }
+    copy_out(buf, size, p, n);
+    return n;
 }
 
 static void format_hex(strbuf *sb, const char *p, size_t n)

@@ -200,6 +200,9 @@ void value_format(struct strbuf *sb, const value *v);
 /* JSON: arrays/records as arrays/objects, BLOB as "\x0aff", NaN and
  * infinities as the strings "NaN", "Infinity", "-Infinity". */
 void value_format_json(struct strbuf *sb, const value *v);
+/* value_format into buf (truncated to size, NUL-terminated) without
+ * allocating for scalar types; returns the full length, like snprintf. */
+size_t value_format_buf(const value *v, char *buf, size_t size);
 /* The REAL text form alone (shortest round-trip digits). */
 void value_format_real(struct strbuf *sb, double r);
 
