@@ -89,7 +89,8 @@ struct column {
     enum col_type type;
     enum ldb_collation coll;
     bool not_null;
-    bool hidden;           /* the automatic rowid: not part of SELECT * */
+    bool hidden;           /* not part of SELECT *: the automatic rowid, or
+                              a layer's own column (store_create_table_opts) */
     bool has_default;
     value dflt;            /* owned; NULL when there is no default */
 };

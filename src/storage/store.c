@@ -168,7 +168,21 @@ static int add_unique_index(struct store *s, struct table *t, const struct uniqu
     return LDB_OK;
 }
 
-static int new_table(struct store *s, const struct table_def *def, struct table **out)
+/* Declared columns marked hidden; a declared key that may hold NULL. */
+static void apply_opts(struct schema *sc, const struct table_def *def,
+                       const struct table_opts *o)
+{
+    for (uint32_t i = 0; o->hidden && i < def->ncols; i++)
+        sc->cols[i].hidden |= o->hidden[i];
+    if (!o->key_nulls || def->npk == 0)
+        return;
+    sc->rowid_auto = false;
+    for (uint32_t i = 0; i < sc->npk; i++)
+        sc->cols[sc->pk[i]].not_null = def->cols[sc->pk[i]].not_null;
+}
+
+static int new_table(struct store *s, const struct table_def *def,
+                     const struct table_opts *opts, struct table **out)
 {
     struct table *t = mem_calloc(1, sizeof *t);
     if (!t)
@@ -178,6 +192,8 @@ static int new_table(struct store *s, const struct table_def *def, struct table 
         mem_free(t);
         return rc;
     }
+    if (opts)
+        apply_opts(&t->schema, def, opts);
     bool failed = false;
     t->name = dup_opt(def->name, &failed);
     t->sql = dup_opt(def->sql, &failed);
@@ -196,6 +212,12 @@ static int new_table(struct store *s, const struct table_def *def, struct table 
 
 int store_create_table(struct store *s, const struct table_def *def, struct table **out)
 {
+    return store_create_table_opts(s, def, NULL, out);
+}
+
+int store_create_table_opts(struct store *s, const struct table_def *def,
+                            const struct table_opts *opts, struct table **out)
+{
     int rc = store_ready_to_change(s);
     if (rc == LDB_OK && !def->name)
         rc = store_error(s, LDB_MISUSE, "table definition without a name");
@@ -207,7 +229,7 @@ int store_create_table(struct store *s, const struct table_def *def, struct tabl
         rc = LDB_NOMEM;
     struct table *t = NULL;
     if (rc == LDB_OK)
-        rc = new_table(s, def, &t);
+        rc = new_table(s, def, opts, &t);
     if (rc == LDB_OK && catalog_add(s, t)) {
         table_free(t);
         rc = LDB_NOMEM;

@@ -75,6 +75,20 @@ int store_error(struct store *s, int rc, const char *fmt, ...)
  */
 int store_create_table(struct store *s, const struct table_def *def,
                        struct table **out);
+/*
+ * A table a layer makes for its own use (materialized views), with what
+ * user tables cannot have: declared columns that SELECT * leaves out
+ * (hidden[i], one flag per declared column; NULL: none; writes still
+ * supply them), and a declared primary key that may hold NULL
+ * (key_nulls: NULL is then one key value like any other, and no key is
+ * automatic). Otherwise store_create_table.
+ */
+struct table_opts {
+    const bool *hidden;
+    bool key_nulls;
+};
+int store_create_table_opts(struct store *s, const struct table_def *def,
+                            const struct table_opts *opts, struct table **out);
 /* Drops a table and its indexes. The table stays allocated until the
  * transaction commits (a rollback brings it back). LDB_ERROR for a
  * read-only table outside internal mode. */

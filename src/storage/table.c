@@ -215,6 +215,8 @@ void table_free(struct table *t)
 {
     if (!t)
         return;
+    if (t->on_free)
+        t->on_free(t->on_free_ctx);
     uint32_t pos = 0;
     for (uint64_t *v; (v = hmap_next(&t->rows, &pos, NULL));)
         row_release((row *)(uintptr_t)*v);

@@ -54,6 +54,8 @@ struct table {
     uint64_t work;             /* key probes and scan steps */
     bool readonly;             /* user writes rejected (store_enter_internal) */
     bool dropped;              /* dropped in the open transaction */
+    void (*on_free)(void *ctx); /* see table_set_on_free */
+    void *on_free_ctx;
 };
 
 /* ---- schema and metadata ------------------------------------------------------ */
@@ -78,6 +80,18 @@ static inline struct table_index *table_index_at(const struct table *t, size_t i
  * store_enter_internal and store_leave_internal. Not transactional.
  */
 static inline void table_set_readonly(struct table *t, bool on) { t->readonly = on; }
+
+/*
+ * Asks to be told when the store frees t: its creation rolled back, its
+ * drop committed, or the store closed. fn(ctx) runs once, first thing in
+ * table_free (t is still whole), and must not call the store; the layer
+ * that made t (materialized views) forgets it there. NULL fn: no call.
+ */
+static inline void table_set_on_free(struct table *t, void (*fn)(void *ctx), void *ctx)
+{
+    t->on_free = fn;
+    t->on_free_ctx = ctx;
+}
 
 /* Bytes held by the table: rows, key table, schema (not its indexes). */
 size_t table_bytes(const struct table *t);
