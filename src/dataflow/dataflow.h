@@ -226,8 +226,9 @@ struct df_agg_spec {
 /*
  * Group by key (canonical equality) and aggregate: one output row per
  * group, key columns then aggregate results. A group's key columns show
- * the least (row_cmp_identity) of its contributors' key values. Every
- * aggregate needs AGG_RETRACT.
+ * the least (row_cmp_identity) of its contributors' key values. An
+ * aggregate without AGG_RETRACT is retracted through its instance's
+ * recompute layer (aggregate.h): it keeps the group's values.
  */
 int df_reduce(df_graph *g, df_node *in, const df_key *key,
               const struct df_agg_spec *aggs, uint32_t naggs, unsigned flags,

@@ -333,7 +333,7 @@ static int init_aggs(struct reduce_node *r, const struct df_agg_spec *specs, uin
     for (uint32_t i = 0; i < naggs; i++) {
         const struct df_agg_spec *s = &specs[i];
         struct ragg *a = &r->aggs[i];
-        if (!s->def || !(s->def->flags & AGG_RETRACT) || (s->def->nargs && !s->args))
+        if (!s->def || (s->def->nargs && !s->args))
             return LDB_MISUSE;
         for (uint32_t k = 0; k < s->def->nargs; k++)
             if (s->args[k] >= ncols)

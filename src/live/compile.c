@@ -581,9 +581,6 @@ static int compile_aggregate(struct compile *c, const struct plan *p, df_node **
         specs[i].coll = a->coll;
         specs[i].distinct = a->distinct;
         specs[i].sep = value_is_null(&a->sep) ? NULL : &a->sep;
-        if (!(fn->agg->flags & AGG_RETRACT))
-            return cfail(c, LDB_UNSUPPORTED,
-                         "an aggregate without retraction cannot be kept live");
     }
     df_node *src = in;
     if (!identity || n != df_node_ncols(in)) {

@@ -620,13 +620,23 @@ const struct agg_def *agg_builtin(const char *name)
     return NULL;
 }
 
-/* ---- instances and the DISTINCT layer --------------------------------------- */
+/* ---- instances, the DISTINCT layer and the recompute layer ---------------------- */
 /*
  * A DISTINCT state is a multiset of argument values followed by the inner
  * aggregate's state. The inner state always holds exactly one copy of the
  * representative of each contributing class, because every change
  * retracts the class's old representative and adds its new one whenever
  * they differ.
+ *
+ * An aggregate declared without AGG_RETRACT gets the recompute layer
+ * instead: its state is only the multiset of argument tuples (one value,
+ * or an ARRAY of them for other argument counts), and finalize steps a
+ * fresh inner state with every tuple, in value order, then finalizes it.
+ * Retraction is then a count going down, so every caller (the incremental
+ * reduce included) may retract, at the cost of keeping the group's values
+ * and of a recomputation per finalize; the value order makes one-shot and
+ * incremental results identical. With DISTINCT it steps each class's
+ * representative once.
  */
 
 static size_t inner_offset(void) { return (sizeof(struct vms) + 7) & ~(size_t)7; }
@@ -634,6 +644,74 @@ static size_t inner_offset(void) { return (sizeof(struct vms) + 7) & ~(size_t)7;
 static void *inner_of(const agg_inst *ai, void *st)
 {
     return ai->distinct ? (char *)st + inner_offset() : st;
+}
+
+/* The multiset key of an argument tuple (a new reference). */
+static int tuple_value(const agg_inst *ai, const value *args, value *out)
+{
+    if (ai->def->nargs == 1) {
+        *out = value_copy(&args[0]);
+        return LDB_OK;
+    }
+    return value_array(out, args, ai->def->nargs);
+}
+
+static int recompute_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    if (w == 0 || (ai->distinct && value_is_null(&args[0])))
+        return LDB_OK;
+    value t;
+    int rc = tuple_value(ai, args, &t);
+    if (rc == LDB_OK)
+        rc = vms_add(ai, st, &t, w);
+    value_release(&t);
+    return rc;
+}
+
+/* Steps inner with every tuple of m (each class's representative once
+ * under DISTINCT). */
+static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
+{
+    struct vms_iter it;
+    const value *class_first = NULL;
+    bool class_done = false;
+    for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it)) {
+        if (x->n < 0)
+            return LDB_INTERNAL;
+        if (ai->distinct) {
+            if (!class_first || value_cmp(class_first, &x->v, ai->coll) != 0) {
+                class_first = &x->v;
+                class_done = false;
+            }
+            if (class_done || x->n == 0)
+                continue;
+            class_done = true;
+        }
+        int64_t w = ai->distinct ? 1 : x->n;
+        const value *args = &x->v;
+        if (ai->def->nargs != 1) {
+            size_t n;
+            args = value_items(&x->v, &n);
+        }
+        int rc = w ? ai->def->step(ai, inner, args, w) : LDB_OK;
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+static int recompute_finalize(agg_inst *ai, const struct vms *m, value *out)
+{
+    void *inner = mem_alloc(ai->def->state_size);
+    if (!inner)
+        return LDB_NOMEM;
+    ai->def->init(ai, inner);
+    int rc = recompute_feed(ai, m, inner);
+    if (rc == LDB_OK)
+        rc = ai->def->finalize(ai, inner, out);
+    ai->def->destroy(ai, inner);
+    mem_free(inner);
+    return rc;
 }
 
 int agg_inst_init(agg_inst *ai, const struct agg_def *def, enum ldb_collation coll,
@@ -644,6 +722,7 @@ int agg_inst_init(agg_inst *ai, const struct agg_def *def, enum ldb_collation co
     ai->def = def;
     ai->coll = coll;
     ai->distinct = distinct;
+    ai->recompute = !(def->flags & AGG_RETRACT);
     if (sep) {
         ai->sep = value_copy(sep);
     } else {
@@ -662,14 +741,17 @@ void agg_inst_free(agg_inst *ai)
 
 size_t agg_state_size(const agg_inst *ai)
 {
+    if (ai->recompute)
+        return inner_offset();
     return (ai->distinct ? inner_offset() : 0) + ai->def->state_size;
 }
 
 void agg_init(agg_inst *ai, void *st)
 {
-    if (ai->distinct)
+    if (ai->distinct || ai->recompute)
         vms_init(st);
-    ai->def->init(ai, inner_of(ai, st));
+    if (!ai->recompute)
+        ai->def->init(ai, inner_of(ai, st));
 }
 
 /* Whether v's class contributes (total count > 0) and, if so, its
@@ -720,6 +802,8 @@ static int distinct_step(agg_inst *ai, void *st, const value *v, int64_t w)
 
 int agg_step(agg_inst *ai, void *st, const value *args, int64_t weight)
 {
+    if (ai->recompute)
+        return recompute_step(ai, st, args, weight);
     if (ai->distinct)
         return distinct_step(ai, st, &args[0], weight);
     return ai->def->step(ai, st, args, weight);
@@ -727,6 +811,15 @@ int agg_step(agg_inst *ai, void *st, const value *args, int64_t weight)
 
 int agg_merge(agg_inst *ai, void *st, const void *other)
 {
+    if (ai->recompute) {
+        struct vms_iter it;
+        for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
+            int rc = vms_add(ai, st, &x->v, x->n);
+            if (rc)
+                return rc;
+        }
+        return LDB_OK;
+    }
     if (!ai->distinct)
         return ai->def->merge ? ai->def->merge(ai, st, other) : LDB_MISUSE;
     struct vms_iter it;
@@ -740,18 +833,23 @@ int agg_merge(agg_inst *ai, void *st, const void *other)
 
 int agg_finalize(agg_inst *ai, const void *st, value *out)
 {
+    if (ai->recompute)
+        return recompute_finalize(ai, st, out);
     return ai->def->finalize(ai, inner_of(ai, (void *)st), out);
 }
 
 void agg_destroy(agg_inst *ai, void *st)
 {
-    if (ai->distinct)
+    if (ai->distinct || ai->recompute)
         vms_free(ai, st);
-    ai->def->destroy(ai, inner_of(ai, st));
+    if (!ai->recompute)
+        ai->def->destroy(ai, inner_of(ai, st));
 }
 
 size_t agg_heap_bytes(const agg_inst *ai, const void *st)
 {
+    if (ai->recompute)
+        return vms_heap_bytes(st);
     size_t n = ai->def->heap_bytes(ai, inner_of(ai, (void *)st));
     return ai->distinct ? n + vms_heap_bytes(st) : n;
 }

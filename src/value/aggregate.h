@@ -44,9 +44,13 @@
  *   under value_cmp_identity that has a positive count.
  *
  * Algebra, for user-defined aggregates (issue 7): AGG_RETRACT says step
- * accepts negative weights (all built-ins do; an aggregate without it must
- * be recomputed from the group's rows, e.g. by a general reduce);
- * AGG_MERGE says merge combines two states (partial aggregation).
+ * accepts negative weights (all built-ins do); AGG_MERGE says merge
+ * combines two states (partial aggregation). An instance of an aggregate
+ * without AGG_RETRACT keeps each state's multiset of argument tuples and
+ * recomputes the result from it at finalize (the recompute layer), so
+ * agg_step accepts negative weights for every instance: the declaration
+ * decides the cost (arithmetic, or the group's values kept), never
+ * whether a caller may retract.
  *
  * Ownership: an agg_inst owns its separator and its item pool (the items
  * of ordered multisets, so that min/max/string_agg/DISTINCT do not call
@@ -91,6 +95,7 @@ struct agg_inst {
     const struct agg_def *def;
     enum ldb_collation coll; /* of the argument: order and DISTINCT */
     bool distinct;
+    bool recompute; /* def lacks AGG_RETRACT: the recompute layer */
     value sep;  /* string_agg separator */
     pool items; /* multiset items of every state of this instance */
 };
