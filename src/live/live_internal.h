@@ -131,6 +131,15 @@ int live_program_hydrate(struct live_program *prog);
 /* Feeds the changes of d, runs if any touched the program (*touched), and
  * appends the output to prog->acc (consolidated). */
 int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched);
+/*
+ * Pushes the negation of d's changes (+old -new) without running, for an
+ * owner whose changes were rolled back (materialized views): it calls
+ * live_program_run once the tables are back in the state the negation
+ * leads to, since joins read table indexes as they are at the run.
+ * LDB_MISUSE for a bounded program (a window's prefix cannot go back).
+ * A failure leaves the program failed.
+ */
+int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched);
 /* Runs whatever was pushed (e.g. after a window move) into prog->acc. */
 int live_program_run(struct live_program *prog);
 /* After the output is published: windows unload rows far past them. */
@@ -155,9 +164,11 @@ int live_compile(struct live_program *prog, struct eval_error *err);
 int live_source_for(struct live_program *prog, struct table *t, struct live_source **out);
 /* Pushes every row of every full source and every VALUES node. */
 int live_hydrate(struct live_program *prog);
-/* Pushes one table delta (from change capture) into prog's inputs. */
+/* Pushes one table delta (from change capture) into prog's inputs, as
+ * -old +new, or +old -new when negate. */
 struct delta;
-int live_push_delta(struct live_program *prog, const struct delta *d, bool *touched);
+int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
+                    bool *touched);
 /*
  * The external arrangement over t's storage for a join side that is a
  * scan of t (filters: conditions the rows must also pass), keyed by the

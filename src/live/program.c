@@ -135,10 +135,19 @@ int live_program_apply(struct live_program *prog, const struct delta *d, bool *t
     *touched = false;
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = live_push_delta(prog, d, touched);
+    int rc = live_push_delta(prog, d, false, touched);
     if (rc)
         return failed(prog, rc);
     return *touched ? live_program_run(prog) : LDB_OK;
+}
+
+int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched)
+{
+    *touched = false;
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    int rc = live_push_delta(prog, d, true, touched);
+    return rc ? failed(prog, rc) : LDB_OK;
 }
 
 int live_program_trim(struct live_program *prog)

@@ -87,9 +87,11 @@ int live_hydrate(struct live_program *prog)
     return LDB_OK;
 }
 
-int live_push_delta(struct live_program *prog, const struct delta *d, bool *touched)
+int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
+                    bool *touched)
 {
     *touched = false;
+    int64_t w = negate ? -1 : 1;
     for (size_t i = 0; d && i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         const struct table_delta *td = delta_for_table(d, s->table);
@@ -97,7 +99,8 @@ int live_push_delta(struct live_program *prog, const struct delta *d, bool *touc
             continue;
         *touched = true;
         if (s->loader) {
-            int rc = window_loader_push(s->loader, td);
+            /* a window's prefix follows the table: it cannot go back */
+            int rc = negate ? LDB_MISUSE : window_loader_push(s->loader, td);
             if (rc)
                 return rc;
             continue;
@@ -106,9 +109,9 @@ int live_push_delta(struct live_program *prog, const struct delta *d, bool *touc
             const struct change *ch = &td->changes[k];
             int rc = LDB_OK;
             if (ch->old)
-                rc = df_push(s->input, ch->old, -1);
+                rc = df_push(s->input, ch->old, -w);
             if (!rc && ch->new_row)
-                rc = df_push(s->input, ch->new_row, 1);
+                rc = df_push(s->input, ch->new_row, w);
             if (rc)
                 return rc;
         }
