@@ -92,25 +92,32 @@ static int eval_compare(const expr *e, struct eval_ctx *cx, const value *l, cons
 
 /* ---- logic ---------------------------------------------------------------------------- */
 
-static int eval_logic(const expr *e, struct eval_ctx *cx, value *out)
+/* AND / OR as a truth value, the right side only when it matters. */
+static int logic_truth(const expr *e, struct eval_ctx *cx, int *t)
 {
     bool is_and = e->op == EOP_AND;
     int a, b, rc = expr_eval_truth(e->args[0], cx, &a);
     if (rc)
         return rc;
     if (a == (is_and ? 0 : 1)) {
-        *out = value_bool(!is_and);
+        *t = !is_and;
         return LDB_OK;
     }
     if ((rc = expr_eval_truth(e->args[1], cx, &b)))
         return rc;
     if (b == (is_and ? 0 : 1))
-        *out = value_bool(!is_and);
-    else if (a < 0 || b < 0)
-        *out = value_null();
+        *t = !is_and;
     else
-        *out = value_bool(is_and);
+        *t = (a < 0 || b < 0) ? -1 : is_and;
     return LDB_OK;
+}
+
+static int eval_logic(const expr *e, struct eval_ctx *cx, value *out)
+{
+    int t, rc = logic_truth(e, cx, &t);
+    if (rc == LDB_OK)
+        *out = truth_value(t);
+    return rc;
 }
 
 static int eval_binary(const expr *e, struct eval_ctx *cx, value *out)
@@ -504,6 +511,8 @@ int expr_eval_truth(const expr *e, struct eval_ctx *cx, int *truth)
     int rc;
     if (leaf_compare(e, cx, truth, &rc))
         return rc;
+    if (e->kind == EXPR_BINARY && (e->op == EOP_AND || e->op == EOP_OR))
+        return logic_truth(e, cx, truth);
     value v;
     if ((rc = expr_eval(e, cx, &v)))
         return rc;

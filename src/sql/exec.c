@@ -447,10 +447,11 @@ static row *range_step(struct scan_op *s)
         on = index_next(&s->ic);
     } else if (a->lo) {
         on = index_seek(a->index, s->probes, a->neq + 1, a->lo_incl ? IX_GE : IX_GT, &s->ic);
-    } else if (a->neq) {
-        on = index_seek(a->index, s->probes, a->neq, IX_GE, &s->ic);
     } else {
-        on = index_first(a->index, &s->ic);
+        /* no lower bound: start after the range part's NULLs (they sort
+         * first), which no comparison accepts */
+        s->probes[a->neq] = value_null();
+        on = index_seek(a->index, s->probes, a->neq + 1, IX_GT, &s->ic);
     }
     s->started = true;
     row *r = on ? index_cursor_row(&s->ic) : NULL;
@@ -577,11 +578,13 @@ static int values_next(struct op *o, row **out)
 
 static int filter_next(struct op *o, row **out)
 {
+    const struct plan *p = o->p;
+    const struct expr *pred = p->exec_pred_set ? p->exec_pred : p->u.pred;
     row *r;
     int rc;
     while ((rc = op_next(o->in, &r)) == LDB_ROW) {
-        int t;
-        if ((rc = op_truth(o, o->p->u.pred, r, &t)))
+        int t = 1;
+        if (pred && (rc = op_truth(o, pred, r, &t)))
             return rc;
         if (t == 1) {
             *out = r;

@@ -413,6 +413,13 @@ static void put_node(struct explain *x, const struct plan *p)
     case PLAN_FILTER:
         sb_puts(sb, "FILTER ");
         put_expr(x, p->u.pred, p->in);
+        if (p->exec_pred_set && !p->exec_pred) {
+            sb_puts(sb, " (by the index)");
+        } else if (p->exec_pred_set) {
+            sb_puts(sb, " (after the index: ");
+            put_expr(x, p->exec_pred, p->in);
+            sb_putc(sb, ')');
+        }
         break;
     case PLAN_PROJECT:
         sb_puts(sb, "PROJECT");

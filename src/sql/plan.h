@@ -93,9 +93,11 @@ enum access_kind {
  * Probes read no column (constants, parameters, captures, uncorrelated
  * subqueries); the executor evaluates them when the scan opens and
  * applies the comparison's affinity (aff[i] for eq[i], aff[neq] for the
- * range) before seeking. A NULL probe matches nothing. The FILTER above
- * the scan keeps the whole predicate, so an access path only has to
- * return a superset of the qualifying rows.
+ * range) before seeking. A NULL probe matches nothing; a range never
+ * includes NULLs. An access path returns exactly the rows that satisfy
+ * the conjuncts it was made from; the FILTER above the scan keeps its
+ * whole predicate (the logical meaning) and records, as its exec_pred
+ * annotation, what is left for the executor to test.
  */
 struct access_path {
     enum access_kind kind;
@@ -167,6 +169,11 @@ struct plan {
     struct plan_col *cols;
     struct plan *in;             /* FILTER PROJECT AGGREGATE DISTINCT SORT LIMIT */
     struct plan *left, *right;   /* JOIN SETOP */
+    /* FILTER, executor annotation: when exec_pred_set, the executor tests
+     * exec_pred (NULL: nothing) instead of pred, because the input scan's
+     * access path already guarantees the rest. */
+    struct expr *exec_pred;
+    bool exec_pred_set;
     union {
         struct {
             struct table *table;

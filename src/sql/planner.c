@@ -286,6 +286,7 @@ struct bound {
     struct expr *probe;
     enum col_type aff;
     enum ldb_collation coll;
+    const struct expr *conj;   /* the conjunct it comes from */
 };
 
 struct bounds {
@@ -305,7 +306,7 @@ static void add_bound(struct bounds *b, uint32_t col, enum bound_kind kind, bool
 {
     if (b->n < 64)
         b->items[b->n++] = (struct bound){ col, kind, incl, probe, (enum col_type)cmp->aff,
-                                           (enum ldb_collation)cmp->coll };
+                                           (enum ldb_collation)cmp->coll, cmp };
 }
 
 static void comparison_bounds(struct bounds *b, struct expr *c)
@@ -349,8 +350,18 @@ static void collect_bounds(struct bounds *b, struct expr *c)
     }
 }
 
-/* A bound usable for a key part: same column, and the comparison's
- * collation is the part's when the column can hold text. */
+/* Whether the comparison's affinity leaves the column's stored values as
+ * they are, so that the index order is the comparison's order: no
+ * affinity, or one the column's values already have. */
+static bool affinity_keeps_column(enum col_type aff, enum col_type type)
+{
+    return aff == COL_ANY || (col_type_numeric(aff) && col_type_numeric(type)) ||
+           (aff == COL_TEXT && type == COL_TEXT);
+}
+
+/* A bound usable for a key part: same column, an affinity that does not
+ * convert the column's values, and the part's collation when the column
+ * can hold text. */
 static const struct bound *find_bound(const struct bounds *b, const struct table *t,
                                       uint32_t col, enum ldb_collation coll,
                                       enum bound_kind kind)
@@ -359,6 +370,7 @@ static const struct bound *find_bound(const struct bounds *b, const struct table
     bool text_capable = !col_type_numeric(type) && type != COL_BOOLEAN;
     for (uint32_t i = 0; i < b->n; i++)
         if (b->items[i].col == col && b->items[i].kind == kind &&
+            affinity_keeps_column(b->items[i].aff, type) &&
             (!text_capable || b->items[i].coll == coll))
             return &b->items[i];
     return NULL;
@@ -429,14 +441,30 @@ static void set_access(planner *pl, struct plan *scan, const struct choice *c)
     }
 }
 
-static void choose_access(planner *pl, struct plan *scan, struct expr *pred)
+/* Whether the access path alone guarantees conjunct c (so the FILTER need
+ * not test it again). */
+static bool consumed(const struct choice *ch, const struct access_path *a, const struct expr *c)
 {
+    for (uint32_t i = 0; i < ch->neq; i++)
+        if (ch->eq[i]->conj == c)
+            return true;
+    bool lo = ch->lo && ch->lo->conj == c, hi = a->hi && ch->hi && ch->hi->conj == c;
+    if (c->kind == EXPR_BETWEEN)
+        return lo && hi;
+    return lo || hi;
+}
+
+/* The FILTER over a SCAN: choose the scan's access path, then tell the
+ * executor which conjuncts it still has to test. */
+static void choose_access(planner *pl, struct plan *f)
+{
+    struct plan *scan = f->in;
     if (scan->u.scan.not_indexed)
         return;
     struct bounds *b = palloc(pl, sizeof *b);
     if (!b)
         return;
-    collect_bounds(b, pred);
+    collect_bounds(b, f->u.pred);
     if (b->n == 0)
         return;
     struct table *t = scan->u.scan.table;
@@ -444,8 +472,18 @@ static void choose_access(planner *pl, struct plan *scan, struct expr *pred)
     try_primary_key(b, t, &best);
     for (size_t i = 0; i < table_index_count(t) && best.score < 1000000; i++)
         try_index(b, t, table_index_at(t, i), &best);
-    if (best.score > 0)
-        set_access(pl, scan, &best);
+    if (best.score == 0)
+        return;
+    set_access(pl, scan, &best);
+    struct conj c = { 0 }, rest = { 0 };
+    split(pl, f->u.pred, &c);
+    for (uint32_t i = 0; i < c.n && !pl->rc; i++)
+        if (!consumed(&best, &scan->u.scan.access, c.items[i]))
+            split(pl, c.items[i], &rest);
+    if (pl->rc)
+        return;
+    f->exec_pred = join_conj(pl, &rest);
+    f->exec_pred_set = true;
 }
 
 /* ---- ordered reads ----------------------------------------------------------------------- */
@@ -608,7 +646,7 @@ static void optimize(planner *pl, struct plan **slot)
     if (pl->rc)
         return;
     if (p->kind == PLAN_FILTER && p->in->kind == PLAN_SCAN)
-        choose_access(pl, p->in, p->u.pred);
+        choose_access(pl, p);
     else if (p->kind == PLAN_SORT)
         ordered_read(p);
     else if (p->kind == PLAN_JOIN && p->u.join.nkeys)

@@ -608,7 +608,9 @@ int sql_apply_affinity(value *v, enum col_type aff)
 int sqlv_compare(const value *a, const value *b, enum col_type aff,
                  enum ldb_collation coll, int *cmp)
 {
-    if (aff == COL_ANY || (value_type(a) == value_type(b) && value_type(a) != LDB_TEXT)) {
+    bool same = value_type(a) == value_type(b);
+    if (aff == COL_ANY || (same && value_type(a) != LDB_TEXT) ||
+        (same && aff == COL_TEXT)) {
         *cmp = value_cmp(a, b, coll);
         return LDB_OK;
     }

@@ -160,13 +160,16 @@ static void indexes_and_explain(void)
     EXEC(db, "INSERT INTO t VALUES (1, 5, 'x'), (2, 7, 'y'), (3, 5, 'z')");
     CHECK_ERROR(db, "INSERT INTO t VALUES (4, 1, 'X')", "UNIQUE constraint failed: t.b");
     CHECK_ROWS(db, "EXPLAIN SELECT id FROM t WHERE a = 5",
-               "PROJECT id\n  FILTER (a = 5)\n    SCAN t USING INDEX ta (a = 5)\n");
+               "PROJECT id\n  FILTER (a = 5) (by the index)\n    SCAN t USING INDEX ta (a = 5)\n");
     CHECK_ROWS(db, "SELECT id FROM t WHERE a = 5 ORDER BY id", "1\n3\n");
     CHECK_ROWS(db, "EXPLAIN SELECT b FROM t WHERE id = ?",
-               "PROJECT b\n  FILTER (id = ?1)\n    SCAN t USING PRIMARY KEY (id = ?1)\n");
+               "PROJECT b\n  FILTER (id = ?1) (by the index)\n    SCAN t USING PRIMARY KEY (id = ?1)\n");
     CHECK_ROWS(db, "EXPLAIN SELECT id FROM t WHERE a > 5 AND a <= 7",
-               "PROJECT id\n  FILTER ((a > 5) AND (a <= 7))\n"
+               "PROJECT id\n  FILTER ((a > 5) AND (a <= 7)) (by the index)\n"
                "    SCAN t USING INDEX ta (a > 5 AND a <= 7)\n");
+    CHECK_ROWS(db, "EXPLAIN SELECT id FROM t WHERE a > 5 AND b = 'y'",
+               "PROJECT id\n  FILTER ((a > 5) AND (b = 'y')) (after the index: (a > 5))\n"
+               "    SCAN t USING INDEX th (b = 'y')\n");
     CHECK_ROWS(db, "SELECT id FROM t WHERE a > 5 AND a <= 7", "2\n");
     CHECK_ROWS(db, "EXPLAIN SELECT a FROM t ORDER BY a DESC LIMIT 2",
                "LIMIT 2\n  SORT a DESC (input already in order)\n    PROJECT a\n"
