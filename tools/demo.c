@@ -1,55 +1,109 @@
 /*
- * demo.c - the main demo. For now it shows the value model: a mixed bag of
- * values sorted by livedb's total order, with their text and JSON forms and
- * which of them are canonically equal. It grows into the live-query demo
- * as the engine grows.
+ * demo.c - livedb's main demo: a small issue tracker whose screens are
+ * live queries. It opens three live queries (the newest open issues, open
+ * issues per assignee, and a join of issues with their users), applies a
+ * few writes, and prints every change batch as it arrives: what changed,
+ * the key, the rows before and after, and positions in ordered results.
  */
-#include "base/strbuf.h"
-#include "value/value.h"
+#include "livedb.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int cmp_values(const void *a, const void *b)
+static void print_row(const ldb_row *r)
 {
-    return value_cmp(a, b, LDB_COLL_BINARY);
+    char buf[64];
+    printf("(");
+    for (int i = 0; i < ldb_row_columns(r); i++) {
+        ldb_row_format(r, i, buf, sizeof buf);
+        printf("%s%s", i ? ", " : "", buf);
+    }
+    printf(")");
+}
+
+static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)q;
+    printf("  [%s] %zu change%s\n", (const char *)ctx, n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) {
+        static const char *kinds[] = { "", "insert", "update", "delete" };
+        printf("    %-6s key ", kinds[c[i].kind]);
+        print_row(c[i].key);
+        if (c[i].before) {
+            printf("  before ");
+            print_row(c[i].before);
+            if (c[i].before_pos >= 0)
+                printf(" @%lld", (long long)c[i].before_pos);
+        }
+        if (c[i].after) {
+            printf("  after ");
+            print_row(c[i].after);
+            if (c[i].after_pos >= 0)
+                printf(" @%lld", (long long)c[i].after_pos);
+        }
+        printf("\n");
+    }
+}
+
+static void run(ldb *db, const char *sql)
+{
+    printf("\n> %s\n", sql);
+    if (ldb_exec(db, sql, NULL, NULL) != LDB_OK) {
+        fprintf(stderr, "error: %s\n", ldb_errmsg(db));
+        exit(1);
+    }
+}
+
+static ldb_live *open_live(ldb *db, const char *name, const char *sql)
+{
+    ldb_live *q;
+    printf("\nlive %s: %s\n", name, sql);
+    if (ldb_live_open(db, sql, on_change, (void *)name, &q) != LDB_OK) {
+        fprintf(stderr, "error: %s\n", ldb_errmsg(db));
+        exit(1);
+    }
+    return q;
 }
 
 int main(void)
 {
-    value v[16];
-    int n = 0;
-    v[n++] = value_real(NAN);
-    v[n++] = value_int(9007199254740993LL);
-    v[n++] = value_real(9007199254740992.0);
-    v[n++] = value_null();
-    v[n++] = value_real(-0.0);
-    v[n++] = value_int(0);
-    v[n++] = value_real(INFINITY);
-    v[n++] = value_bool(true);
-    v[n++] = value_int(5);
-    v[n++] = value_real(5.0);
-    if (value_text(&v[n++], "banana", 6) || value_text(&v[n++], "Apple", 5) ||
-        value_blob(&v[n++], "\x01\x02", 2)) {
-        fprintf(stderr, "out of memory\n");
+    ldb *db;
+    if (ldb_open(NULL, &db) != LDB_OK)
         return 1;
-    }
-    qsort(v, (size_t)n, sizeof v[0], cmp_values);
-    printf("%-4s %-22s %-22s %s\n", "rank", "text", "json", "type");
-    strbuf t = STRBUF_INIT, j = STRBUF_INIT;
-    for (int i = 0; i < n; i++) {
-        sb_truncate(&t, 0);
-        sb_truncate(&j, 0);
-        value_format(&t, &v[i]);
-        value_format_json(&j, &v[i]);
-        static const char *names[] = { "NULL", "BOOLEAN", "INTEGER", "REAL", "TEXT", "BLOB", "ARRAY", "RECORD" };
-        const char *eq = (i > 0 && value_eq(&v[i - 1], &v[i], LDB_COLL_BINARY)) ? "  (= previous)" : "";
-        printf("%-4d %-22s %-22s %s%s\n", i, sb_str(&t), sb_str(&j), names[value_type(&v[i])], eq);
-    }
-    sb_free(&t);
-    sb_free(&j);
-    for (int i = 0; i < n; i++)
-        value_release(&v[i]);
+    run(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
+    run(db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+            "priority INTEGER, created INTEGER, assignee INTEGER)");
+    run(db, "CREATE INDEX issues_created ON issues(created)");
+    run(db, "INSERT INTO users VALUES (1, 'Ada'), (2, 'Grace'), (3, 'Edsger')");
+    run(db, "INSERT INTO issues VALUES "
+            "(1, 'Crash on save', 'open', 3, 100, 1), (2, 'Slow start', 'open', 1, 110, 2),"
+            "(3, 'Typo in help', 'closed', 0, 120, 3), (4, 'Leak in cache', 'open', 2, 130, 1),"
+            "(5, 'Bad default', 'open', 1, 140, 3)");
+
+    ldb_live *newest = open_live(db, "newest", "SELECT id, title FROM issues WHERE status = "
+                                               "'open' ORDER BY created DESC LIMIT 3");
+    ldb_live *load = open_live(db, "load", "SELECT assignee, count(*), max(priority) FROM "
+                                           "issues WHERE status = 'open' GROUP BY assignee");
+    ldb_live *board = open_live(db, "board", "SELECT i.title, u.name FROM issues i JOIN users u "
+                                             "ON u.id = i.assignee WHERE i.priority >= 2");
+
+    run(db, "INSERT INTO issues VALUES (6, 'Wrong timezone', 'open', 2, 150, 2)");
+    run(db, "UPDATE issues SET status = 'closed' WHERE id = 5");
+    run(db, "UPDATE users SET name = 'Ada L.' WHERE id = 1");
+    run(db, "BEGIN; UPDATE issues SET priority = 0 WHERE id = 4; "
+            "DELETE FROM issues WHERE id = 6; ROLLBACK");
+    printf("  (rolled back: nothing published)\n");
+    run(db, "BEGIN; UPDATE issues SET priority = 3 WHERE id = 2; "
+            "INSERT INTO issues VALUES (7, 'Docs', 'open', 0, 90, 3); COMMIT");
+    run(db, "UPDATE issues SET title = 'Typo in the help' WHERE id = 3");
+    printf("  (a closed issue's title: no query changes, nothing published)\n");
+
+    printf("\nwindow of 'newest' moved to OFFSET 1 LIMIT 2\n");
+    ldb_live_set_window(newest, 1, 2);
+
+    ldb_live_close(newest);
+    ldb_live_close(load);
+    ldb_live_close(board);
+    ldb_close(db);
     return 0;
 }

@@ -192,16 +192,7 @@ static const struct store_hooks live_hooks = {
 /* One change's rows as public views: key, before, after. */
 struct change_views {
     struct ldb_row key, before, after;
-    value keyvals[RESULT_MAX_KEY];
 };
-
-static void key_view(const ldb_live *q, const row *r, struct change_views *v)
-{
-    for (uint32_t i = 0; i < q->rs.nkey; i++)
-        v->keyvals[i] = r->cols[q->rs.key[i]];
-    v->key.vals = v->keyvals;
-    v->key.n = q->rs.nkey;
-}
 
 static void publish(ldb_live *q)
 {
@@ -209,20 +200,28 @@ static void publish(ldb_live *q)
     const struct result_change *chs = result_changes(&q->rs, &n);
     if (n == 0 || !q->fn || q->p->state != LIVE_OK)
         return;
+    uint32_t nkey = q->rs.nkey;
     ldb_change *out = mem_alloc(n * sizeof *out);
     struct change_views *views = mem_alloc(n * sizeof *views);
-    if (!out || !views) {
+    value *keys = mem_alloc((n * nkey + 1) * sizeof *keys);
+    if (!out || !views || !keys) {
         mem_free(out);
         mem_free(views);
+        mem_free(keys);
         live_fail(q->p, LDB_NOMEM, "out of memory while publishing");
         return;
     }
+    uint32_t nvis = q->p->nvisible;
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
         struct change_views *v = &views[i];
-        key_view(q, c->after ? c->after : c->before, v);
-        v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, q->p->nvisible };
-        v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, q->p->nvisible };
+        const row *r = c->after ? c->after : c->before;
+        value *k = keys + i * nkey;
+        for (uint32_t j = 0; j < nkey; j++)
+            k[j] = r->cols[q->rs.key[j]]; /* borrowed views, no references */
+        v->key = (struct ldb_row){ k, nkey };
+        v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, nvis };
+        v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, nvis };
         out[i] = (ldb_change){
             .kind = c->kind == RESULT_INSERT   ? LDB_CHANGE_INSERT
                     : c->kind == RESULT_DELETE ? LDB_CHANGE_DELETE
@@ -239,6 +238,7 @@ static void publish(ldb_live *q)
     q->fn(q->ctx, q, out, n);
     mem_free(out);
     mem_free(views);
+    mem_free(keys);
 }
 
 void live_flush(struct live_registry *reg)

@@ -1,0 +1,406 @@
+/*
+ * bench_live.c - the "issues" workloads of ../shared/bench/WORKLOADS.md for
+ * live queries, against SQLite doing the same writes and re-running the
+ * query, and against livedb doing the writes with no live query open.
+ *
+ * Each timed operation is one write (or one insert + delete pair) plus the
+ * result visibly updated: for livedb the live query's callback has run by
+ * the time the write returns; for SQLite the query is re-run and its rows
+ * read. Lines:
+ *     bench <workload>.<case>.<n>.<stat> <value> <unit>          livedb
+ *     bench base.<workload>.<case>.<n>.<stat> ...                livedb, no live query
+ *     bench sqlite.<workload>.<case>.<n>.<stat> ...              SQLite, same run
+ *     bench ratio.<workload>.<case>.<n> <x> x                    livedb / SQLite
+ * plus <workload>.<n>.open_ms and <workload>.<n>.bytes per live query.
+ */
+#include "bench_util.h"
+
+#include "livedb.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEED 20261130u
+
+static uint64_t rng_state;
+
+static uint64_t next_rand(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void die(const char *what, const char *msg)
+{
+    fprintf(stderr, "bench_live: %s: %s\n", what, msg);
+    exit(1);
+}
+
+/* ---- the two engines behind one interface ---------------------------------- */
+
+struct engine {
+    bool sqlite;
+    ldb *db;
+    sqlite3 *lite;
+};
+
+static void run(struct engine *e, const char *sql)
+{
+    if (e->sqlite) {
+        char *err = NULL;
+        if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
+            die(sql, err);
+    } else if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK) {
+        die(sql, ldb_errmsg(e->db));
+    }
+}
+
+/* A prepared statement of either engine. */
+struct stmt {
+    struct engine *e;
+    ldb_stmt *ls;
+    sqlite3_stmt *ss;
+};
+
+static struct stmt prepare(struct engine *e, const char *sql)
+{
+    struct stmt s = { e, NULL, NULL };
+    if (e->sqlite ? sqlite3_prepare_v2(e->lite, sql, -1, &s.ss, NULL) != SQLITE_OK
+                  : ldb_prepare(e->db, sql, -1, &s.ls, NULL) != LDB_OK)
+        die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
+    return s;
+}
+
+static void bind_int(struct stmt *s, int i, int64_t v)
+{
+    if (s->ss)
+        sqlite3_bind_int64(s->ss, i, v);
+    else
+        ldb_bind_int64(s->ls, i, v);
+}
+
+static void bind_text(struct stmt *s, int i, const char *v)
+{
+    if (s->ss)
+        sqlite3_bind_text(s->ss, i, v, -1, SQLITE_TRANSIENT);
+    else
+        ldb_bind_text(s->ls, i, v, -1);
+}
+
+/* Runs to completion; returns the number of rows. */
+static int64_t step_all(struct stmt *s)
+{
+    int64_t rows = 0;
+    if (s->ss) {
+        int rc;
+        while ((rc = sqlite3_step(s->ss)) == SQLITE_ROW)
+            rows++;
+        if (rc != SQLITE_DONE)
+            die("sqlite step", sqlite3_errmsg(s->e->lite));
+        sqlite3_reset(s->ss);
+    } else {
+        int rc;
+        while ((rc = ldb_step(s->ls)) == LDB_ROW)
+            rows++;
+        if (rc != LDB_DONE)
+            die("livedb step", ldb_errmsg(s->e->db));
+        ldb_reset(s->ls);
+    }
+    return rows;
+}
+
+static void finalize(struct stmt *s)
+{
+    if (s->ss)
+        sqlite3_finalize(s->ss);
+    ldb_finalize(s->ls);
+}
+
+/* ---- data ---------------------------------------------------------------------- */
+
+static void load_issues(struct engine *e, int n, const char *indexes)
+{
+    run(e, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
+    run(e, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+           "priority INTEGER, created INTEGER, assignee INTEGER)");
+    run(e, indexes);
+    run(e, "BEGIN");
+    struct stmt u = prepare(e, "INSERT INTO users VALUES (?, ?)");
+    char text[64];
+    for (int i = 1; i <= 1000; i++) {
+        snprintf(text, sizeof text, "User %d", i);
+        bind_int(&u, 1, i);
+        bind_text(&u, 2, text);
+        step_all(&u);
+    }
+    finalize(&u);
+    rng_state = SEED;
+    int *perm = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(next_rand() % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    struct stmt s = prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
+    for (int i = 1; i <= n; i++) {
+        snprintf(text, sizeof text, "Issue %d", i);
+        bind_int(&s, 1, i);
+        bind_text(&s, 2, text);
+        bind_text(&s, 3, next_rand() % 3 < 2 ? "open" : "closed");
+        bind_int(&s, 4, (int64_t)(next_rand() % 10));
+        bind_int(&s, 5, 1700000000000LL + (int64_t)perm[i - 1] * 60000);
+        bind_int(&s, 6, 1 + (int64_t)(next_rand() % 1000));
+        step_all(&s);
+    }
+    finalize(&s);
+    free(perm);
+    run(e, "COMMIT");
+}
+
+/* ---- timing ---------------------------------------------------------------------- */
+
+struct sample {
+    double *v;
+    size_t n, cap;
+};
+
+static void sample_add(struct sample *s, double ns)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 4096;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = ns;
+}
+
+static void report(const char *prefix, const char *name, int n, struct sample *s, double *median)
+{
+    char line[160];
+    double med = bench_quantile(s->v, s->n, 0.5), p95 = bench_quantile(s->v, s->n, 0.95);
+    snprintf(line, sizeof line, "%s%s.%d.median", prefix, name, n);
+    bench_print(line, med / 1000.0, "us");
+    snprintf(line, sizeof line, "%s%s.%d.p95", prefix, name, n);
+    bench_print(line, p95 / 1000.0, "us");
+    if (median)
+        *median = med;
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- live-query sink --------------------------------------------------------------- */
+
+static uint64_t changes_seen;
+
+static void sink(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)ctx;
+    (void)q;
+    (void)c;
+    changes_seen += n;
+}
+
+/* A workload run on one engine: opens what it needs, then times writes.
+ * mode 0 livedb with the live query, 1 livedb without, 2 SQLite. */
+struct workload {
+    const char *name;
+    const char *query;
+    const char *indexes;
+    void (*writes)(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+                   double *med);
+};
+
+static int64_t next_id, next_created;
+
+static void time_op(struct stmt *q, struct sample *s, uint64_t t0)
+{
+    if (q)
+        step_all(q); /* SQLite: the query re-run */
+    sample_add(s, (double)(bench_ns() - t0));
+}
+
+static void list_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+                        double *med)
+{
+    struct stmt ins = prepare(e, "INSERT INTO issues VALUES (?, 'new', 'open', 1, ?, 1)");
+    struct stmt del = prepare(e, "DELETE FROM issues WHERE id = ?");
+    struct stmt upd = prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
+    struct sample pair = { 0 }, out = { 0 }, in = { 0 };
+    char title[32];
+    for (int i = 0; i < iters + iters / 10; i++) {
+        /* pair: a new open issue above every other, then delete the one
+         * inserted before it (a visible row) */
+        uint64_t t0 = bench_ns();
+        bind_int(&ins, 1, next_id);
+        bind_int(&ins, 2, next_created);
+        step_all(&ins);
+        bind_int(&del, 1, next_id - 1);
+        step_all(&del);
+        next_id++;
+        next_created += 60000;
+        if (i >= iters / 10)
+            time_op(q, &pair, t0);
+        /* update_out: an open row far outside the window (original data) */
+        snprintf(title, sizeof title, "t%d", i);
+        t0 = bench_ns();
+        bind_text(&upd, 1, title);
+        bind_int(&upd, 2, 1 + (int64_t)(next_rand() % (uint64_t)(n / 2)));
+        step_all(&upd);
+        if (i >= iters / 10)
+            time_op(q, &out, t0);
+        /* update_in: the newest row, in the window */
+        t0 = bench_ns();
+        bind_text(&upd, 1, title);
+        bind_int(&upd, 2, next_id - 1);
+        step_all(&upd);
+        if (i >= iters / 10)
+            time_op(q, &in, t0);
+    }
+    report(prefix, "list.pair", n, &pair, &med[0]);
+    report(prefix, "list.update_out", n, &out, &med[1]);
+    report(prefix, "list.update_in", n, &in, &med[2]);
+    finalize(&ins);
+    finalize(&del);
+    finalize(&upd);
+}
+
+static void join_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+                        double *med)
+{
+    struct stmt title = prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
+    struct stmt name = prepare(e, "UPDATE users SET name = ? WHERE id = ?");
+    struct sample a = { 0 }, b = { 0 };
+    char text[32];
+    /* a user rename re-runs SQLite's whole join: fewer iterations */
+    int renames = q ? iters / 20 + 10 : iters;
+    for (int i = 0; i < iters + iters / 10; i++) {
+        snprintf(text, sizeof text, "T%d", i);
+        uint64_t t0 = bench_ns();
+        bind_text(&title, 1, text);
+        bind_int(&title, 2, 1 + (int64_t)(next_rand() % (uint64_t)n));
+        step_all(&title);
+        if (i >= iters / 10)
+            time_op(q, &a, t0);
+        if (i >= renames)
+            continue;
+        t0 = bench_ns();
+        bind_text(&name, 1, text);
+        bind_int(&name, 2, 1 + (int64_t)(next_rand() % 1000));
+        step_all(&name);
+        if (i >= renames / 10)
+            time_op(q, &b, t0);
+    }
+    report(prefix, "join.issue_title", n, &a, &med[0]);
+    report(prefix, "join.user_name", n, &b, &med[1]);
+    finalize(&title);
+    finalize(&name);
+}
+
+static void group_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+                         double *med)
+{
+    struct stmt ins = prepare(e, "INSERT INTO issues VALUES (?, 'g', ?, ?, ?, 1)");
+    struct sample s = { 0 };
+    int reps = q ? iters / 20 + 10 : iters; /* SQLite re-aggregates everything */
+    for (int i = 0; i < reps + reps / 10; i++) {
+        uint64_t t0 = bench_ns();
+        bind_int(&ins, 1, next_id++);
+        bind_text(&ins, 2, next_rand() % 3 < 2 ? "open" : "closed");
+        bind_int(&ins, 3, (int64_t)(next_rand() % 10));
+        bind_int(&ins, 4, next_created += 60000);
+        step_all(&ins);
+        if (i >= reps / 10)
+            time_op(q, &s, t0);
+    }
+    report(prefix, "group.insert", n, &s, &med[0]);
+    finalize(&ins);
+}
+
+static const struct workload workloads[] = {
+    { "list", "SELECT * FROM issues WHERE status = 'open' ORDER BY created DESC LIMIT 50",
+      "CREATE INDEX issues_created ON issues(created)", list_writes },
+    { "join", "SELECT i.id, i.title, u.name FROM issues i JOIN users u ON u.id = i.assignee",
+      "CREATE INDEX issues_created ON issues(created); CREATE INDEX issues_status ON "
+      "issues(status); CREATE INDEX issues_assignee ON issues(assignee)",
+      join_writes },
+    { "group", "SELECT status, count(*), max(priority) FROM issues GROUP BY status",
+      "CREATE INDEX issues_created ON issues(created)", group_writes },
+};
+
+static const char *case_names[][3] = { { "list.pair", "list.update_out", "list.update_in" },
+                                       { "join.issue_title", "join.user_name", NULL },
+                                       { "group.insert", NULL, NULL } };
+
+static void run_workload(int w, int n, int iters)
+{
+    const struct workload *wl = &workloads[w];
+    double live[3] = { 0 }, base[3] = { 0 }, lite[3] = { 0 };
+    char name[128];
+    for (int mode = 0; mode < 3; mode++) {
+        struct engine e = { mode == 2, NULL, NULL };
+        if (e.sqlite)
+            sqlite3_open(":memory:", &e.lite);
+        else if (ldb_open(NULL, &e.db) != LDB_OK)
+            die("open", "livedb");
+        load_issues(&e, n, wl->indexes);
+        next_id = n + 1;
+        next_created = 1700000000000LL + (int64_t)n * 60000;
+        rng_state = SEED ^ (uint64_t)mode;
+        ldb_live *lq = NULL;
+        if (mode == 0) {
+            uint64_t t0 = bench_ns();
+            if (ldb_live_open(e.db, wl->query, sink, NULL, &lq) != LDB_OK)
+                die(wl->query, ldb_errmsg(e.db));
+            snprintf(name, sizeof name, "%s.%d.open_ms", wl->name, n);
+            bench_print(name, (double)(bench_ns() - t0) / 1e6, "ms");
+            ldb_live_stats st;
+            ldb_live_stats_get(lq, &st);
+            snprintf(name, sizeof name, "%s.%d.bytes", wl->name, n);
+            bench_print(name, (double)st.retained_bytes, "bytes");
+        }
+        struct stmt q = { 0 };
+        if (mode == 2)
+            q = prepare(&e, wl->query);
+        wl->writes(&e, mode == 2 ? &q : NULL, n, iters,
+                   mode == 0 ? "" : mode == 1 ? "base." : "sqlite.",
+                   mode == 0 ? live : mode == 1 ? base : lite);
+        if (lq && ldb_live_error(lq, NULL) != LDB_OK)
+            die("live query failed", wl->query);
+        if (mode == 2) {
+            finalize(&q);
+            sqlite3_close(e.lite);
+        } else {
+            ldb_live_close(lq);
+            ldb_close(e.db);
+        }
+    }
+    for (int c = 0; c < 3 && case_names[w][c]; c++) {
+        snprintf(name, sizeof name, "ratio.%s.%d", case_names[w][c], n);
+        bench_print(name, live[c] / lite[c], "x");
+        snprintf(name, sizeof name, "ratio.base.%s.%d", case_names[w][c], n);
+        bench_print(name, live[c] / base[c], "x");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rc = bench_init(argc, argv);
+    if (rc)
+        return rc;
+    printf("# bench_live: issues workloads, seed %u\n", SEED);
+    int sizes[] = { 10000, 1000000 };
+    int nsizes = bench_quick ? 1 : 2;
+    int iters = bench_quick ? 300 : 2000;
+    for (int w = 0; w < 3; w++) {
+        if (!bench_selected(argc, argv, workloads[w].name))
+            continue;
+        for (int s = 0; s < nsizes; s++)
+            run_workload(w, sizes[s], iters);
+    }
+    return 0;
+}
