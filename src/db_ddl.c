@@ -51,7 +51,8 @@ static void scratch_init(ldb_stmt *s, struct scratch_bind *sb)
 {
     memset(sb, 0, sizeof *sb);
     plan_arena_init(&sb->pa);
-    sb->env = (struct bind_env){ s->db->store, &sb->pa, &sb->err, &sb->views };
+    sb->env = (struct bind_env){ .store = s->db->store, .pa = &sb->pa, .err = &sb->err,
+                                 .views = &sb->views };
 }
 
 static void scratch_free_bind(struct scratch_bind *sb)

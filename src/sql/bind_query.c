@@ -67,7 +67,7 @@ static struct plan *node(binder *b, enum plan_kind kind, uint32_t ncols, struct 
         return NULL;
     }
     p->in = in;
-    if (in && ncols == in->ncols && kind != PLAN_PROJECT && kind != PLAN_AGGREGATE)
+    if (in && ncols && ncols == in->ncols && kind != PLAN_PROJECT && kind != PLAN_AGGREGATE)
         memcpy(p->cols, in->cols, ncols * sizeof *p->cols);
     return p;
 }

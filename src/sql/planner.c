@@ -149,7 +149,8 @@ static void add_filter(planner *pl, struct plan **slot, struct expr *pred)
         pl->rc = LDB_NOMEM;
         return;
     }
-    memcpy(f->cols, in->cols, in->ncols * sizeof *f->cols);
+    if (in->ncols)
+        memcpy(f->cols, in->cols, in->ncols * sizeof *f->cols);
     f->in = in;
     f->u.pred = pred;
     *slot = f;
