@@ -126,7 +126,6 @@ int shell_run_sql(shell *sh, const char *sql, const char *where, int first_line)
         ldb_finalize(st);
         if (sh->timer)
             printf("Run Time: %.3f ms\n", now_ms() - t0);
-        shell_note_statement(sh, p, (size_t)(tail - p));
         if (!tail || tail <= p)
             break;
         p = tail;
@@ -289,7 +288,6 @@ int main(int argc, char **argv)
         input in = { sh.interactive ? NULL : stdin, sh.interactive ? NULL : "stdin", 0 };
         errors += run_input(&sh, &in);
     }
-    shell_free_objects(&sh);
     ldb_close(sh.db);
     free(cmds);
     return errors && !sh.interactive ? 1 : 0;

@@ -1,24 +1,16 @@
 /*
  * livedb_cmd.c - the shell's dot commands, one table entry each (a later
- * command such as ".live" is one more entry), and the record of the schema
- * that .tables and .schema print.
- *
- * The public API has no catalog reader yet, so the shell keeps the
- * CREATE statements it ran itself: each statement that succeeded is parsed
- * (src/sql/parser.h) and CREATE TABLE/INDEX/VIEW add their text, DROP
- * removes it (with a table's indexes). Objects created by a transaction
- * that is then rolled back stay listed: a known limit until the engine
- * exposes its catalog.
+ * command such as ".live" is one more entry). .tables and .schema read
+ * the engine's catalog, the livedb_schema table (type, name, tbl_name,
+ * sql), so they show what the database holds, rolled-back DDL included
+ * correctly.
  */
 #include "livedb.h"
 #include "livedb_shell.h"
 
-#include "sql/parser.h"
-
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define MAX_ARGS 8
 
@@ -31,109 +23,6 @@ typedef struct dot_command {
 } dot_command;
 
 static const dot_command commands[];
-
-/* ---- schema record ------------------------------------------------------------ */
-
-static char *copy_n(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (!p) {
-        fputs("livedb: out of memory\n", stderr);
-        exit(2);
-    }
-    memcpy(p, s, n);
-    p[n] = 0;
-    return p;
-}
-
-static int find_object(const shell *sh, const char *name)
-{
-    for (int i = 0; i < sh->nobjs; i++)
-        if (strcasecmp(sh->objs[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-static void add_object(shell *sh, const ast_name *name, const ast_name *table, bool is_table,
-                       const char *sql, size_t len)
-{
-    char *n = copy_n(name->str, name->len);
-    if (find_object(sh, n) >= 0) { /* IF NOT EXISTS on an existing name */
-        free(n);
-        return;
-    }
-    if (sh->nobjs == sh->capobjs) {
-        sh->capobjs = sh->capobjs ? sh->capobjs * 2 : 16;
-        sh->objs = realloc(sh->objs, (size_t)sh->capobjs * sizeof *sh->objs);
-        if (!sh->objs) {
-            fputs("livedb: out of memory\n", stderr);
-            exit(2);
-        }
-    }
-    sh->objs[sh->nobjs++] = (shell_object){
-        .name = n,
-        .table = table ? copy_n(table->str, table->len) : NULL,
-        .sql = copy_n(sql, len),
-        .is_table = is_table,
-    };
-}
-
-static void remove_object(shell *sh, int i)
-{
-    free(sh->objs[i].name);
-    free(sh->objs[i].table);
-    free(sh->objs[i].sql);
-    memmove(sh->objs + i, sh->objs + i + 1, (size_t)(sh->nobjs - i - 1) * sizeof *sh->objs);
-    sh->nobjs--;
-}
-
-/* DROP name: the object, and a table's indexes with it. */
-static void drop_object(shell *sh, const ast_name *name)
-{
-    char *n = copy_n(name->str, name->len);
-    for (int i = sh->nobjs - 1; i >= 0; i--)
-        if (strcasecmp(sh->objs[i].name, n) == 0 ||
-            (sh->objs[i].table && strcasecmp(sh->objs[i].table, n) == 0))
-            remove_object(sh, i);
-    free(n);
-}
-
-void shell_note_statement(shell *sh, const char *sql, size_t len)
-{
-    sql_ast *ast;
-    sql_error err;
-    if (sql_parse(sql, len, &ast, &err) != LDB_OK)
-        return;
-    const ast_stmt *s = ast->stmt;
-    const char *text = sql + s->off;
-    switch (s->kind) {
-    case AST_STMT_CREATE_TABLE:
-        add_object(sh, &s->u.create_table.name.name, NULL, true, text, s->len);
-        break;
-    case AST_STMT_CREATE_VIEW:
-        add_object(sh, &s->u.create_view.name.name, NULL, true, text, s->len);
-        break;
-    case AST_STMT_CREATE_INDEX:
-        add_object(sh, &s->u.create_index.name.name, &s->u.create_index.table, false, text,
-                   s->len);
-        break;
-    case AST_STMT_DROP:
-        drop_object(sh, &s->u.drop.name.name);
-        break;
-    default:
-        break;
-    }
-    sql_ast_free(ast);
-}
-
-void shell_free_objects(shell *sh)
-{
-    while (sh->nobjs)
-        remove_object(sh, sh->nobjs - 1);
-    free(sh->objs);
-    sh->objs = NULL;
-    sh->capobjs = 0;
-}
 
 /* ---- commands ------------------------------------------------------------------- */
 
@@ -164,39 +53,51 @@ static int cmd_mode(shell *sh, int argc, char **argv)
     return 1;
 }
 
-static int cmp_objects(const void *a, const void *b)
+/* Runs a catalog query (with name bound to ?1 when not NULL) and prints
+ * its first column, one line per row, followed by suffix. Sets *rows.
+ * Returns 0, or 1 after printing the engine's error. */
+static int print_catalog(shell *sh, const char *sql, const char *name, const char *suffix,
+                         int *rows)
 {
-    return strcmp((*(const shell_object *const *)a)->name, (*(const shell_object *const *)b)->name);
+    ldb_stmt *st;
+    *rows = 0;
+    int rc = ldb_prepare(sh->db, sql, -1, &st, NULL);
+    if (rc == LDB_OK && name)
+        rc = ldb_bind_text(st, 1, name, -1);
+    while (rc == LDB_OK && (rc = ldb_step(st)) == LDB_ROW) {
+        size_t len;
+        const char *text = ldb_row_text(ldb_stmt_row(st), 0, &len);
+        printf("%.*s%s\n", text ? (int)len : 0, text ? text : "", suffix);
+        ++*rows;
+        rc = LDB_OK;
+    }
+    if (rc != LDB_DONE)
+        fprintf(stderr, "Error: %s\n", ldb_errmsg(sh->db));
+    ldb_finalize(st);
+    return rc != LDB_DONE;
 }
 
 static int cmd_tables(shell *sh, int argc, char **argv)
 {
-    const shell_object **list = malloc(((size_t)sh->nobjs + 1) * sizeof *list);
-    int n = 0;
-    if (!list)
-        return 1;
-    for (int i = 0; i < sh->nobjs; i++)
-        if (sh->objs[i].is_table)
-            list[n++] = &sh->objs[i];
-    qsort(list, (size_t)n, sizeof *list, cmp_objects);
-    for (int i = 0; i < n; i++)
-        printf("%s\n", list[i]->name);
-    free(list);
-    return 0;
+    int rows;
+    return print_catalog(sh, "SELECT name FROM livedb_schema WHERE type <> 'index' ORDER BY name",
+                         NULL, "", &rows);
 }
 
+/* Every CREATE statement, or those of NAME and of the indexes on it. */
 static int cmd_schema(shell *sh, int argc, char **argv)
 {
-    const char *name = argc > 1 ? argv[1] : NULL;
-    if (name && find_object(sh, name) < 0) {
-        fprintf(stderr, "Error: no such table, index or view: %s\n", name);
+    int rows;
+    if (argc == 1)
+        return print_catalog(sh, "SELECT sql FROM livedb_schema", NULL, ";", &rows);
+    if (print_catalog(sh,
+                      "SELECT sql FROM livedb_schema WHERE lower(name) = lower(?1) OR "
+                      "lower(tbl_name) = lower(?1)",
+                      argv[1], ";", &rows))
         return 1;
-    }
-    for (int i = 0; i < sh->nobjs; i++) {
-        const shell_object *o = &sh->objs[i];
-        if (!name || strcasecmp(o->name, name) == 0 ||
-            (o->table && strcasecmp(o->table, name) == 0))
-            printf("%s;\n", o->sql);
+    if (rows == 0) {
+        fprintf(stderr, "Error: no such table, index or view: %s\n", argv[1]);
+        return 1;
     }
     return 0;
 }
@@ -253,7 +154,11 @@ static int split_args(char *line, char **argv)
 
 int shell_dot_command(shell *sh, const char *line)
 {
-    char *copy = copy_n(line + 1, strlen(line + 1)), *argv[MAX_ARGS + 1];
+    char *copy = strdup(line + 1), *argv[MAX_ARGS + 1];
+    if (!copy) {
+        fputs("livedb: out of memory\n", stderr);
+        exit(2);
+    }
     int argc = split_args(copy, argv), rc = 1;
     const dot_command *c = commands;
     while (c->name && (argc == 0 || strcmp(c->name, argv[0]) != 0))

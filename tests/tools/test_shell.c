@@ -114,6 +114,12 @@ static void dot_commands(void)
     CHECK_STR(out, "a\nb\n"
                    "CREATE TABLE b(x INTEGER);\nCREATE INDEX bx ON b(x);\n"
                    "CREATE TABLE a(y TEXT);\n");
+    /* The catalog is the engine's: rolled-back DDL is gone. */
+    CHECK_INT(run("", "CREATE TABLE k(x INTEGER);\nBEGIN;\nCREATE TABLE r(x INTEGER);\n"
+                      "ROLLBACK;\n.tables\n"),
+              0);
+    CHECK_STR(out, "k\n");
+    CHECK_INT(run("-c '.schema nope'", ""), 1);
     CHECK_INT(run("-c .help", ""), 0);
     CHECK(strstr(out, ".mode"));
     CHECK(strstr(out, ".schema"));
