@@ -270,6 +270,39 @@ struct expr *scope_column_expr(binder *b, struct scope *s, uint32_t item,
     return ex_column(b, it->base + col, &it->plan->cols[col], off);
 }
 
+static bool is_rowid_name(const char *name)
+{
+    return name_eq(name, "rowid") || name_eq(name, "_rowid_") || name_eq(name, "oid");
+}
+
+/* rowid, _rowid_ and oid, when no column has the name, mean a table's
+ * automatic key: its hidden rowid or its INTEGER PRIMARY KEY (SQLite). */
+static int find_rowid_alias(binder *b, struct scope *s, const ast_expr *e, uint32_t *item,
+                            uint32_t *col)
+{
+    const ast_name *tn = &e->u.column.table;
+    if (!is_rowid_name(e->u.column.column.str))
+        return 0;
+    int found = 0;
+    for (uint32_t i = 0; i < s->nitems; i++) {
+        const struct scope_item *it = &s->items[i];
+        if ((tn->str && !item_named(it, tn)) || it->plan->kind != PLAN_SCAN)
+            continue;
+        const struct schema *sc = table_schema(it->plan->u.scan.table);
+        if (!sc->rowid_auto)
+            continue;
+        if (found) {
+            bind_error(b, LDB_ERROR, e->off, "ambiguous column name: %s",
+                       e->u.column.column.str);
+            return -1;
+        }
+        found = 1;
+        *item = i;
+        *col = sc->pk[0];
+    }
+    return found;
+}
+
 /* Finds a column in one scope. 1: found; 0: not here; -1: error. */
 static int find_column(binder *b, struct scope *s, const ast_expr *e,
                        uint32_t *item, uint32_t *col)
@@ -298,7 +331,7 @@ static int find_column(binder *b, struct scope *s, const ast_expr *e,
             break;
         }
     }
-    return found;
+    return found ? found : find_rowid_alias(b, s, e, item, col);
 }
 
 static uint32_t add_capture(binder *b, struct subq *sq, struct expr *x)

@@ -101,6 +101,12 @@ static void result_names(void)
     CHECK(ldb_prepare(db, "VALUES (1, 2)", -1, &s, NULL) == LDB_OK);
     CHECK_STR(ldb_column_name(s, 1), "column2");
     ldb_finalize(s);
+    /* rowid, _rowid_, oid: the automatic key */
+    EXEC(db, "CREATE TABLE k(id INTEGER PRIMARY KEY, v)");
+    EXEC(db, "INSERT INTO k(v) VALUES ('p'), ('q')");
+    CHECK_ROWS(db, "SELECT rowid, _rowid_, t.oid FROM t ORDER BY 1", "1|1|1\n2|2|2\n3|3|3\n");
+    CHECK_ROWS(db, "SELECT k.rowid, v FROM k WHERE oid = 2", "2|q\n");
+    CHECK_ERROR(db, "SELECT oid FROM t, k", "line 1, column 8: ambiguous column name: oid");
     ldb_close(db);
 }
 
