@@ -153,7 +153,8 @@ int ldb_clear_bindings(ldb_stmt *s);
 int ldb_step(ldb_stmt *s);
 const ldb_row *ldb_stmt_row(ldb_stmt *s);
 int ldb_column_count(ldb_stmt *s);
-/* Borrowed until the statement is finalized. */
+/* Borrowed until the statement is finalized, or compiled again (a step
+ * after the schema changed rebinds it, and the names may change). */
 const char *ldb_column_name(ldb_stmt *s, int i);
 /* Back to before the first step; bindings are kept. */
 int ldb_reset(ldb_stmt *s);
