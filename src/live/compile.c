@@ -491,8 +491,7 @@ static int compile_join(struct compile *c, const struct plan *p, df_node **out)
         *out = j;
         return rc;
     }
-    /* drop the computed key columns again */
-    bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;
+    /* drop the computed key columns again (semi/anti output left only) */
     uint32_t n = p->ncols;
     expr **es = plan_alloc(&c->prog->pa, n * sizeof *es);
     if (!es)
@@ -502,7 +501,6 @@ static int compile_join(struct compile *c, const struct plan *p, df_node **out)
         if (!(es[i] = xb_column(&c->prog->pa, from, &p->cols[i])))
             return LDB_NOMEM;
     }
-    (void)left_only;
     return add_map(c, j, es, n, NULL, out);
 }
 

@@ -511,12 +511,11 @@ static struct plan *with_columns(plan_arena *pa, struct plan *in, expr **extra, 
 
 /* True when p's rows are unique by its column 0 (the domain column): at
  * most one row per capture tuple. */
-static bool one_row_per_tuple(plan_arena *pa, struct plan *p)
+static bool one_row_per_tuple(const struct plan *p)
 {
     uint32_t key[256], n;
     if (p->ncols > 256 || !plan_unique_key(p, key, &n))
         return false;
-    (void)pa;
     return n == 0 || (n == 1 && key[0] == 0);
 }
 
@@ -531,7 +530,7 @@ static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t
 static expr *attach_scalar(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *pp)
 {
     plan_arena *pa = a->d->pa;
-    if (!one_row_per_tuple(pa, pp)) {
+    if (!one_row_per_tuple(pp)) {
         dc_fail(a->d, LDB_UNSUPPORTED,
                 "a scalar subquery that may return several rows cannot be kept live; use an "
                 "aggregate, or ORDER BY with LIMIT 1");
