@@ -353,14 +353,20 @@ static int count_finalize(agg_inst *ai, const void *st, value *out)
 static void no_destroy(agg_inst *ai, void *st) {}
 static size_t no_heap(const agg_inst *ai, const void *st) { return 0; }
 
+static int count_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
+{
+    *out = value_int(count);
+    return LDB_OK;
+}
+
 const struct agg_def agg_count_star = {
-    "count", 0, AGG_RETRACT | AGG_MERGE, sizeof(int64_t), count_init,
-    count_star_step, count_merge, count_finalize, no_destroy, no_heap,
+    "count", 0, AGG_RETRACT | AGG_MERGE | AGG_COUNT_ONLY, sizeof(int64_t), count_init,
+    count_star_step, count_merge, count_finalize, no_destroy, no_heap, count_combine, 0,
 };
 
 const struct agg_def agg_count = {
-    "count", 1, AGG_RETRACT | AGG_MERGE, sizeof(int64_t), count_init,
-    count_step, count_merge, count_finalize, no_destroy, no_heap,
+    "count", 1, AGG_RETRACT | AGG_MERGE | AGG_COUNT_ONLY, sizeof(int64_t), count_init,
+    count_step, count_merge, count_finalize, no_destroy, no_heap, count_combine, 0,
 };
 
 /* ---- sum, total, avg ------------------------------------------------------ */
@@ -490,19 +496,46 @@ static size_t sum_heap(const agg_inst *ai, const void *st)
     return exactsum_heap_bytes(&((const struct sum_state *)st)->reals);
 }
 
+/* The combines read a sum_state made of INTEGER inputs only: the same
+ * finalize code, so the results are bit for bit those of stepping. */
+static struct sum_state integer_state(int64_t count, const isum *sum)
+{
+    struct sum_state s = { count, 0, *sum, { 0 } };
+    exactsum_init(&s.reals);
+    return s;
+}
+
+static int sum_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
+{
+    struct sum_state s = integer_state(count, sum);
+    return sum_finalize(NULL, &s, out);
+}
+
+static int total_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
+{
+    struct sum_state s = integer_state(count, sum);
+    return total_finalize(NULL, &s, out);
+}
+
+static int avg_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
+{
+    struct sum_state s = integer_state(count, sum);
+    return avg_finalize(NULL, &s, out);
+}
+
 const struct agg_def agg_sum = {
     "sum", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
-    sum_step, sum_merge, sum_finalize, sum_destroy, sum_heap,
+    sum_step, sum_merge, sum_finalize, sum_destroy, sum_heap, sum_combine, 0,
 };
 
 const struct agg_def agg_total = {
     "total", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
-    sum_step, sum_merge, total_finalize, sum_destroy, sum_heap,
+    sum_step, sum_merge, total_finalize, sum_destroy, sum_heap, total_combine, 0,
 };
 
 const struct agg_def agg_avg = {
     "avg", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct sum_state), sum_init,
-    sum_step, sum_merge, avg_finalize, sum_destroy, sum_heap,
+    sum_step, sum_merge, avg_finalize, sum_destroy, sum_heap, avg_combine, 0,
 };
 
 /* ---- min, max, string_agg ------------------------------------------------- */
@@ -590,17 +623,17 @@ static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
 
 const struct agg_def agg_min = {
     "min", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
-    vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap,
+    vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap, NULL, -1,
 };
 
 const struct agg_def agg_max = {
     "max", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
-    vms_agg_step, vms_agg_merge, max_finalize, vms_agg_destroy, vms_agg_heap,
+    vms_agg_step, vms_agg_merge, max_finalize, vms_agg_destroy, vms_agg_heap, NULL, 1,
 };
 
 const struct agg_def agg_string_agg = {
     "string_agg", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
-    vms_agg_step, vms_agg_merge, string_agg_finalize, vms_agg_destroy, vms_agg_heap,
+    vms_agg_step, vms_agg_merge, string_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
 };
 
 const struct agg_def *agg_builtin(const char *name)

@@ -65,11 +65,13 @@
 #include <stdint.h>
 
 #include "base/pool.h"
+#include "value/exactsum.h"
 #include "value/value.h"
 
 enum agg_flags {
     AGG_RETRACT = 1, /* step accepts negative weights */
-    AGG_MERGE = 2    /* merge is provided */
+    AGG_MERGE = 2,   /* merge is provided */
+    AGG_COUNT_ONLY = 4 /* combine reads only the count, not the sum */
 };
 
 typedef struct agg_inst agg_inst;
@@ -89,6 +91,21 @@ struct agg_def {
     void (*destroy)(agg_inst *ai, void *st);
     /* Heap bytes the state holds beyond state_size, for space counters. */
     size_t (*heap_bytes)(const agg_inst *ai, const void *st);
+    /*
+     * Declared algebra that materialized views maintain by arithmetic,
+     * never by name (issue 7); both optional:
+     * combine: when every argument value is an INTEGER (or NULL), the
+     *   result is a function of count, the number of non-NULL values (of
+     *   rows for count(*)), and sum, their exact sum: *out =
+     *   combine(count, sum); LDB_RANGE when it does not fit. count, sum,
+     *   total, avg and user aggregates declaring a decomposition.
+     * extreme: -1 when the result is the least non-NULL argument under
+     *   the instance collation (min), +1 the greatest (max), 0 neither;
+     *   an insert can only tighten it, retracting it needs the group's
+     *   remaining values.
+     */
+    int (*combine)(const agg_inst *ai, int64_t count, const isum *sum, value *out);
+    int extreme;
 };
 
 struct agg_inst {
