@@ -30,6 +30,7 @@
 
 struct store;
 struct table;
+struct func_registry;
 
 typedef VEC(sql_ast *) sql_ast_vec;
 
@@ -38,6 +39,7 @@ struct bind_env {
     plan_arena *pa;
     struct eval_error *err;   /* code, offset and message of a failure */
     sql_ast_vec *views;       /* parsed view definitions, kept with the plan */
+    const struct func_registry *funcs; /* registered functions, or NULL */
 };
 
 /* ON CONFLICT ... DO NOTHING | DO UPDATE of an INSERT. Expressions of

@@ -751,7 +751,8 @@ static struct expr *bind_call(binder *b, const ast_expr *e)
             return NULL;
         }
         fn = &func_count_star;
-    } else if (!(fn = func_find(name, nargs, &known))) {
+    } else if (!(fn = func_registry_find(b->env->funcs, name, nargs, &known)) &&
+               !(fn = func_find(name, nargs, known ? NULL : &known))) {
         if (known)
             bind_error(b, LDB_ERROR, e->off, "wrong number of arguments to function %s()", name);
         else

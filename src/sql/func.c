@@ -320,6 +320,20 @@ static const struct func_def *search(const struct func_def *defs, uint32_t n,
     return NULL;
 }
 
+const struct func_def *func_registry_find(const struct func_registry *r, const char *name,
+                                          uint32_t nargs, bool *name_known)
+{
+    for (size_t i = r ? r->defs.len : 0; i-- > 0;) {
+        const struct func_def *f = r->defs.data[i];
+        if (strcmp(f->name, name) != 0)
+            continue;
+        *name_known = true;
+        if (nargs >= (uint32_t)f->min_args && (f->max_args < 0 || nargs <= (uint32_t)f->max_args))
+            return f;
+    }
+    return NULL;
+}
+
 const struct func_def *func_find(const char *name, uint32_t nargs, bool *name_known)
 {
     bool known = false;

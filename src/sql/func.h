@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/vec.h"
 #include "sql/expr.h"
 #include "value/aggregate.h"
 
@@ -56,6 +57,21 @@ const struct func_def *func_find(const char *name, uint32_t nargs,
 
 /* count(*). */
 extern const struct func_def func_count_star;
+
+/*
+ * Functions registered on one database (ldb_create_aggregate). The binder
+ * searches them before the built-ins, so a registered name overrides a
+ * built-in of the same name and argument count (as in SQLite), and the
+ * newest registration of a name wins. The registry borrows its entries
+ * from whoever registered them.
+ */
+struct func_registry {
+    VEC(const struct func_def *) defs;
+};
+
+/* Like func_find, in r only (r may be NULL). */
+const struct func_def *func_registry_find(const struct func_registry *r, const char *name,
+                                          uint32_t nargs, bool *name_known);
 
 static inline bool func_is_aggregate(const struct func_def *f)
 {
