@@ -258,6 +258,102 @@ void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
 /* Closes q. Allowed inside its own callback. NULL is a no-op. */
 void ldb_live_close(ldb_live *q);
 
+/* ---- materialized views ------------------------------------------------------ */
+
+/*
+ * CREATE MATERIALIZED VIEW v AS SELECT ... keeps the result in a table v
+ * that every reader sees as a table and that only its maintenance writes:
+ * at the end of each statement that changes what the body reads, inside
+ * that statement's transaction (docs/SQL.md, docs/ARCHITECTURE.md). These
+ * are its counters since it was created.
+ */
+typedef struct ldb_mv_stats {
+    const char *strategy;    /* "projection", "aggregate", "dataflow" or
+                                "rebuild" (static text) */
+    uint64_t changes;        /* source row changes the view consumed */
+    uint64_t written;        /* rows of v inserted, updated or deleted */
+    uint64_t suppressed;     /* recomputed rows identical to the stored ones,
+                                not written (no-op changes) */
+    uint64_t runs;           /* maintenance passes (one per statement round
+                                that changed a source) */
+    uint64_t rechecks;       /* groups re-read from a source (a retracted
+                                min/max) */
+    uint64_t resyncs;        /* dataflow states rebuilt from the tables
+                                after a failure */
+    uint64_t retained_bytes; /* maintenance state beyond the table v */
+    int64_t rows;            /* rows of v */
+} ldb_mv_stats;
+
+/* The counters of materialized view name; LDB_NOTFOUND when there is no
+ * such view. */
+int ldb_mv_stats_get(ldb *db, const char *name, ldb_mv_stats *out);
+
+/* ---- user-defined aggregates -------------------------------------------------- */
+
+/* Where a finalize or decompose callback puts its result (borrowed for
+ * the call; no call leaves NULL). Text and blobs are copied. The setters
+ * return LDB_NOMEM when a copy fails, which the callback returns. */
+typedef struct ldb_result ldb_result;
+void ldb_result_null(ldb_result *r);
+void ldb_result_int64(ldb_result *r, int64_t v);
+void ldb_result_double(ldb_result *r, double v);
+void ldb_result_bool(ldb_result *r, int v);
+int ldb_result_text(ldb_result *r, const char *s, int n); /* n < 0: up to the NUL */
+int ldb_result_blob(ldb_result *r, const void *p, int n);
+
+#define LDB_DETERMINISTIC 1 /* the result depends only on the arguments */
+
+/*
+ * An aggregate function and its declared algebra. livedb never decides
+ * anything from a function's name: the declaration says how a group is
+ * kept when rows leave it.
+ *
+ * Every callback gets ctx; those returning int return LDB_OK, or an error
+ * code that fails the statement. A group's state is state_size bytes,
+ * zeroed before its first step, owned by livedb.
+ * - step (required): adds one tuple of nargs arguments (args is borrowed
+ *   for the call, NULL values included).
+ * - inverse (optional): removes one tuple that step added. With it, a
+ *   group of a live query or materialized view is updated in place when
+ *   rows leave it; without it, livedb keeps the group's argument tuples
+ *   and recomputes the group from them (steps in value order) when it
+ *   changes.
+ * - merge (optional): state += other (other unchanged).
+ * - finalize (required): the result of the state; called after every
+ *   change of an incrementally kept group, so it must not change state.
+ * - destroy (optional): releases what state holds; the memory is livedb's.
+ * - decompose (optional, one argument only): declares that the result is
+ *   a function of count, the number of non-NULL arguments, and sum, their
+ *   sum, whenever the arguments are INTEGERs (as avg is sum / count). A
+ *   materialized view grouping one table then keeps count and sum in its
+ *   table and calls decompose instead of stepping the group's rows (a sum
+ *   that does not fit in 64 bits fails the statement).
+ * - ctx_free (optional): called with ctx when the database closes.
+ */
+typedef struct ldb_aggregate {
+    size_t state_size;
+    unsigned flags;          /* LDB_DETERMINISTIC, needed by live queries
+                                and materialized views */
+    void *ctx;
+    int (*step)(void *ctx, void *state, const ldb_row *args);
+    int (*inverse)(void *ctx, void *state, const ldb_row *args);
+    int (*merge)(void *ctx, void *state, const void *other);
+    int (*finalize)(void *ctx, const void *state, ldb_result *out);
+    void (*destroy)(void *ctx, void *state);
+    int (*decompose)(void *ctx, int64_t count, int64_t sum, ldb_result *out);
+    void (*ctx_free)(void *ctx);
+} ldb_aggregate;
+
+/*
+ * Registers name(arg1, ..., argN) as an aggregate of db (def is copied;
+ * ctx is the caller's until ctx_free). A registration overrides a
+ * built-in of the same name and argument count, and the newest
+ * registration of a name wins for statements compiled afterwards.
+ * LDB_MISUSE for a missing step/finalize, nargs outside 0..100, or
+ * decompose with nargs != 1; LDB_NOMEM.
+ */
+int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "db_internal.h"
 
 #include "live/live.h"
+#include "mv/mv.h"
 
 #include "base/mem.h"
 #include "base/strbuf.h"
@@ -90,12 +91,14 @@ int db_write_begin(ldb *db)
     int rc = store_stmt_begin(db->store);
     if (rc)
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    mv_settle(db->mv); /* a rollback the store just finished */
     return LDB_OK;
 }
 
 int db_write_end(ldb *db, int rc)
 {
     int end = store_stmt_end(db->store, rc);
+    mv_settle(db->mv);
     if (end != LDB_OK && rc == LDB_OK)
         return db_error(db, end, NULL, -1, "%s", store_errmsg(db->store));
     return end;
@@ -116,6 +119,10 @@ int ldb_open(const char *path, ldb **out)
     int rc = store_open(&db->store);
     if (!rc && (rc = live_registry_new(db->store, &db->live)))
         store_close(db->store);
+    if (!rc && (rc = mv_registry_new(db->store, &db->funcs, &db->env, &db->mv))) {
+        live_registry_free(db->live);
+        store_close(db->store);
+    }
     if (rc) {
         mem_free(db);
         return rc;
@@ -135,6 +142,8 @@ void ldb_close(ldb *db)
     live_registry_free(db->live); /* releases the queries' statements */
     while (db->stmts)
         ldb_finalize(db->stmts);
+    mv_registry_free(db->mv); /* before the store frees the backing tables */
+    db_funcs_free(db);
     for (size_t i = 0; i < db->pragmas.len; i++) {
         mem_free(db->pragmas.data[i].name);
         value_release(&db->pragmas.data[i].v);

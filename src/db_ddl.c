@@ -19,6 +19,7 @@
 #include "db_internal.h"
 
 #include "live/live.h"
+#include "mv/mv.h"
 
 #include "base/mem.h"
 #include "sql/planner.h"
@@ -52,7 +53,7 @@ static void scratch_init(ldb_stmt *s, struct scratch_bind *sb)
     memset(sb, 0, sizeof *sb);
     plan_arena_init(&sb->pa);
     sb->env = (struct bind_env){ .store = s->db->store, .pa = &sb->pa, .err = &sb->err,
-                                 .views = &sb->views };
+                                 .views = &sb->views, .funcs = &s->db->funcs };
 }
 
 static void scratch_free_bind(struct scratch_bind *sb)
@@ -475,8 +476,12 @@ static int drop(ldb_stmt *s)
         if (!ix)
             return if_exists ? LDB_OK
                              : db_error(db, LDB_ERROR, s->ast, n->off, "no such index: %s", n->str);
+        struct table *t = ix->table;
         rc = store_drop_index(db->store, ix);
-        return rc ? store_failed(s, rc, n->off) : LDB_OK;
+        if (rc)
+            return store_failed(s, rc, n->off);
+        struct eval_error err; /* views whose dataflow read it rebuild without it */
+        return mv_index_dropped(db->mv, t, &err) ? db_error_from(db, NULL, &err) : LDB_OK;
     }
     case AST_OBJ_TRIGGER:
         return unsupported(s, st->off, "triggers");
@@ -489,6 +494,9 @@ static int drop(ldb_stmt *s)
         return if_exists ? LDB_OK
                          : db_error(db, LDB_ERROR, s->ast, n->off, "no such %s: %s",
                                     want_view ? "view" : "table", n->str);
+    struct eval_error err;
+    if (mv_check_drop_table(db->mv, t, &err))
+        return db_error(db, err.code, s->ast, n->off, "%s", err.msg);
     if (table_is_view(t) != want_view)
         return db_error(db, LDB_ERROR, s->ast, n->off, "use DROP %s to delete %s %s",
                         want_view ? "TABLE" : "VIEW", want_view ? "table" : "view", n->str);
@@ -551,6 +559,7 @@ int db_run_txn(ldb_stmt *s)
     case AST_STMT_SAVEPOINT: rc = store_savepoint(store, st->u.savepoint.str); break;
     default: rc = store_release(store, st->u.savepoint.str); break;
     }
+    mv_settle(s->db->mv); /* views restore what a rollback undid */
     return rc ? store_failed(s, rc, st->off) : LDB_DONE;
 }
 

@@ -24,6 +24,7 @@
 #include "livedb.h"
 #include "sql/bind.h"
 #include "sql/exec.h"
+#include "sql/func.h"
 #include "sql/parser.h"
 #include "sql/plan.h"
 #include "storage/store.h"
@@ -43,6 +44,8 @@ struct ldb {
     uint64_t epoch;            /* bumped by every statement that writes */
     struct ldb_stmt *stmts;    /* every unfinalized statement */
     struct live_registry *live; /* open live queries (src/live) */
+    struct mv_registry *mv;    /* materialized views (src/mv) */
+    struct func_registry funcs; /* ldb_create_aggregate (db_aggregate.c) */
     VEC(struct pragma) pragmas;
 };
 
@@ -115,6 +118,11 @@ int db_run_ddl(ldb_stmt *s);        /* CREATE, DROP, REINDEX */
 int db_run_txn(ldb_stmt *s);        /* BEGIN COMMIT ROLLBACK SAVEPOINT RELEASE */
 /* PRAGMA: sets a value, or appends the value's row to s->out_rows. */
 int db_run_pragma(ldb_stmt *s);
+
+/* CREATE / DROP / EXPLAIN MATERIALIZED VIEW (db_mv.c). */
+int db_run_mv(ldb_stmt *s);
+/* Frees the functions registered on db (db_aggregate.c). */
+void db_funcs_free(ldb *db);
 
 /* The pragma value of that name (case-insensitive), or NULL. Borrowed. */
 const value *db_pragma_get(const ldb *db, const char *name);

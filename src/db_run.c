@@ -5,9 +5,7 @@
  * and the dispatch to DDL, transaction and PRAGMA handling (db_ddl.c).
  *
  * Materialized views: CREATE MATERIALIZED VIEW, DROP MATERIALIZED VIEW and
- * EXPLAIN MATERIALIZED VIEW reach run_materialized_view, the one place
- * the materialized-view layer will take over; until then they are
- * LDB_UNSUPPORTED.
+ * EXPLAIN MATERIALIZED VIEW go to db_run_mv (db_mv.c).
  */
 #include "db_internal.h"
 
@@ -26,6 +24,7 @@ static void stmt_bind_env(ldb_stmt *s, struct bind_env *env)
     env->pa = &s->pa;
     env->err = &s->err;
     env->views = &s->views;
+    env->funcs = &s->db->funcs;
 }
 
 void stmt_uncompile(ldb_stmt *s)
@@ -278,12 +277,6 @@ static int run_explain(ldb_stmt *s)
     return rc ? db_error(s->db, LDB_NOMEM, NULL, -1, "out of memory") : LDB_OK;
 }
 
-static int run_materialized_view(ldb_stmt *s)
-{
-    return db_error(s->db, LDB_UNSUPPORTED, s->ast, s->ast->stmt->off,
-                    "materialized views are not supported yet");
-}
-
 static bool is_materialized_view(const ast_stmt *st)
 {
     return st->kind == AST_STMT_EXPLAIN_VIEW ||
@@ -298,7 +291,7 @@ int stmt_start(ldb_stmt *s)
         return rc;
     const ast_stmt *st = s->ast->stmt;
     if (is_materialized_view(st))
-        return run_materialized_view(s);
+        return db_run_mv(s);
     switch (st->kind) {
     case AST_STMT_SELECT:
         if ((rc = new_exec(s)))
