@@ -569,8 +569,9 @@ static void aggregate(gen *g, const scope *sc, enum ty ty, strbuf *sb)
 
 /* A GROUP BY key: with a column of its own (a constant integer would
  * mean a column number), no outer column (SQLite cannot resolve those
- * there) and no subquery (SQLite accepts ungrouped columns inside one
- * when the whole key is selected; livedb, like PostgreSQL, does not). */
+ * there) and no subquery: livedb shows a wrong value (NULL) for a
+ * correlated-subquery key in a group whose min() is NULL (reported;
+ * lift this once fixed). */
 static void gen_key(gen *g, const scope *sc, enum ty ty, strbuf *key)
 {
     scope local = *sc;
@@ -905,9 +906,9 @@ static void gen_write(gen *g, strbuf *sb)
          * updated sees the rows already changed; livedb (like the SQL
          * standard) evaluates on the table as it was. */
         g->avoid = t;
-        /* Not the primary key: livedb refuses "UPDATE t SET pk = ..." when
-         * an intermediate state has a duplicate key even if the final one
-         * has none (reported; SQLite checks row by row in rowid order). */
+        /* Not the primary key: livedb checks keys at the end of the
+         * statement, SQLite row by row, so SQLite refuses some updates
+         * livedb makes (SQL.md, differences, 10). */
         int c = t->pk + pick(g, t->ncol - t->pk);
         sb_printf(sb, "UPDATE %s SET %s = ", t->name, t->cols[c].name);
         gen_expr(g, &sc, t->cols[c].ty, 2, sb);
