@@ -637,7 +637,8 @@ static bool bind_results(binder *b, struct scope *s, const ast_result_list *l,
  * their values from one row of the group, as in SQLite, chosen by a rule
  * that depends only on the group's rows: when the query has exactly one
  * min() or max() aggregate, the row that gave that minimum or maximum
- * (SQLite's rule); otherwise the least row under the value order. Both are
+ * (SQLite's rule; when its argument is NULL in every row, the least or
+ * greatest row); otherwise the least row under the value order. Both are
  * one extra min/max aggregate over array(key, bare columns...), so they
  * run on aggregate.h like every aggregate, incrementally too. Each bare
  * reference becomes element i of that aggregate's result (EXPR_FIELD).
@@ -1043,34 +1044,27 @@ static bool finish_bare(binder *b, struct aggs *a)
     if (!a->nbare)
         return true;
     const struct expr *ext = deciding_extreme(a);
-    uint32_t lead = ext != NULL, off = a->fields[0]->off;
+    /* with a deciding min(x) the array leads with (x IS NULL, x): rows
+     * with a value first, then the least x (max: x IS NOT NULL, x, under
+     * max), so a group whose x is all NULL still yields one of its rows */
+    uint32_t lead = ext ? 2 : 0, off = a->fields[0]->off;
     struct expr *arr = ex_new(b, EXPR_CALL, lead + a->nbare, off);
     struct expr *call = ex_new(b, EXPR_CALL, 1, off);
     if (!arr || !call)
         return false;
     arr->u.fn = func_find("array", lead + a->nbare, NULL);
-    if (ext)
-        arr->args[0] = ext->args[0];
+    if (ext) {
+        bool is_max = ext->u.fn->agg == &agg_max;
+        if (!(arr->args[0] = ex_unary(b, is_max ? EOP_NOTNULL : EOP_ISNULL, ext->args[0], off)))
+            return false;
+        arr->args[1] = ext->args[0];
+    }
     for (uint32_t i = 0; i < a->nbare; i++)
         if (!(arr->args[lead + i] = ex_column(b, a->bare[i], &a->from->cols[a->bare[i]], off)))
             return false;
     call->args[0] = arr;
     call->u.fn = ext ? ext->u.fn : func_find("min", 1, NULL);
     call->coll = ext ? ext->coll : LDB_COLL_BINARY;
-    if (ext) {
-        /* rows where the min/max argument is NULL do not count (it ignores them) */
-        struct expr *cs = ex_new(b, EXPR_CASE, 3, off);
-        struct expr *isnull = ex_unary(b, EOP_ISNULL, ext->args[0], off);
-        value null = value_null();
-        struct expr *nul = ex_const(b, &null, off);
-        if (!cs || !isnull || !nul)
-            return false;
-        cs->u.c.has_else = true;
-        cs->args[0] = isnull;
-        cs->args[1] = nul;
-        cs->args[2] = arr;
-        call->args[0] = cs;
-    }
     uint32_t col = a->ngroups + a->ncalls;
     if (!bpush(b, (void **)&a->calls, &a->ncalls, &a->cap, sizeof call, &call))
         return false;

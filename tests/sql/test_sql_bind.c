@@ -124,6 +124,12 @@ static void grouping_and_order(void)
     CHECK_ROWS(db, "SELECT a FROM t ORDER BY c NULLS LAST", "1\n1\n2\n3\n");
     CHECK_ROWS(db, "SELECT b FROM t ORDER BY b COLLATE NOCASE DESC LIMIT 1 OFFSET 1", "y\n");
     CHECK_ROWS(db, "SELECT a, max(c), b FROM t GROUP BY a ORDER BY a", "1|1.5|x\n2|2.5|y\n3|NULL|NULL\n");
+    CHECK_ROWS(db, "SELECT a, min(c), b FROM t GROUP BY a ORDER BY a", "1|0.5|z\n2|2.5|y\n3|NULL|NULL\n");
+    /* bare columns come from a row of the group even when min() has no value */
+    CHECK_ROWS(db, "SELECT a, min(c), a + 1, (SELECT count(*) FROM u WHERE u.a = t.a) FROM t "
+                   "GROUP BY (SELECT count(*) FROM u WHERE u.a = t.a) ORDER BY a",
+               "1|0.5|2|1\n2|2.5|3|0\n");
+    CHECK_ROWS(db, "SELECT b, max(c) FROM t WHERE a = 3", "NULL|NULL\n");
     CHECK_ROWS(db, "SELECT sum(a) FILTER (WHERE a > 1), group_concat(b, '-') FROM t", "5|x-y-z\n");
     CHECK_ROWS(db, "SELECT DISTINCT a FROM t ORDER BY a DESC", "3\n2\n1\n");
     CHECK_ROWS(db, "SELECT a FROM t UNION SELECT a FROM u ORDER BY 1 DESC", "4\n3\n2\n1\n");
