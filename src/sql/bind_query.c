@@ -14,6 +14,8 @@
  */
 #include "sql/bind_internal.h"
 
+#include "base/strbuf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -746,7 +748,7 @@ static struct expr *lift(binder *b, struct aggs *a, struct expr *e)
     }
 }
 
-static bool build_agg(binder *b, const struct expr *call, struct plan_agg *out)
+static void build_agg(const struct expr *call, struct plan_agg *out)
 {
     const struct func_def *fn = call->u.fn;
     uint32_t nargs = call->nargs - ((call->flags & AGGCALL_FILTER) != 0);
@@ -759,8 +761,37 @@ static bool build_agg(binder *b, const struct expr *call, struct plan_agg *out)
     out->sep = value_null();
     if (fn->agg == &agg_string_agg && nargs == 2)
         out->sep = call->args[1]->u.v;
-    (void)b;
-    return true;
+}
+
+/* The text of e over the columns of p, as a column name (EXPLAIN). */
+static const char *name_of(binder *b, const struct expr *e, const struct plan *p)
+{
+    const char **names = balloc(b, (p->ncols + 1) * sizeof *names);
+    if (!names)
+        return NULL;
+    for (uint32_t i = 0; i < p->ncols; i++)
+        names[i] = p->cols[i].name;
+    strbuf sb = STRBUF_INIT;
+    if (e->kind == EXPR_CALL && func_is_aggregate(e->u.fn)) {
+        /* an aggregate call still carries its binder flags and FILTER */
+        uint32_t n = e->nargs - ((e->flags & AGGCALL_FILTER) != 0);
+        sb_printf(&sb, "%s(%s", e->u.fn->name, (e->flags & AGGCALL_DISTINCT) ? "DISTINCT " : "");
+        if (e->u.fn->agg == &agg_count_star)
+            sb_putc(&sb, '*');
+        for (uint32_t i = 0; i < n; i++) {
+            if (i)
+                sb_puts(&sb, ", ");
+            expr_print(&sb, e->args[i], names, p->ncols);
+        }
+        sb_putc(&sb, ')');
+    } else {
+        expr_print(&sb, e, names, p->ncols);
+    }
+    const char *s = sb_error(&sb) ? NULL : bstrdup(b, sb_str(&sb), sb.len);
+    sb_free(&sb);
+    if (!s)
+        bind_nomem(b);
+    return s;
 }
 
 static struct plan *aggregate_node(binder *b, struct aggs *a, struct plan *in)
@@ -771,13 +802,15 @@ static struct plan *aggregate_node(binder *b, struct aggs *a, struct plan *in)
     p->u.agg.groups = a->groups;
     p->u.agg.ngroups = a->ngroups;
     p->u.agg.naggs = a->ncalls;
-    for (uint32_t i = 0; i < a->ngroups; i++)
-        p->cols[i] = col_of(NULL, a->groups[i]);
-    for (uint32_t i = 0; i < a->ncalls; i++) {
-        if (!build_agg(b, a->calls[i], &p->u.agg.aggs[i]))
+    for (uint32_t i = 0; i < a->ngroups + a->ncalls; i++) {
+        const struct expr *e = i < a->ngroups ? a->groups[i] : a->calls[i - a->ngroups];
+        const char *name = name_of(b, e, in);
+        if (!name)
             return NULL;
-        p->cols[a->ngroups + i] = col_of(a->calls[i]->u.fn->name, a->calls[i]);
+        p->cols[i] = col_of(name, e);
     }
+    for (uint32_t i = 0; i < a->ncalls; i++)
+        build_agg(a->calls[i], &p->u.agg.aggs[i]);
     return p;
 }
 
