@@ -258,6 +258,16 @@ static int stmt_new(ldb *db, sql_ast *ast, ldb_stmt **out)
     return LDB_OK;
 }
 
+/* A parse error as the API reports it: valid SQL that livedb does not
+ * support is LDB_UNSUPPORTED. */
+static int parse_failed(ldb *db, int rc, const sql_error *perr)
+{
+    if (rc == LDB_NOMEM)
+        return db_error(db, rc, NULL, -1, "%s", perr->msg);
+    return db_error(db, perr->unsupported ? LDB_UNSUPPORTED : rc, NULL, (int64_t)perr->offset,
+                    "%s", perr->msg);
+}
+
 int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
 {
     if (!db || !sql || !out)
@@ -273,8 +283,7 @@ int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char
     if (tail)
         *tail = sql + cur.offset;
     if (rc)
-        return db_error(db, rc, NULL, rc == LDB_NOMEM ? -1 : (int64_t)perr.offset, "%s",
-                        perr.msg);
+        return parse_failed(db, rc, &perr);
     if (!ast)
         return LDB_OK;
     return stmt_new(db, ast, out);
@@ -443,8 +452,7 @@ int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
         sql_error perr;
         int rc = sql_parse_next(&cur, &ast, &perr);
         if (rc)
-            return db_error(db, rc, NULL, rc == LDB_NOMEM ? -1 : (int64_t)perr.offset, "%s",
-                            perr.msg);
+            return parse_failed(db, rc, &perr);
         if (!ast)
             return LDB_OK;
         ldb_stmt *s;

@@ -165,7 +165,7 @@ ast_stmt *parse_update(parser *p, ast_with *with, uint32_t off)
         !parse_dml_alias(p, &up->alias) || !parse_set(p, &up->set))
         return NULL;
     if (at_kw(p, KW_FROM))
-        return error_at(p, &p->tok, "UPDATE ... FROM is not supported");
+        return unsupported_at(p, &p->tok, "UPDATE ... FROM is not supported");
     if (!parse_where(p, &up->where) || !parse_returning(p, &up->returning))
         return NULL;
     return st;

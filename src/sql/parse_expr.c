@@ -375,7 +375,7 @@ static bool parse_call_suffix(parser *p, ast_expr *e)
     if (at_kw(p, KW_OVER)) {
         const token *next = peek(p, 1);
         if (next->kind == TK_LPAREN || tok_is_name(next)) {
-            error_at(p, &p->tok, "window functions are not supported");
+            unsupported_at(p, &p->tok, "window functions are not supported");
             return false;
         }
     }

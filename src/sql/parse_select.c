@@ -402,8 +402,7 @@ bool parse_with(parser *p, ast_with *out)
 {
     advance(p); /* WITH */
     if (at_kw(p, KW_RECURSIVE))
-        return error_at(p, &p->tok, "recursive CTEs are not supported") !=
-               NULL;
+        return unsupported_at(p, &p->tok, "recursive CTEs are not supported") != NULL;
     growable g = { 0 };
     do {
         ast_cte *cte = grow_push(p, &g, sizeof *cte);

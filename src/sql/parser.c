@@ -102,6 +102,15 @@ void *error_at(parser *p, const token *t, const char *fmt, ...)
     return NULL;
 }
 
+void *unsupported_at(parser *p, const token *t, const char *what)
+{
+    if (p->rc == LDB_OK) {
+        error_at(p, t, "%s", what);
+        p->err->unsupported = true;
+    }
+    return NULL;
+}
+
 /* How a token is named in "found ...": its text, quoted and shortened
  * (a string shows its contents, which already are in quotes). */
 static void describe(const parser *p, const token *t, char *buf, size_t size)
@@ -547,6 +556,7 @@ void sql_cursor_init(sql_cursor *c, const char *text, size_t len)
 static void error_clear(sql_error *err)
 {
     err->code = LDB_OK;
+    err->unsupported = false;
     err->offset = err->line = err->column = 0;
     err->msg[0] = '\0';
 }

@@ -30,6 +30,9 @@
 
 typedef struct sql_error {
     int code;        /* LDB_OK, LDB_ERROR or LDB_NOMEM */
+    bool unsupported; /* LDB_ERROR for valid SQL that livedb does not
+                         support (window functions, WITH RECURSIVE, UPDATE
+                         ... FROM): the API reports LDB_UNSUPPORTED */
     uint32_t offset; /* byte offset in the text given to the parser */
     uint32_t line, column;
     char msg[SQL_ERRMSG_MAX];

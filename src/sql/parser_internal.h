@@ -83,6 +83,8 @@ bool tok_is_name(const token *t);
 /* Records an error at token t (first error wins); returns NULL. */
 void *error_at(parser *p, const token *t, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* error_at for valid SQL that livedb does not support (sql_error.unsupported). */
+void *unsupported_at(parser *p, const token *t, const char *what);
 /* "expected <what>, found <current token>"; returns NULL. */
 void *expected(parser *p, const char *what);
 /* "expected <what> after '<last consumed token>', found ..." */

@@ -209,6 +209,10 @@ static void unsupported(void)
     CHECK_FAILS(db, "DELETE FROM t RETURNING a", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "SELECT DISTINCT a FROM t ORDER BY c", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "SELECT group_concat(a, b) FROM t", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "SELECT sum(a) OVER (ORDER BY a) FROM t", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "WITH RECURSIVE r(n) AS (SELECT 1) SELECT n FROM r", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "UPDATE t SET a = 1 FROM u", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "SELECT sum(a) OVER", LDB_ERROR);
     /* nothing was created */
     CHECK_ROWS(db, "SELECT count(*) FROM livedb_schema", "2\n");
     ldb_close(db);
