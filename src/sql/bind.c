@@ -172,7 +172,7 @@ static struct plan *target_rows(binder *b, struct table *t, const ast_name *alia
     b->scope = s;
     if (!where)
         return scan;
-    struct expr *pred = bind_cond(b, where);
+    struct expr *pred = bind_expr(b, where);
     struct plan *f = pred ? plan_new(b->pa, PLAN_FILTER, scan->ncols) : NULL;
     if (!f) {
         if (pred)
@@ -357,7 +357,7 @@ static bool bind_upsert(binder *b, const ast_insert *ins, const ast_upsert *u,
     struct scope *save = b->scope;
     b->scope = s;
     bool ok = bind_assignments(b, t, &u->set, &out->nset, &out->set_cols, &out->set_exprs) &&
-              (!u->where || (out->where = bind_cond(b, u->where)));
+              (!u->where || (out->where = bind_expr(b, u->where)));
     b->scope = save;
     return ok;
 }

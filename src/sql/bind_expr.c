@@ -710,7 +710,7 @@ static struct expr *bind_aggregate(binder *b, const ast_expr *e, const struct fu
     x->u.fn = fn;
     b->in_agg_args = true;
     bool ok = bind_args(b, &e->u.call.args, x, 0) &&
-              (!e->u.call.filter || (x->args[n - 1] = bind_cond(b, e->u.call.filter)));
+              (!e->u.call.filter || (x->args[n - 1] = bind_expr(b, e->u.call.filter)));
     b->in_agg_args = false;
     if (!ok)
         return NULL;
@@ -924,9 +924,4 @@ struct expr *bind_expr(binder *b, const ast_expr *e)
     }
     bind_error(b, LDB_INTERNAL, e->off, "unknown expression kind %d", e->kind);
     return NULL;
-}
-
-struct expr *bind_cond(binder *b, const ast_expr *e)
-{
-    return bind_expr(b, e);
 }

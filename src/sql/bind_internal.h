@@ -140,8 +140,6 @@ struct expr *ex_fold(binder *b, struct expr *e);
 /* ---- expressions (bind_expr.c) ---- */
 /* Binds e in b->scope. NULL on error (b's error set). */
 struct expr *bind_expr(binder *b, const ast_expr *e);
-/* A condition (WHERE, ON, HAVING): bound and wrapped to give BOOLEAN. */
-struct expr *bind_cond(binder *b, const ast_expr *e);
 /* The expression for a column of the current scope's joined row. */
 struct expr *scope_column_expr(binder *b, struct scope *s, uint32_t item,
                                uint32_t col, uint32_t off);

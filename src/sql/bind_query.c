@@ -507,7 +507,7 @@ static struct plan *bind_join(binder *b, struct scope *s, const ast_from *f)
     if (using_cols->n)
         cond = bind_using(b, s, using_cols, left_lo, right_lo, ak, f->off);
     else if (f->u.join.on)
-        cond = bind_cond(b, f->u.join.on);
+        cond = bind_expr(b, f->u.join.on);
     b->scope = save;
     if ((using_cols->n || f->u.join.on) && !cond)
         return NULL;
@@ -1182,7 +1182,7 @@ static struct plan *bind_core(binder *b, const ast_select_core *sc, const ast_or
     b->scope = c.s;
     c.s->aliases = &sc->cols;
     struct expr *where = NULL;
-    if (sc->where && !(where = bind_cond(b, sc->where)))
+    if (sc->where && !(where = bind_expr(b, sc->where)))
         return NULL;
     bool allow = b->allow_agg;
     b->allow_agg = true;
@@ -1190,7 +1190,7 @@ static struct plan *bind_core(binder *b, const ast_select_core *sc, const ast_or
     b->allow_agg = false;
     ok = ok && bind_group_by(b, &c, sc);
     b->allow_agg = true;
-    ok = ok && (!sc->having || (c.having = bind_cond(b, sc->having)));
+    ok = ok && (!sc->having || (c.having = bind_expr(b, sc->having)));
     ok = ok && (!ol || bind_core_order(b, &c, ol));
     b->allow_agg = allow;
     if (!ok)
