@@ -53,10 +53,9 @@ static int run_body(struct mv_view *v, row_vec *rows)
     int rc = exec_open(x, a->keyed, &root);
     while (rc == LDB_OK && (rc = exec_next(root, &r)) == LDB_ROW) {
         row *copy = row_from(r->cols, a->keyed->ncols);
-        if (!copy || vec_push(rows, copy)) {
+        rc = copy && !vec_push(rows, copy) ? LDB_OK : LDB_NOMEM;
+        if (rc)
             row_release(copy);
-            rc = LDB_NOMEM;
-        }
     }
     exec_free(x);
     return rc == LDB_DONE ? LDB_OK : rc;

@@ -1,0 +1,120 @@
+/*
+ * mv_util.h - helpers shared by the materialized-view tests: run SQL
+ * through the public API, get rows back as text (each value with its
+ * type letter, rows sorted, so results compare as multisets), and check a
+ * view against its body evaluated from scratch.
+ *
+ * Results live in static buffers that the next call overwrites.
+ */
+#ifndef LDB_TEST_MV_UTIL_H
+#define LDB_TEST_MV_UTIL_H
+
+#include "livedb.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MVT_ROWS 4096
+#define MVT_ROWLEN 160
+
+struct mvt_rows {
+    int n;
+    char r[MVT_ROWS][MVT_ROWLEN];
+};
+
+static int mvt_collect(void *ctx, const ldb_row *row)
+{
+    struct mvt_rows *rs = ctx;
+    if (rs->n >= MVT_ROWS)
+        return 1;
+    char *out = rs->r[rs->n++];
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < ldb_row_columns(row); i++) {
+        char buf[96];
+        ldb_row_format(row, i, buf, sizeof buf);
+        len += (size_t)snprintf(out + len, MVT_ROWLEN - len, "%s%c:%s", i ? "|" : "",
+                                "NBIRTXAC"[ldb_row_type(row, i)], buf);
+        if (len >= MVT_ROWLEN)
+            len = MVT_ROWLEN - 1;
+    }
+    return 0;
+}
+
+static int mvt_cmp(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The rows of sql, sorted, joined by newlines (a static buffer), or
+ * "error: ..." with the code in *rc. */
+static const char *mvt_query(ldb *db, const char *sql, int *rc)
+{
+    static struct mvt_rows rows;
+    static char text[MVT_ROWS * 32];
+    rows.n = 0;
+    int code = ldb_exec(db, sql, mvt_collect, &rows);
+    if (rc)
+        *rc = code;
+    if (code != LDB_OK) {
+        snprintf(text, sizeof text, "error: %s", ldb_errmsg(db));
+        return text;
+    }
+    qsort(rows.r, (size_t)rows.n, MVT_ROWLEN, mvt_cmp);
+    size_t len = 0;
+    text[0] = '\0';
+    for (int i = 0; i < rows.n && len + MVT_ROWLEN + 2 < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", rows.r[i]);
+    return text;
+}
+
+#define Q(db, sql) mvt_query((db), (sql), NULL)
+#define CHECK_ROWS(db, sql, rows) CHECK_STR(Q(db, sql), rows)
+
+#define EXEC(db, sql)                                                         \
+    do {                                                                      \
+        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
+        CHECKF(rc_ == LDB_OK, "%s: %s", (sql), ldb_errmsg(db));               \
+    } while (0)
+
+#define CHECK_FAILS(db, sql, code)                                            \
+    do {                                                                      \
+        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
+        CHECKF(rc_ == (code), "%s: rc %d (%s), wanted %d", (sql), rc_,        \
+               ldb_errmsg(db), (code));                                       \
+    } while (0)
+
+/* The statement fails and its message contains part. */
+#define CHECK_ERROR(db, sql, part)                                            \
+    do {                                                                      \
+        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
+        CHECKF(rc_ != LDB_OK && strstr(ldb_errmsg(db), (part)),               \
+               "%s: rc %d, message '%s', wanted '%s'", (sql), rc_,            \
+               ldb_errmsg(db), (part));                                       \
+    } while (0)
+
+/* SELECT * FROM view equals body from scratch, byte for byte. */
+static void mvt_check_view(ldb *db, const char *view, const char *body)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s", view);
+    static char want[MVT_ROWS * 32];
+    snprintf(want, sizeof want, "%s", Q(db, body));
+    const char *got = Q(db, sql);
+    CHECKF(strcmp(want, got) == 0, "view %s\n  body: %s\n  view: %s", view, want, got);
+}
+
+/* The strategy EXPLAIN MATERIALIZED VIEW names. */
+static const char *mvt_strategy(ldb *db, const char *view)
+{
+    ldb_mv_stats st;
+    return ldb_mv_stats_get(db, view, &st) == LDB_OK ? st.strategy : "(none)";
+}
+
+static ldb_mv_stats mvt_stats(ldb *db, const char *view)
+{
+    ldb_mv_stats st;
+    CHECKF(ldb_mv_stats_get(db, view, &st) == LDB_OK, "no view %s", view);
+    return st;
+}
+
+#endif
