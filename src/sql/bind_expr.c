@@ -778,6 +778,8 @@ static struct expr *bind_call(binder *b, const ast_expr *e)
         type = nargs ? x->args[0]->type : COL_ANY;
         for (uint32_t i = 1; i < nargs; i++)
             type = common_type(type, x->args[i]->type);
+        if ((fn->flags & FUNC_NUMERIC) && !col_type_numeric(type))
+            type = COL_NUMERIC;
     }
     x->type = (uint8_t)type;
     return ex_fold(b, x);

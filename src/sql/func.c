@@ -58,8 +58,10 @@ static int fn_abs(struct eval_ctx *cx, const value *a, uint32_t n, value *out)
         return LDB_OK;
     }
     value x = sqlv_numeric(&a[0]);
-    if (value_type(&x) == LDB_REAL) {
-        *out = value_real(fabs(x.h.u.r));
+    if (value_type(&x) == LDB_REAL || value_type(&a[0]) == LDB_TEXT ||
+        value_type(&a[0]) == LDB_BLOB) {
+        /* text and blobs give REAL, as in SQLite (abs('-5') is 5.0) */
+        *out = value_real(fabs(sqlv_double(&x)));
         return LDB_OK;
     }
     if (x.h.u.i == INT64_MIN)
@@ -276,7 +278,7 @@ static const struct func_def core_defs[] = {
     { "ifnull", 2, 2, DET | FUNC_LAZY | FUNC_TYPE_OF_ARGS, COL_ANY, NULL, fn_coalesce, NULL },
     { "iif", 3, 3, DET | FUNC_LAZY, COL_ANY, NULL, fn_iif, NULL },
     { "nullif", 2, 2, DET, COL_ANY, fn_nullif, NULL, NULL },
-    { "abs", 1, 1, DET | FUNC_TYPE_OF_ARGS, COL_ANY, fn_abs, NULL, NULL },
+    { "abs", 1, 1, DET | FUNC_TYPE_OF_ARGS | FUNC_NUMERIC, COL_ANY, fn_abs, NULL, NULL },
     { "round", 1, 2, DET, COL_REAL, fn_round, NULL, NULL },
     { "sign", 1, 1, DET, COL_INTEGER, fn_sign, NULL, NULL },
     { "max", 2, -1, DET | FUNC_TYPE_OF_ARGS, COL_ANY, fn_max, NULL, NULL },

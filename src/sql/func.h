@@ -26,7 +26,9 @@ enum func_flags {
     FUNC_DETERMINISTIC = 1,
     FUNC_AGGREGATE = 2,
     FUNC_LAZY = 4,       /* arguments evaluated on demand (coalesce, iif) */
-    FUNC_TYPE_OF_ARGS = 8 /* static result type: common type of the args */
+    FUNC_TYPE_OF_ARGS = 8, /* static result type: common type of the args */
+    FUNC_NUMERIC = 16      /* with FUNC_TYPE_OF_ARGS: NUMERIC unless that
+                              type is a numeric one (abs('x') is 0.0) */
 };
 
 /* A scalar implementation: args are evaluated (borrowed), *out gets a new

@@ -625,8 +625,9 @@ const struct func_def func_text_defs[] = {
     { "upper", 1, 1, DET, COL_TEXT, fn_upper, NULL, NULL },
     { "length", 1, 1, DET, COL_INTEGER, fn_length, NULL, NULL },
     { "octet_length", 1, 1, DET, COL_INTEGER, fn_octet_length, NULL, NULL },
-    { "substr", 2, 3, DET, COL_TEXT, fn_substr, NULL, NULL },
-    { "substring", 2, 3, DET, COL_TEXT, fn_substr, NULL, NULL },
+    /* a BLOB argument gives a BLOB */
+    { "substr", 2, 3, DET, COL_ANY, fn_substr, NULL, NULL },
+    { "substring", 2, 3, DET, COL_ANY, fn_substr, NULL, NULL },
     { "trim", 1, 2, DET, COL_TEXT, fn_trim, NULL, NULL },
     { "ltrim", 1, 2, DET, COL_TEXT, fn_ltrim, NULL, NULL },
     { "rtrim", 1, 2, DET, COL_TEXT, fn_rtrim, NULL, NULL },

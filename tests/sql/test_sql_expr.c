@@ -170,7 +170,8 @@ static void functions(void)
                "2|x|NULL|1|y\n");
     /* coalesce stops at the first non-NULL argument: no overflow */
     CHECK_ROWS(db, "SELECT coalesce(1, 9223372036854775807 + 1)", "1\n");
-    CHECK_ROWS(db, "SELECT abs(-3), abs(-2.5), abs(NULL), abs('-4')", "3|2.5|NULL|4\n");
+    CHECK_ROWS(db, "SELECT abs(-3), abs(-2.5), abs(NULL), abs('-4'), abs('x'), abs(TRUE)",
+               "3|2.5|NULL|4.0|0.0|1\n");
     CHECK_ROWS(db, "SELECT round(2.5), round(-2.5), round(1.2345, 2), round(1.005, 2), "
                    "round(3), round(NULL)",
                "3.0|-3.0|1.23|1.01|3.0|NULL\n");

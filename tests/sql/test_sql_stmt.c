@@ -28,6 +28,14 @@ static void create_and_insert(void)
     CHECK_ROWS(db, "SELECT id, typeof(id) FROM t WHERE id > 10", "20|integer\n");
     EXEC(db, "CREATE TABLE c AS SELECT id, name || '!' AS shout FROM t WHERE id < 3");
     CHECK_ROWS(db, "SELECT * FROM c ORDER BY id", "1|a!\n2|b!\n");
+    /* the columns take the static types of the query's results */
+    EXEC(db, "CREATE TABLE c2 AS SELECT abs(name) AS n, substr(x'0102', 1, 1) AS b, "
+             "count(*) AS k, 1 < 2 AS t FROM t");
+    CHECK_ROWS(db, "SELECT typeof(n), typeof(b), typeof(k), typeof(t) FROM c2",
+               "real|blob|integer|boolean\n");
+    CHECK_ROWS(db, "SELECT sql FROM livedb_schema WHERE name = 'c2'",
+               "CREATE TABLE c2 AS SELECT abs(name) AS n, substr(x'0102', 1, 1) AS b, "
+               "count(*) AS k, 1 < 2 AS t FROM t\n");
     EXEC(db, "CREATE TABLE k(a, b, PRIMARY KEY (a, b))");
     EXEC(db, "INSERT INTO k VALUES (1, 1), (1, 2)");
     CHECK_ERROR(db, "INSERT INTO k VALUES (1, 2)", "UNIQUE constraint failed: k.a, k.b");
