@@ -24,7 +24,7 @@ struct mvt_rows {
     char r[MVT_ROWS][MVT_ROWLEN];
 };
 
-static int mvt_collect(void *ctx, const ldb_row *row)
+static inline int mvt_collect(void *ctx, const ldb_row *row)
 {
     struct mvt_rows *rs = ctx;
     if (rs->n >= MVT_ROWS)
@@ -43,11 +43,11 @@ static int mvt_collect(void *ctx, const ldb_row *row)
     return 0;
 }
 
-static int mvt_cmp(const void *a, const void *b) { return strcmp(a, b); }
+static inline int mvt_cmp(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The rows of sql, sorted, joined by newlines (a static buffer), or
  * "error: ..." with the code in *rc. */
-static const char *mvt_query(ldb *db, const char *sql, int *rc)
+static inline const char *mvt_query(ldb *db, const char *sql, int *rc)
 {
     static struct mvt_rows rows;
     static char text[MVT_ROWS * 32];
@@ -93,7 +93,7 @@ static const char *mvt_query(ldb *db, const char *sql, int *rc)
     } while (0)
 
 /* SELECT * FROM view equals body from scratch, byte for byte. */
-static void mvt_check_view(ldb *db, const char *view, const char *body)
+static inline void mvt_check_view(ldb *db, const char *view, const char *body)
 {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT * FROM %s", view);
@@ -104,13 +104,13 @@ static void mvt_check_view(ldb *db, const char *view, const char *body)
 }
 
 /* The strategy EXPLAIN MATERIALIZED VIEW names. */
-static const char *mvt_strategy(ldb *db, const char *view)
+static inline const char *mvt_strategy(ldb *db, const char *view)
 {
     ldb_mv_stats st;
     return ldb_mv_stats_get(db, view, &st) == LDB_OK ? st.strategy : "(none)";
 }
 
-static ldb_mv_stats mvt_stats(ldb *db, const char *view)
+static inline ldb_mv_stats mvt_stats(ldb *db, const char *view)
 {
     ldb_mv_stats st;
     CHECKF(ldb_mv_stats_get(db, view, &st) == LDB_OK, "no view %s", view);
