@@ -123,6 +123,15 @@ int store_subscribe(struct store *s, enum subscriber_kind kind,
 /* Removes a registration; no hook of it is called afterwards. Allowed
  * from inside any hook, including its own. */
 void store_unsubscribe(struct store *s, struct subscription *sub);
+/*
+ * SUB_STATEMENT: wants(ctx, t) says whether the subscriber cares about
+ * changes of table t (NULL: every table). A stretch of the log that
+ * changed no table it cares about is passed over without building a
+ * delta or calling its hook, and so is never given back by a rollback.
+ * wants must not call the store.
+ */
+void store_subscription_filter(struct subscription *sub,
+                               bool (*wants)(void *ctx, const struct table *t));
 
 /* ---- pulling changes ---------------------------------------------------------- */
 

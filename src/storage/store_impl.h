@@ -64,6 +64,7 @@ struct subscription {
     /* During a rollback below base: the changes it started from that are
      * being undone (NULL if they could not be listed). */
     struct delta *base_undo;
+    bool (*wants)(void *ctx, const struct table *t); /* NULL: every table */
     bool dead;         /* unsubscribed while hooks were running */
 };
 

@@ -152,15 +152,6 @@ void undo_entry_commit(struct undo_entry *e)
     }
 }
 
-/* Log entries [from, to) hold a row change (not only DDL). */
-static bool has_row_changes(const struct store *s, size_t from, size_t to)
-{
-    for (size_t i = from; i < to; i++)
-        if (undo_is_row(&s->undo.data[i]))
-            return true;
-    return false;
-}
-
 /* ---- subscriptions ------------------------------------------------------------------ */
 
 static void free_subscription(struct subscription *sub)
@@ -204,6 +195,12 @@ int store_subscribe(struct store *s, enum subscriber_kind kind,
     sub->base = sub->seen = s->undo.len;
     *out = sub;
     return LDB_OK;
+}
+
+void store_subscription_filter(struct subscription *sub,
+                               bool (*wants)(void *ctx, const struct table *t))
+{
+    sub->wants = wants;
 }
 
 void store_unsubscribe(struct store *s, struct subscription *sub)
@@ -412,6 +409,18 @@ int store_stmt_begin(struct store *s)
     return LDB_OK;
 }
 
+/* Log entries [from, to) change a row of a table sub wants. */
+static bool wanted_changes(const struct store *s, const struct subscription *sub, size_t from,
+                           size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const struct undo_entry *e = &s->undo.data[i];
+        if (undo_is_row(e) && (!sub->wants || sub->wants(sub->ctx, e->t)))
+            return true;
+    }
+    return false;
+}
+
 /* Gives sub the changes since it last consumed; *called says whether
  * its hook ran. */
 static int deliver_statement(struct store *s, struct subscription *sub, bool *called)
@@ -419,7 +428,7 @@ static int deliver_statement(struct store *s, struct subscription *sub, bool *ca
     size_t to = s->undo.len;
     struct delta *d;
     *called = false;
-    if (!has_row_changes(s, sub->seen, to)) {
+    if (!wanted_changes(s, sub, sub->seen, to)) {
         sub->seen = to;
         return LDB_OK;
     }
