@@ -12,13 +12,16 @@
 
 #include <string.h>
 
-/* PRAGMA nondeterministic_schema and materialized_view_rebuild_row_threshold. */
+/* PRAGMA nondeterministic_schema, materialized_view_cheap_arms and
+ * materialized_view_rebuild_row_threshold. */
 static struct mv_options options(const ldb *db)
 {
-    struct mv_options o = { false, MV_DEFAULT_REBUILD_THRESHOLD };
+    struct mv_options o = { false, true, MV_DEFAULT_REBUILD_THRESHOLD };
     const value *nd = db_pragma_get(db, "nondeterministic_schema");
+    const value *ca = db_pragma_get(db, "materialized_view_cheap_arms");
     const value *th = db_pragma_get(db, "materialized_view_rebuild_row_threshold");
     o.nondeterministic_ok = nd && sql_truth(nd) == 1;
+    o.cheap_arms = !ca || sql_truth(ca) != 0;
     if (th && value_type(th) == LDB_INTEGER)
         o.rebuild_threshold = th->h.u.i;
     return o;

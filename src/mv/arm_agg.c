@@ -95,6 +95,24 @@ static int new_group(struct acc *acc, row *keyrow, uint32_t *gi)
     return LDB_OK;
 }
 
+/* Most statements touch a few groups: found by a scan until there are
+ * more than this, then through the index (built at that point). */
+#define FEW_GROUPS 8
+
+static int index_groups(struct acc *acc)
+{
+    const struct mv_agg_arm *a = &acc->v->arm.agg;
+    for (uint32_t i = 0; i < acc->groups.len; i++) {
+        struct group_probe p = { acc, acc->groups.data[i].keyrow };
+        uint64_t *slot;
+        bool found;
+        if (hmap_put(&acc->index, group_hash(a, p.r), group_eq, &p, &slot, &found))
+            return LDB_NOMEM;
+        *slot = i;
+    }
+    return LDB_OK;
+}
+
 static int group_of(struct acc *acc, row *r, uint32_t *gi)
 {
     if (acc->v->arm.agg.ngroups == 0) {
@@ -102,6 +120,16 @@ static int group_of(struct acc *acc, row *r, uint32_t *gi)
         return acc->groups.len ? LDB_OK : new_group(acc, NULL, gi);
     }
     struct group_probe p = { acc, r };
+    if (acc->groups.len < FEW_GROUPS) {
+        for (uint32_t i = 0; i < acc->groups.len; i++) {
+            if (group_eq(&p, i)) {
+                *gi = i;
+                return LDB_OK;
+            }
+        }
+        int rc = new_group(acc, r, gi);
+        return rc || acc->groups.len < FEW_GROUPS ? rc : index_groups(acc);
+    }
     uint64_t *slot;
     bool found;
     if (hmap_put(&acc->index, group_hash(&acc->v->arm.agg, r), group_eq, &p, &slot, &found))
@@ -151,7 +179,10 @@ static void keep_extreme(const struct mv_agg_col *c, value *best, const value *v
     }
 }
 
-static int contribute(struct acc *acc, row *r, int64_t w)
+/* Adds w copies of r to its group; other (when not NULL) is a row of the
+ * same group whose contribution -w goes with it, so that an extreme whose
+ * value both leave and come back is not taken for retracted. */
+static int contribute(struct acc *acc, row *r, int64_t w, const row *other)
 {
     const struct mv_agg_arm *a = &acc->v->arm.agg;
     uint32_t gi;
@@ -165,6 +196,8 @@ static int contribute(struct acc *acc, row *r, int64_t w)
         const value *arg = c->arg == UINT32_MAX ? NULL : &r->cols[c->arg];
         if (!arg || value_is_null(arg))
             continue;
+        if (c->extreme && other && value_identical(arg, &other->cols[c->arg]))
+            continue;
         if (c->extreme) {
             keep_extreme(c, w > 0 ? &x->best_in : &x->best_out, arg);
             continue;
@@ -176,16 +209,28 @@ static int contribute(struct acc *acc, row *r, int64_t w)
     return LDB_OK;
 }
 
+static bool same_group(const struct mv_agg_arm *a, const row *x, const row *y)
+{
+    for (uint32_t i = 0; i < a->ngroups; i++)
+        if (!value_identical(&x->cols[a->gcols[i]], &y->cols[a->gcols[i]]))
+            return false;
+    return true;
+}
+
 static int contribute_change(struct acc *acc, const struct change *ch)
 {
     const struct mv_agg_arm *a = &acc->v->arm.agg;
-    bool in;
+    bool in_old = false, in_new = false;
     int rc = LDB_OK;
-    if (ch->old && !(rc = mv_passes(acc->v, a->preds, a->npreds, ch->old, &in)) && in)
-        rc = contribute(acc, ch->old, -1);
-    if (!rc && ch->new_row && !(rc = mv_passes(acc->v, a->preds, a->npreds, ch->new_row, &in)) &&
-        in)
-        rc = contribute(acc, ch->new_row, 1);
+    if (ch->old)
+        rc = mv_passes(acc->v, a->preds, a->npreds, ch->old, &in_old);
+    if (!rc && ch->new_row)
+        rc = mv_passes(acc->v, a->preds, a->npreds, ch->new_row, &in_new);
+    bool moved = !(in_old && in_new && same_group(a, ch->old, ch->new_row));
+    if (!rc && in_old)
+        rc = contribute(acc, ch->old, -1, moved ? NULL : ch->new_row);
+    if (!rc && in_new)
+        rc = contribute(acc, ch->new_row, 1, moved ? NULL : ch->old);
     return rc;
 }
 
@@ -293,6 +338,8 @@ static int results(struct mv_view *v, const struct acc_agg *xs, const row *store
 {
     const struct mv_agg_arm *a = &v->arm.agg;
     uint32_t ng = a->ngroups, nout = a->nout;
+    for (uint32_t j = nout; j < v->lay.ncols; j++)
+        part[j - nout] = value_null(); /* partials shared by aggregates are set again */
     part[a->rows_col - nout] = value_int(rows);
     for (uint32_t i = 0; i < a->naggs; i++) {
         const struct mv_agg_col *c = &a->aggs[i];
@@ -308,7 +355,11 @@ static int results(struct mv_view *v, const struct acc_agg *xs, const row *store
         isum_merge(&sum, &xs[i].sum);
         if (c->count_col != UINT32_MAX)
             part[c->count_col - nout] = value_int(count);
-        int rc = c->sum_col == UINT32_MAX ? LDB_OK : sum_value(&sum, &part[c->sum_col - nout]);
+        int rc = LDB_OK;
+        if (c->sum_col != UINT32_MAX) {
+            value_release(&part[c->sum_col - nout]);
+            rc = sum_value(&sum, &part[c->sum_col - nout]);
+        }
         if (rc == LDB_OK)
             rc = c->pa->fn->agg->combine(&a->insts[i], count, &sum, res);
         if (rc == LDB_RANGE)
@@ -376,14 +427,17 @@ static int settle_all(struct acc *acc)
 {
     struct mv_view *v = acc->v;
     uint32_t nar = v->arm.agg.ngroups + v->arm.agg.naggs;
-    value *mem = mem_calloc((size_t)nar + v->arm.agg.naggs + v->lay.ncols + 1, sizeof *mem);
+    size_t n = (size_t)nar + v->arm.agg.naggs + v->lay.ncols;
+    value small[64];
+    value *mem = n <= 64 ? small : mem_alloc(n * sizeof *mem);
     if (!mem)
         return LDB_NOMEM;
     struct group_buf b = { mem, mem + nar, mem + nar + v->arm.agg.naggs };
     int rc = LDB_OK;
     for (uint32_t i = 0; i < acc->groups.len && rc == LDB_OK; i++)
         rc = settle_group(acc, i, &b);
-    mem_free(mem);
+    if (mem != small)
+        mem_free(mem);
     return rc;
 }
 

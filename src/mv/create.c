@@ -223,6 +223,8 @@ static int choose(struct mv_view *v, bool nondet, const struct mv_options *opt,
         return floor_arm(v, opt, "its body is not deterministic", err);
     int rc = LDB_OK;
     const char *why_not = NULL;
+    if (!opt->cheap_arms)
+        return dataflow_arm(v, opt, "PRAGMA materialized_view_cheap_arms is OFF", err);
     if (mv_shape_row(v, &rc) || rc)
         return rc ? fail(err, rc, 0, false, "out of memory") : LDB_OK;
     if (mv_shape_agg(v, &rc, &why_not) || rc)

@@ -42,6 +42,9 @@ struct mv_registry;
 /* What the database's settings say at CREATE (PRAGMA values). */
 struct mv_options {
     bool nondeterministic_ok;   /* PRAGMA nondeterministic_schema */
+    bool cheap_arms;            /* PRAGMA materialized_view_cheap_arms (default
+                                   ON): OFF gives every deterministic body the
+                                   dataflow arm (to compare the arms) */
     int64_t rebuild_threshold;  /* PRAGMA materialized_view_rebuild_row_threshold;
                                    0: no limit */
 };

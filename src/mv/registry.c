@@ -131,6 +131,20 @@ static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
 
 static const struct store_hooks mv_hooks = { on_statement, NULL, NULL, on_rollback };
 
+/* Only changes of tables some view reads reach the registry: a write to
+ * any other table (a backing table nobody reads included) costs no delta. */
+static bool wants(void *ctx, const struct table *t)
+{
+    const struct mv_registry *reg = ctx;
+    for (size_t i = 0; i < reg->views.len; i++) {
+        const struct mv_view *v = reg->views.data[i];
+        for (size_t k = 0; k < v->sources.len; k++)
+            if (v->sources.data[k] == t)
+                return true;
+    }
+    return false;
+}
+
 /* ---- settling after statements and rollbacks ------------------------------------- */
 
 /*
@@ -206,6 +220,7 @@ int mv_register(struct mv_registry *reg, struct mv_view *v)
         int rc = store_subscribe(reg->store, SUB_STATEMENT, &mv_hooks, reg, &reg->sub);
         if (rc)
             return rc;
+        store_subscription_filter(reg->sub, wants);
         reg->epoch = store_mark(reg->store).epoch;
     }
     reg->views.data[reg->views.len++] = v;
