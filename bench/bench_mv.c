@@ -12,6 +12,8 @@
  *   recompute  per-write maintenance (statement time with the view minus
  *              without) against evaluating the same body from scratch, at
  *              10k and at N rows: maintenance must stay flat;
+ *   arms       one body through its cheap arm and through the dataflow arm
+ *              (PRAGMA materialized_view_cheap_arms = OFF): ns and bytes;
  *   bytes      state each view's maintenance keeps beyond its table.
  * Lines: "bench mv.<section>.<case>[.<stat>] <value> <unit>".
  */
@@ -118,17 +120,22 @@ static void view_sql(char *sql, size_t n, int shape, int k)
         snprintf(sql, n, "CREATE MATERIALIZED VIEW v%d AS SELECT count(*) AS n, sum(x) AS sx "
                          "FROM big WHERE y >= %d", k, k % 10);
         break;
-    default: /* aggregate arm with max: the group's rows through big_g on retraction */
+    case 5: /* aggregate arm with max: the group's rows through big_g on retraction */
         snprintf(sql, n, "CREATE MATERIALIZED VIEW v%d AS SELECT g, sum(x) AS sx, max(y) AS my "
                          "FROM big WHERE y >= %d GROUP BY g", k, k % 10);
+        break;
+    default: /* projection arm, every row */
+        snprintf(sql, n, "CREATE MATERIALIZED VIEW v%d AS SELECT id, x + y AS xy, s FROM big "
+                         "WHERE y >= %d", k, k % 10);
         break;
     }
 }
 
+/* The mixed sets of views cycle through the first NSHAPES. */
 #define NSHAPES 6
 
-static const char *const shape_names[NSHAPES] = { "projection", "aggregate", "join", "having",
-                                                  "scalar", "minmax" };
+static const char *const shape_names[] = { "projection", "aggregate", "join", "having",
+                                           "scalar", "minmax", "projection_all" };
 
 /* ---- writes ------------------------------------------------------------------------ */
 
@@ -256,6 +263,46 @@ static void writes(int64_t n)
     ldb_close(db);
 }
 
+/* The same body through its cheap arm and through the dataflow arm
+ * (PRAGMA materialized_view_cheap_arms = OFF): what choosing the cheap arm
+ * buys, per statement and in retained bytes. */
+static void arms(int64_t n)
+{
+    ldb *db = make_db(n);
+    int reps = bench_quick ? 3000 : 20000;
+    static const int shapes[] = { 0, 6, 1, 4, 5 };
+    static const char *const arm[] = { "cheap", "dataflow" };
+    measure_base(db, n, reps);
+    for (int i = 0; i < 5; i++) {
+        struct base t[2];
+        for (int a = 0; a < 2; a++) {
+            char sql[400], name[120];
+            run(db, a ? "PRAGMA materialized_view_cheap_arms = OFF"
+                      : "PRAGMA materialized_view_cheap_arms = ON");
+            view_sql(sql, sizeof sql, shapes[i], 0);
+            run(db, sql);
+            t[a] = measure_base(db, n, reps);
+            ldb_mv_stats st;
+            ldb_mv_stats_get(db, "v0", &st);
+            snprintf(name, sizeof name, "mv.arms.%s.%s.update.median", shape_names[shapes[i]],
+                     arm[a]);
+            bench_print(name, t[a].up.median, "ns");
+            snprintf(name, sizeof name, "mv.arms.%s.%s.insdel.median", shape_names[shapes[i]],
+                     arm[a]);
+            bench_print(name, t[a].id.median, "ns");
+            snprintf(name, sizeof name, "mv.arms.%s.%s.bytes", shape_names[shapes[i]], arm[a]);
+            bench_print(name, (double)st.retained_bytes, "bytes");
+            drop_views(db, 1);
+        }
+        char name[120];
+        snprintf(name, sizeof name, "mv.arms.%s.cheap_over_dataflow", shape_names[shapes[i]]);
+        bench_print(name, (t[0].up.median + t[0].id.median) / (t[1].up.median + t[1].id.median),
+                    "x");
+    }
+    run(db, "PRAGMA materialized_view_cheap_arms = ON");
+    ldb_close(db);
+}
+
 /* ---- bulk -------------------------------------------------------------------------- */
 
 static double bulk_rate(int64_t n, bool view, bool one_statement)
@@ -373,6 +420,8 @@ int main(int argc, char **argv)
     int64_t n = bench_quick ? 50000 : 1000000;
     if (bench_selected(argc, argv, "writes"))
         writes(n);
+    if (bench_selected(argc, argv, "arms"))
+        arms(n);
     if (bench_selected(argc, argv, "bulk"))
         bulk(n);
     if (bench_selected(argc, argv, "recompute")) {
