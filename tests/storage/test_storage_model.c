@@ -39,6 +39,7 @@ struct mtable {
 struct mstate {
     struct mtable t[2]; /* T1, T2; T3 is derived from T1 */
     bool has_ix;        /* the toggled index exists */
+    uint32_t ddl;       /* DDL statements made (commit hooks see DDL too) */
 };
 
 static void mstate_copy(struct mstate *dst, const struct mstate *src)
@@ -715,6 +716,7 @@ static void toggle_index(struct world *w)
         CHECK(store_create_index(w->s, w->t[T1], &d, NULL) == LDB_OK);
     }
     w->cur.has_ix = !w->cur.has_ix;
+    w->cur.ddl++;
 }
 
 /* The tables (T1, T2) of a and b differ: some change is not net zero. */
@@ -730,6 +732,12 @@ static bool states_differ(const struct mstate *a, const struct mstate *b)
         }
     }
     return false;
+}
+
+/* A commit from a to b reaches the commit hooks: rows or schema changed. */
+static bool commit_visible(const struct mstate *a, const struct mstate *b)
+{
+    return a->ddl != b->ddl || states_differ(a, b);
 }
 
 static void end_of_autocommit_or_statement(struct world *w, bool ok)
@@ -762,7 +770,7 @@ static void statement(struct world *w)
     w->fail_mv_hook = end == LDB_OK && rng_chance(&w->r, 1, 30);
     bool hook_fails = w->fail_mv_hook && changed;
     w->fail_commit = end == LDB_OK && !w->in_txn && rng_chance(&w->r, 1, 30);
-    bool commit_fails = w->fail_commit && !hook_fails && changed;
+    bool commit_fails = w->fail_commit && !hook_fails && commit_visible(&w->stmt, &w->cur);
     int rc = store_stmt_end(w->s, end);
     bool ok = end == LDB_OK && !hook_fails && !commit_fails;
     CHECKF((rc == LDB_OK) == ok, "statement end: %d, expected %s (%s)", rc, ok ? "ok" : "failure",
@@ -774,7 +782,7 @@ static void statement(struct world *w)
 static void commit(struct world *w)
 {
     w->fail_commit = rng_chance(&w->r, 1, 8);
-    bool fails = w->fail_commit && states_differ(&w->committed, &w->cur);
+    bool fails = w->fail_commit && commit_visible(&w->committed, &w->cur);
     int rc = store_commit(w->s);
     w->fail_commit = false;
     if (!w->in_txn) {
@@ -835,7 +843,7 @@ static void savepoint_op(struct world *w)
         }
         if (i == 0 && savepoint_txn) {
             w->fail_commit = rng_chance(&w->r, 1, 8);
-            bool fails = w->fail_commit && states_differ(&w->committed, &w->cur);
+            bool fails = w->fail_commit && commit_visible(&w->committed, &w->cur);
             int rc = store_release(w->s, name);
             w->fail_commit = false;
             CHECK((rc == LDB_OK) == !fails);
