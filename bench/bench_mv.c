@@ -368,6 +368,7 @@ static void recompute_at(int64_t n)
 {
     ldb *db = make_db(n);
     int reps = bench_quick ? 2000 : 10000;
+    time_updates(db, n, reps); /* warm up */
     struct timing base = time_updates(db, n, reps);
     static const int shapes[] = { 0, 1, 2, 3, 5 };
     for (int i = 0; i < 5; i++) {
@@ -376,13 +377,15 @@ static void recompute_at(int64_t n)
         run(db, sql);
         struct timing with = time_updates(db, n, reps);
         const char *body = strstr(sql, " AS SELECT") + 4;
-        snprintf(name, sizeof name, "mv.recompute.%s.%lld.maintenance", shape_names[shapes[i]],
-                 (long long)n);
-        bench_print(name, with.median - base.median, "ns");
         snprintf(name, sizeof name, "mv.recompute.%s.%lld.full_body", shape_names[shapes[i]],
                  (long long)n);
         bench_print(name, body_ms(db, body) * 1e6, "ns");
         drop_views(db, 1);
+        struct timing after = time_updates(db, n, reps);
+        snprintf(name, sizeof name, "mv.recompute.%s.%lld.maintenance", shape_names[shapes[i]],
+                 (long long)n);
+        bench_print(name, with.median - (base.median + after.median) / 2, "ns");
+        base = after;
     }
     ldb_close(db);
 }

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-void mv_eval_ctx(struct mv_view *v, struct eval_ctx *cx, const value *vals, uint32_t n)
+static void mv_eval_ctx(struct mv_view *v, struct eval_ctx *cx, const value *vals, uint32_t n)
 {
     memset(cx, 0, sizeof *cx);
     cx->row = vals;

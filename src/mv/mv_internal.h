@@ -154,8 +154,6 @@ struct mv_walk {
 int mv_register(struct mv_registry *reg, struct mv_view *v);
 /* The view of that name whose backing table is not dropped, or NULL. */
 struct mv_view *mv_find(const struct mv_registry *reg, const char *name);
-/* Live and not dropped: maintained by statements. */
-bool mv_active(const struct mv_view *v);
 void mv_view_free(struct mv_view *v);
 /* Sets err from v's body error, prefixed with the view's name. */
 int mv_body_error(struct mv_view *v, int rc, struct eval_error *err);
@@ -199,7 +197,6 @@ int mv_layout_alloc(struct mv_view *v, uint32_t ncols);
  * unique. */
 int mv_layout_column(struct mv_view *v, uint32_t j, const struct plan *p, uint32_t col,
                      bool hidden, const char *hint);
-int mv_layout_name(struct mv_view *v, uint32_t col, const char *hint);
 
 /* ---- write.c ---- */
 
@@ -241,8 +238,6 @@ int mv_rebuild_apply(struct mv_view *v);
 int mv_fill_from_source(struct mv_view *v, struct table *src,
                         int (*apply)(struct mv_view *, const struct table_delta *));
 
-/* An eval context for v's expressions over vals. */
-void mv_eval_ctx(struct mv_view *v, struct eval_ctx *cx, const value *vals, uint32_t n);
 /* Whether every predicate holds for r. */
 int mv_passes(struct mv_view *v, const expr *const *preds, uint32_t n, const row *r, bool *ok);
 /* vals[j] = cols[j] over in (new references; none left on failure). */

@@ -40,7 +40,8 @@
 #include <stdio.h>
 #include <string.h>
 
-bool mv_active(const struct mv_view *v) { return v->backing && !v->backing->dropped; }
+/* Live and not dropped: maintained by statements. */
+static bool mv_active(const struct mv_view *v) { return v->backing && !v->backing->dropped; }
 
 /* ---- applying and undoing one delta ------------------------------------------------ */
 

@@ -171,7 +171,7 @@ static bool name_used(const struct mv_layout *l, uint32_t upto, const char *name
 
 /* Column col gets hint, or hint:1, hint:2... when it is taken (SQLite's
  * rule for result columns). */
-int mv_layout_name(struct mv_view *v, uint32_t col, const char *hint)
+static int mv_layout_name(struct mv_view *v, uint32_t col, const char *hint)
 {
     struct mv_layout *l = &v->lay;
     char buf[600];

@@ -511,14 +511,36 @@ static int sum_combine(const agg_inst *ai, int64_t count, const isum *sum, value
     return sum_finalize(NULL, &s, out);
 }
 
+/* An INTEGER total that fits in 64 bits converts to the correctly rounded
+ * double exactly as exactsum_value_plus rounds it (to nearest, ties to
+ * even): the common case skips the exact-sum machinery. */
+static bool small_total(int64_t count, const isum *sum, double *out)
+{
+    int64_t i;
+    if (count <= 0 || !isum_to_int64(sum, &i))
+        return false;
+    *out = (double)i;
+    return true;
+}
+
 static int total_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
 {
+    double t;
+    if (small_total(count, sum, &t)) {
+        *out = value_real(t);
+        return LDB_OK;
+    }
     struct sum_state s = integer_state(count, sum);
     return total_finalize(NULL, &s, out);
 }
 
 static int avg_combine(const agg_inst *ai, int64_t count, const isum *sum, value *out)
 {
+    double t;
+    if (small_total(count, sum, &t)) {
+        *out = value_real(t / (double)count);
+        return LDB_OK;
+    }
     struct sum_state s = integer_state(count, sum);
     return avg_finalize(NULL, &s, out);
 }
