@@ -298,7 +298,7 @@ static void failing_statements_change_nothing(void)
     EXEC(db, "CREATE MATERIALIZED VIEW a AS SELECT g, sum(x) AS sx FROM t GROUP BY g;"
              "CREATE MATERIALIZED VIEW j AS SELECT t.id, u.v FROM t JOIN u ON u.tid = t.id;"
              "CREATE MATERIALIZED VIEW o AS SELECT id, x * 1000000000000 AS big FROM t");
-    char before[4096];
+    static char before[MVT_ROWS * 32];
     snprintf(before, sizeof before, "%s", Q(db, "SELECT * FROM a UNION ALL SELECT * FROM j"));
     ldb_mv_stats st = mvt_stats(db, "a");
     /* the second row breaks the key the first one took */
