@@ -25,6 +25,7 @@ static const char *schema =
     "CREATE INDEX t2_t1 ON t2(t1id) USING HASH;"
     "CREATE TABLE t3(k INTEGER, w INTEGER);";
 
+
 struct view {
     const char *name, *body;
 };
@@ -64,6 +65,9 @@ static const struct view zoo[] = {
     { "m3", "SELECT count(*) AS n, sum(w) AS sw, max(sx) AS mx FROM m2" },
     { "m4", "SELECT g, c FROM m1 WHERE c > 1" },
     { "m5", "SELECT c, count(*) AS k FROM m1 GROUP BY c" },
+    { "m6", "SELECT id, g, x FROM t1 WHERE x IS NOT NULL" },
+    { "m7", "SELECT g, count(*) AS n, sum(x) AS sx, max(x) AS mx FROM m6 GROUP BY g" },
+    { "m8", "SELECT m7.g, m7.n, v_aggd.ax FROM m7 LEFT JOIN v_aggd ON v_aggd.g = m7.g" },
 };
 
 #define NVIEWS (sizeof zoo / sizeof zoo[0])
@@ -297,7 +301,10 @@ static void setup(struct world *w)
         char sql[600];
         snprintf(sql, sizeof sql, "CREATE MATERIALIZED VIEW %s AS %s", zoo[i].name, zoo[i].body);
         CHECKF(ldb_exec(w->db, sql, NULL, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(w->db));
+        if (strcmp(zoo[i].name, "m6") == 0) /* m7 then takes the aggregate arm, max included */
+            EXEC(w->db, "CREATE INDEX m6_g ON m6(g)");
     }
+    CHECK_STR(mvt_strategy(w->db, "m7"), "aggregate");
     EXEC(w->db, "PRAGMA materialized_view_cheap_arms = OFF");
     for (size_t i = 0; i < NTWINS; i++) {
         char sql[600], name[64];
