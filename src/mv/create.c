@@ -204,8 +204,8 @@ static int dataflow_arm(struct mv_view *v, const struct mv_options *opt, const c
     memset(&e, 0, sizeof e);
     int rc = mv_prog_create(v, &e);
     if (rc == LDB_UNSUPPORTED) {
-        char why[160];
-        snprintf(why, sizeof why, "the dataflow compiler cannot take it: %.100s", e.msg);
+        char why[300];
+        snprintf(why, sizeof why, "the dataflow compiler cannot take it (%.250s)", e.msg);
         return floor_arm(v, opt, why, err);
     }
     if (rc)

@@ -112,7 +112,7 @@ struct mv_view {
     struct plan *body;               /* bound and planned, annotations cleared */
     VEC(struct table *) sources;     /* every table the body reads */
     enum mv_strategy strategy;
-    char why[200];                   /* the strategy's reason, for EXPLAIN */
+    char why[400];                   /* the strategy's reason, for EXPLAIN */
     struct mv_layout lay;
     union {
         struct mv_row_arm row;
