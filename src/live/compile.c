@@ -259,12 +259,27 @@ static int compile_filter(struct compile *c, const struct plan *p, df_node **out
     return df_filter(c->prog->g, in, filter_cb, f, out);
 }
 
+/* A projection that repeats every input column in place builds no rows. */
+static bool is_identity(const struct plan *p)
+{
+    if (p->ncols != p->in->ncols)
+        return false;
+    for (uint32_t i = 0; i < p->ncols; i++)
+        if (p->u.exprs[i]->kind != EXPR_COLUMN || p->u.exprs[i]->u.index != i)
+            return false;
+    return true;
+}
+
 static int compile_project(struct compile *c, const struct plan *p, df_node **out)
 {
     df_node *in;
     int rc = compile_node(c, p->in, &in);
     if (rc)
         return rc;
+    if (is_identity(p)) {
+        *out = in;
+        return LDB_OK;
+    }
     return add_map(c, in, p->u.exprs, p->ncols, NULL, out);
 }
 

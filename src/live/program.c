@@ -92,6 +92,7 @@ static int run_once(struct live_program *prog)
 static int run_to_settle(struct live_program *prog)
 {
     int rc = run_once(prog);
+    bool several = false; /* one run's output is already consolidated */
     for (bool again = !rc; again && !rc;) {
         again = false;
         for (size_t i = 0; !rc && i < prog->sources.len; i++) {
@@ -100,10 +101,12 @@ static int run_to_settle(struct live_program *prog)
                 rc = window_loader_settle(prog->sources.data[i].loader, &pushed);
             again |= pushed;
         }
-        if (again && !rc)
+        if (again && !rc) {
             rc = run_once(prog);
+            several = true;
+        }
     }
-    if (!rc)
+    if (!rc && several)
         rc = df_batch_consolidate(&prog->acc);
     return rc;
 }
