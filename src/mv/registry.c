@@ -360,5 +360,6 @@ int mv_body_error(struct mv_view *v, int rc, struct eval_error *err)
                                        : store_errmsg(v->reg->store);
     snprintf(err->msg, sizeof err->msg, "materialized view %.60s: %.160s", v->name,
              msg[0] ? msg : ldb_errstr(rc));
+    memset(&v->err, 0, sizeof v->err); /* reported: not a later failure's */
     return rc;
 }
