@@ -590,6 +590,39 @@ static void window_moves(void)
     ldb_close(db);
 }
 
+/* ---- bound parameters ------------------------------------------------------------------ */
+
+static void parameters(void)
+{
+    ldb *db;
+    CHECK(ldb_open(NULL, &db) == LDB_OK);
+    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, s TEXT)");
+    exec_ok(db, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'a')");
+    ldb_stmt *s;
+    CHECK(ldb_prepare(db, "SELECT id, v FROM t WHERE v > ?1 AND s = :s ORDER BY v DESC LIMIT ?3",
+                      -1, &s, NULL) == LDB_OK);
+    CHECK_INT(ldb_bind_parameter_count(s), 3);
+    CHECK(ldb_bind_int64(s, 1, 5) == LDB_OK);
+    CHECK(ldb_bind_text(s, ldb_bind_parameter_index(s, ":s"), "a", -1) == LDB_OK);
+    CHECK(ldb_bind_int64(s, 3, 1) == LDB_OK);
+    static struct replica rp;
+    memset(&rp, 0, sizeof rp);
+    ldb_live *q;
+    CHECK(ldb_live_open_stmt(s, replica_apply, &rp, &q) == LDB_OK);
+    /* the query keeps its own copies: the statement can change or go */
+    CHECK(ldb_bind_int64(s, 1, 1000) == LDB_OK);
+    ldb_finalize(s);
+    CHECK_INT(rp.n, 1);
+    CHECK_STR(rp.rows[0], "3|30");
+    exec_ok(db, "INSERT INTO t VALUES (4, 40, 'a'), (5, 50, 'b')");
+    CHECK_INT(rp.n, 1);
+    CHECK_STR(rp.rows[0], "4|40");
+    exec_ok(db, "DELETE FROM t WHERE id = 4");
+    CHECK_STR(rp.rows[0], "3|30");
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
 /* ---- allocation failures ---------------------------------------------------------------- */
 
 static void open_nomem(void)
@@ -683,4 +716,5 @@ static void write_nomem(void)
 
 TEST_MAIN(T(window_work_1k), T(window_work_100k), T(unreachable_changes), T(batch_partition),
           T(publication_rules), T(rejections), T(runtime_error_is_terminal), T(window_moves),
+          T(parameters),
           T(open_nomem), T(write_nomem))
