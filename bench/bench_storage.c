@@ -1,9 +1,10 @@
 /*
  * bench_storage.c - the storage layer against SQLite, same operations in
  * the same run:
- *   - single-row insert, update of an indexed column, delete, each its own
- *     autocommit statement, on a 1M-row table of 6 columns with 0, 1 and 3
- *     secondary indexes (ns/op median and p95);
+ *   - single-row insert, update of an indexed column (a), update of a
+ *     column no index reads (d), delete, each its own autocommit
+ *     statement, on a 1M-row table of 6 columns with 0, 1 and 3 secondary
+ *     indexes (ns/op median and p95);
  *   - index seek + read 50 rows (all columns) at 10k and 1M rows;
  *   - bytes per row for the 6-column row with 0 and 1 index;
  *   - (livedb only) equality lookup and insert through a hash index
@@ -197,17 +198,19 @@ static void ours_insert(struct ours *o, int64_t id)
     must(store_stmt_end(o->s, table_insert(o->s, o->t, v, NULL)), store_errmsg(o->s));
 }
 
-static void ours_update_a(struct ours *o, int64_t id)
+/* Sets column col (1: a, indexed when there are indexes; 4: d, never
+ * indexed) of row id to v. */
+static void ours_update(struct ours *o, int64_t id, uint32_t col, value v)
 {
     value key = value_int(id);
     must(store_stmt_begin(o->s), "begin");
     row *r = table_lookup(o->t, &key);
     int rc = LDB_OK;
     if (r) {
-        value v[6];
-        memcpy(v, r->cols, sizeof v);
-        v[1] = value_int((int64_t)(rnd() % 1000000000));
-        rc = table_update(o->s, o->t, r, v, NULL);
+        value vals[6];
+        memcpy(vals, r->cols, sizeof vals);
+        vals[col] = v;
+        rc = table_update(o->s, o->t, r, vals, NULL);
     }
     must(store_stmt_end(o->s, rc), store_errmsg(o->s));
 }
@@ -246,7 +249,7 @@ static int64_t ours_seek50(struct ours *o, int64_t key)
 
 struct theirs {
     sqlite3 *db;
-    sqlite3_stmt *ins, *upd, *del, *seek;
+    sqlite3_stmt *ins, *upd, *upd_d, *del, *seek;
 };
 
 static void sql_exec(sqlite3 *db, const char *sql)
@@ -277,6 +280,7 @@ static void theirs_open(struct theirs *x, size_t n, int nidx)
                     "d REAL, e TEXT)");
     sqlite3_prepare_v2(x->db, "INSERT INTO t VALUES(?,?,?,?,?,?)", -1, &x->ins, NULL);
     sqlite3_prepare_v2(x->db, "UPDATE t SET a = ? WHERE id = ?", -1, &x->upd, NULL);
+    sqlite3_prepare_v2(x->db, "UPDATE t SET d = ? WHERE id = ?", -1, &x->upd_d, NULL);
     sqlite3_prepare_v2(x->db, "DELETE FROM t WHERE id = ?", -1, &x->del, NULL);
     sql_exec(x->db, "BEGIN");
     rng_state = DATA_SEED;
@@ -301,6 +305,7 @@ static void theirs_close(struct theirs *x)
 {
     sqlite3_finalize(x->ins);
     sqlite3_finalize(x->upd);
+    sqlite3_finalize(x->upd_d);
     sqlite3_finalize(x->del);
     sqlite3_finalize(x->seek);
     sqlite3_close(x->db);
@@ -314,11 +319,18 @@ static void theirs_insert(struct theirs *x, int64_t id)
     run_stmt(x->db, x->ins);
 }
 
-static void theirs_update_a(struct theirs *x, int64_t id)
+static void theirs_update_a(struct theirs *x, int64_t id, int64_t a)
 {
-    sqlite3_bind_int64(x->upd, 1, (int64_t)(rnd() % 1000000000));
+    sqlite3_bind_int64(x->upd, 1, a);
     sqlite3_bind_int64(x->upd, 2, id);
     run_stmt(x->db, x->upd);
+}
+
+static void theirs_update_d(struct theirs *x, int64_t id, double d)
+{
+    sqlite3_bind_double(x->upd_d, 1, d);
+    sqlite3_bind_int64(x->upd_d, 2, id);
+    run_stmt(x->db, x->upd_d);
 }
 
 static void theirs_delete(struct theirs *x, int64_t id)
@@ -351,21 +363,33 @@ static const char *size_label(size_t n)
     return n >= 1000000 ? "1m" : n >= 100000 ? "100k" : "10k";
 }
 
-enum op_kind { OP_INSERT, OP_UPDATE, OP_DELETE };
+enum op_kind { OP_INSERT, OP_UPDATE, OP_UPDATE_UNINDEXED, OP_DELETE };
+
+/* One write of one engine; an update draws the new value. */
+static void one_write(struct ours *o, struct theirs *x, enum op_kind kind, int64_t id, bool livedb)
+{
+    int64_t a = kind == OP_UPDATE || kind == OP_UPDATE_UNINDEXED
+                    ? (int64_t)(rnd() % 1000000000) : 0;
+    switch (kind) {
+    case OP_INSERT:
+        livedb ? ours_insert(o, id) : theirs_insert(x, id);
+        break;
+    case OP_UPDATE:
+        livedb ? ours_update(o, id, 1, value_int(a)) : theirs_update_a(x, id, a);
+        break;
+    case OP_UPDATE_UNINDEXED:
+        livedb ? ours_update(o, id, 4, value_real((double)a * 0.25))
+               : theirs_update_d(x, id, (double)a * 0.25);
+        break;
+    case OP_DELETE:
+        livedb ? ours_delete(o, id) : theirs_delete(x, id);
+        break;
+    }
+}
 
 /* Times k operations of one kind, each on its own: all of livedb's, then
  * all of SQLite's, so that neither engine runs with the other's working
  * set in its caches. */
-static void one_write(struct ours *o, struct theirs *x, enum op_kind kind, int64_t id, bool livedb)
-{
-    if (livedb)
-        kind == OP_INSERT ? ours_insert(o, id) : kind == OP_UPDATE ? ours_update_a(o, id)
-                                                                  : ours_delete(o, id);
-    else
-        kind == OP_INSERT ? theirs_insert(x, id) : kind == OP_UPDATE ? theirs_update_a(x, id)
-                                                                    : theirs_delete(x, id);
-}
-
 static void time_writes(struct ours *o, struct theirs *x, enum op_kind kind, int nidx, size_t n)
 {
     size_t k = nops();
@@ -380,7 +404,8 @@ static void time_writes(struct ours *o, struct theirs *x, enum op_kind kind, int
             t[engine][i] = (double)(bench_ns() - t0);
         }
     }
-    static const char *const names[] = { "insert", "update_indexed", "delete" };
+    static const char *const names[] = { "insert", "update_indexed", "update_unindexed",
+                                         "delete" };
     char name[64];
     snprintf(name, sizeof name, "%s.idx%d.%s", names[kind], nidx, size_label(n));
     report(name, t[0], t[1], k);
@@ -398,6 +423,7 @@ static void writes(int nidx)
     theirs_open(&x, n, nidx);
     time_writes(&o, &x, OP_INSERT, nidx, n);
     time_writes(&o, &x, OP_UPDATE, nidx, n);
+    time_writes(&o, &x, OP_UPDATE_UNINDEXED, nidx, n);
     time_writes(&o, &x, OP_DELETE, nidx, n);
     store_close(o.s);
     theirs_close(&x);
