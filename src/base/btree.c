@@ -16,8 +16,8 @@
  *   children and a root leaf at least one item.
  * - keys[i] is the least item under kids[i], so it is an item still in the
  *   tree: a comparator is never handed an item that the caller has deleted
- *   and freed. Deleting the least item of a leaf therefore rewrites the one
- *   separator that names it.
+ *   and freed. Deleting or replacing the least item of a leaf therefore
+ *   rewrites the one separator that names it.
  * - counts[i] is the exact number of items under kids[i].
  *
  * Inserts split allocation-first: before touching the tree they count the
@@ -648,6 +648,29 @@ void *btree_delete(btree *t, const void *key)
         refresh_separator(path, levels, leaf->items[0]);
     rebalance(t, path);
     return item;
+}
+
+/* ---- replace --------------------------------------------------------- */
+
+void *btree_replace(btree *t, btree_probe_fn pcmp, const void *probe,
+                    void *item)
+{
+    if (!t->root || !item)
+        return NULL;
+    struct bt_step path[MAX_HEIGHT];
+    unsigned pos;
+    /* Separators equal to the probe are followed (bias 0), as in
+     * descend_exact: one that equals it is the item sought. */
+    struct bt_leaf *leaf = descend(t, pcmp, probe, 0, 1, path, &pos, NULL);
+    if (pos >= leaf->n || pcmp(t->ctx, probe, leaf->items[pos]) != 0)
+        return NULL;
+    void *old = leaf->items[pos];
+    leaf->items[pos] = item;
+    /* A separator names the least item of its subtree: a freed old item
+     * must not stay one. */
+    if (pos == 0)
+        refresh_separator(path, t->height - 1, item);
+    return old;
 }
 
 /* ---- bulk load ------------------------------------------------------- */

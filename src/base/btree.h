@@ -13,9 +13,11 @@
  *
  * Guarantees:
  * - An insert that fails with LDB_NOMEM leaves the tree exactly as it was.
- * - Delete never allocates. Every node but the root stays at least half
- *   full, and the tree loses a level when the root has a single child.
- * - Any insert, delete or bulk load invalidates every cursor on the tree.
+ * - Delete and replace never allocate. Every node but the root stays at
+ *   least half full, and the tree loses a level when the root has a single
+ *   child.
+ * - Any insert, delete or bulk load invalidates every cursor on the tree;
+ *   a replace does not (a cursor on the replaced item reads the new one).
  * - No operation recurses deeper than the height of the tree.
  *
  * The struct is public so that it can be embedded. Its fields may be read
@@ -115,6 +117,19 @@ int btree_insert(btree *t, void *item, void **existing);
  * (the caller may then free it), or returns NULL if there is none. Never
  * allocates, so it cannot fail. */
 void *btree_delete(btree *t, const void *key);
+
+/*
+ * Swaps item (non-NULL) in for the one item that compares equal to probe
+ * under pcmp, in place, and returns the item replaced; returns NULL, tree
+ * unchanged, when no item compares equal. pcmp must single out at most
+ * one item, and item must compare equal to probe too, so that it orders
+ * against every other item as the replaced one did: say, the next version
+ * of an index row whose key did not change. The tree cannot check that
+ * (btree_check can). One descent, like a find: no allocation, no change
+ * of structure or counts, so it cannot fail.
+ */
+void *btree_replace(btree *t, btree_probe_fn pcmp, const void *probe,
+                    void *item);
 
 /*
  * Builds the tree from items[0..n), which must be strictly increasing under

@@ -236,11 +236,40 @@ static void check_all(const btree *t, const struct model *m, rng *r,
 
 /* ---- random operations ----------------------------------------------- */
 
+/*
+ * Replaces an item (mostly one that is there, else k) by a key drawn
+ * between its neighbours, which sorts where it did. Never allocates; a
+ * probe that matches nothing changes nothing.
+ */
+static void random_replace(btree *t, struct model *m, rng *r, uint64_t k)
+{
+    if (m->n > 0 && rng_chance(r, 4, 5))
+        k = m->keys[rng_below(r, m->n)];
+    struct probe p = { k, 0 };
+    uint64_t allocs = mem_alloc_count();
+    if (!model_has(m, k)) {
+        CHECK(btree_replace(t, cmp_probe, &p, item_of(k)) == NULL);
+        CHECK_INT(mem_alloc_count(), allocs);
+        return;
+    }
+    size_t i = model_pos(m, k);
+    uint64_t lo = i > 0 ? m->keys[i - 1] : 0;
+    uint64_t hi = i + 1 < m->n ? m->keys[i + 1] : k + 3;
+    uint64_t nk = lo + 1 + rng_below(r, hi - lo - 1);
+    CHECK_INT(key_of(btree_replace(t, cmp_probe, &p, item_of(nk))), k);
+    CHECK_INT(mem_alloc_count(), allocs);
+    m->keys[i] = nk;
+}
+
 static void random_op(btree *t, struct model *m, rng *r, uint64_t key_limit,
                       bool growing)
 {
     uint64_t k = 1 + rng_below(r, key_limit);
-    unsigned dice = (unsigned)rng_below(r, 8);
+    unsigned dice = (unsigned)rng_below(r, 9);
+    if (dice == 8) {
+        random_replace(t, m, r, k);
+        return;
+    }
     if (dice < (growing ? 5u : 2u)) {
         void *existing = item_of(1);
         CHECK_INT(btree_insert(t, item_of(k), &existing), LDB_OK);
@@ -386,6 +415,48 @@ static void test_bulk_load(void)
             model_free(&m);
         }
     }
+    CHECK_INT(mem_live(), live);
+}
+
+/* ---- replace --------------------------------------------------------- */
+
+/* Every item of a deep tree replaced in place, first items of leaves (the
+ * separators) included, with every allocation failing: the order, ranks,
+ * counts and nodes stay, and a cursor on an item reads its replacement. */
+static void test_replace(void)
+{
+    int64_t live = mem_live();
+    btree t;
+    struct model m = { 0 };
+    btree_init_fanout(&t, cmp_items, &tree_ctx, 4, 4);
+    struct probe p = { 3, 0 };
+    CHECK(btree_replace(&t, cmp_probe, &p, item_of(4)) == NULL);
+    bulk_load_multiples(&t, &m, 200);
+    size_t nodes = t.nodes, bytes = btree_bytes(&t);
+    unsigned height = t.height;
+    mem_fail_at(1, 1);
+    CHECK(btree_replace(&t, cmp_probe, &p, NULL) == NULL);
+    p.key = 301;
+    CHECK(btree_replace(&t, cmp_probe, &p, item_of(302)) == NULL);
+    for (size_t i = 0; i < m.n; i++) {
+        btree_cursor c;
+        p.key = m.keys[i];
+        CHECK(btree_seek(&t, cmp_probe, &p, BT_GE, &c));
+        CHECK_INT(key_of(btree_replace(&t, cmp_probe, &p, item_of(p.key + 1))), p.key);
+        m.keys[i] = p.key + 1;
+        check_at(&c, &m, i);
+        check_structure(&t);
+    }
+    CHECK_INT(mem_failed_count(), 0);
+    mem_fail_at(0, 0);
+    CHECK_INT(t.nodes, nodes);
+    CHECK_INT(btree_bytes(&t), bytes);
+    CHECK_INT(t.height, height);
+    rng r;
+    rng_seed(&r, test_seed());
+    check_all(&t, &m, &r, 3 * 200 + 3);
+    btree_free(&t);
+    model_free(&m);
     CHECK_INT(mem_live(), live);
 }
 
@@ -587,6 +658,6 @@ static void test_work_bound(void)
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(test_misuse_and_empty), T(test_random_tiny_nodes),
+TEST_MAIN(T(test_misuse_and_empty), T(test_replace), T(test_random_tiny_nodes),
           T(test_random_default_nodes), T(test_bulk_load),
           T(test_insert_nomem), T(test_bulk_load_nomem), T(test_work_bound))
