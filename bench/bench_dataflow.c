@@ -197,10 +197,10 @@ static void bench_reduce(void)
     static const enum ldb_collation bin[] = { LDB_COLL_BINARY };
     df_key key = { 1, k0, bin };
     struct df_agg_spec aggs[] = {
-        { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL },
-        { &agg_sum, a1, LDB_COLL_BINARY, false, NULL },
-        { &agg_min, a1, LDB_COLL_BINARY, false, NULL },
-        { &agg_max, a1, LDB_COLL_BINARY, false, NULL },
+        { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_sum, a1, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_min, a1, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_max, a1, LDB_COLL_BINARY, false, NULL, NULL, 0 },
     };
     df_node *red;
     must(df_graph_new(&b.g), "graph");

@@ -213,10 +213,13 @@ int df_join(df_graph *g, df_node *left, df_node *right, enum df_join_kind kind,
 
 struct df_agg_spec {
     const struct agg_def *def;
-    const uint32_t *args;      /* def->nargs argument columns */
+    const uint32_t *args;      /* def->nargs argument columns, then the
+                                  order argument when norder > 0 */
     enum ldb_collation coll;   /* argument collation */
     bool distinct;
     const value *sep;          /* string_agg separator, NULL: "," */
+    const struct agg_order_term *order; /* agg_inst_set_order's terms */
+    uint32_t norder;
 };
 
 /* The output row exists even for an empty input (a scalar aggregate:

@@ -166,7 +166,8 @@ static int step(struct reduce_node *r, const row *in, int64_t w)
     g->weight += w;
     for (uint32_t i = 0; i < r->naggs; i++) {
         struct ragg *a = &r->aggs[i];
-        for (uint32_t k = 0; k < a->ai.def->nargs; k++)
+        uint32_t nargs = agg_nargs(&a->ai);
+        for (uint32_t k = 0; k < nargs; k++)
             r->argbuf[k] = in->cols[a->args[k]];
         rc = agg_step(&a->ai, state(g, a), r->argbuf, w);
         if (rc)
@@ -333,24 +334,27 @@ static int init_aggs(struct reduce_node *r, const struct df_agg_spec *specs, uin
     for (uint32_t i = 0; i < naggs; i++) {
         const struct df_agg_spec *s = &specs[i];
         struct ragg *a = &r->aggs[i];
-        if (!s->def || (s->def->nargs && !s->args))
+        uint32_t nargs = s->def ? s->def->nargs + (s->norder ? 1 : 0) : 0;
+        if (!s->def || (nargs && !s->args) || (s->norder && !s->order))
             return LDB_MISUSE;
-        for (uint32_t k = 0; k < s->def->nargs; k++)
+        for (uint32_t k = 0; k < nargs; k++)
             if (s->args[k] >= ncols)
                 return LDB_MISUSE;
-        if (!(a->args = mem_alloc(s->def->nargs * sizeof(uint32_t))))
+        if (!(a->args = mem_alloc(nargs * sizeof(uint32_t))))
             return LDB_NOMEM;
-        if (s->def->nargs)
-            memcpy(a->args, s->args, s->def->nargs * sizeof(uint32_t));
+        if (nargs)
+            memcpy(a->args, s->args, nargs * sizeof(uint32_t));
         int rc = agg_inst_init(&a->ai, s->def, s->coll, s->distinct, s->sep);
         if (rc)
             return rc;
         a->inited = true;
         r->naggs = i + 1;
+        if ((rc = agg_inst_set_order(&a->ai, s->order, s->norder)))
+            return rc;
         a->off = *slot;
         *slot += (agg_state_size(&a->ai) + 7) & ~(size_t)7;
-        if (s->def->nargs > maxargs)
-            maxargs = s->def->nargs;
+        if (nargs > maxargs)
+            maxargs = nargs;
     }
     return (r->argbuf = mem_alloc(maxargs * sizeof(value))) ? LDB_OK : LDB_NOMEM;
 }

@@ -594,6 +594,8 @@ static int compile_aggregate(struct compile *c, const struct plan *p, df_node **
         specs[i].coll = a->coll;
         specs[i].distinct = a->distinct;
         specs[i].sep = value_is_null(&a->sep) ? NULL : &a->sep;
+        specs[i].order = a->order;
+        specs[i].norder = a->norder;
     }
     df_node *src = in;
     if (!identity || n != df_node_ncols(in)) {

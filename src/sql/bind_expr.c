@@ -687,6 +687,46 @@ static bool bind_args(binder *b, const ast_expr_list *l, struct expr *x, uint32_
     return true;
 }
 
+/* An ORDER BY term of an aggregate call, in its wrapper (bind_internal.h). */
+static struct expr *bind_order_term(binder *b, const ast_order_term *t)
+{
+    struct expr *w = ex_new(b, EXPR_CAST, 1, t->expr->off);
+    if (!w || !(w->args[0] = bind_expr(b, t->expr)))
+        return NULL;
+    w->u.cast_to = COL_ANY;
+    w->type = w->args[0]->type;
+    w->coll = w->args[0]->coll;
+    bool nulls_first = t->nulls == AST_NULLS_DEFAULT ? !t->desc : t->nulls == AST_NULLS_FIRST;
+    w->flags = (w->args[0]->flags & EXPR_NONDET) | (t->desc ? AGGORD_DESC : 0) |
+               (nulls_first ? AGGORD_NULLS_FIRST : 0);
+    return w;
+}
+
+/* The ORDER BY node of an aggregate call (bind_internal.h). */
+static struct expr *bind_agg_order(binder *b, const ast_order_list *ol, uint32_t off)
+{
+    struct expr *o = ex_new(b, EXPR_CALL, ol->n, off);
+    if (!o || !(o->u.fn = func_find("array", ol->n, NULL)))
+        return NULL;
+    for (uint32_t i = 0; i < ol->n; i++) {
+        if (!(o->args[i] = bind_order_term(b, &ol->items[i])))
+            return NULL;
+        o->flags |= o->args[i]->flags & EXPR_NONDET;
+    }
+    return o;
+}
+
+uint32_t aggcall_nargs(const struct expr *call)
+{
+    return call->nargs - ((call->flags & AGGCALL_FILTER) != 0) -
+           ((call->flags & AGGCALL_ORDER) != 0);
+}
+
+const struct expr *aggcall_order(const struct expr *call)
+{
+    return (call->flags & AGGCALL_ORDER) ? call->args[aggcall_nargs(call)] : NULL;
+}
+
 static struct expr *bind_aggregate(binder *b, const ast_expr *e, const struct func_def *fn,
                                    const char *name)
 {
@@ -694,22 +734,25 @@ static struct expr *bind_aggregate(binder *b, const ast_expr *e, const struct fu
         bind_error(b, LDB_ERROR, e->off, "misuse of aggregate function %s()", name);
         return NULL;
     }
-    if (e->u.call.order_by.n) {
-        bind_error(b, LDB_UNSUPPORTED, e->u.call.order_by.items[0].expr->off,
-                   "ORDER BY inside an aggregate call is not supported");
+    const ast_order_list *ol = &e->u.call.order_by;
+    if (ol->n && !(fn->agg->flags & AGG_ORDERED)) {
+        bind_error(b, LDB_UNSUPPORTED, ol->items[0].expr->off,
+                   "ORDER BY inside a call of %s() is not supported (only string_agg and "
+                   "group_concat take one)", name);
         return NULL;
     }
     if (e->u.call.distinct && (e->u.call.args.n != 1 || e->u.call.star)) {
         bind_error(b, LDB_ERROR, e->off, "DISTINCT aggregates must have exactly one argument");
         return NULL;
     }
-    uint32_t n = e->u.call.args.n + (e->u.call.filter != NULL);
+    uint32_t n = e->u.call.args.n + (ol->n != 0) + (e->u.call.filter != NULL);
     struct expr *x = ex_new(b, EXPR_CALL, n, e->off);
     if (!x)
         return NULL;
     x->u.fn = fn;
     b->in_agg_args = true;
     bool ok = bind_args(b, &e->u.call.args, x, 0) &&
+              (!ol->n || (x->args[e->u.call.args.n] = bind_agg_order(b, ol, e->off))) &&
               (!e->u.call.filter || (x->args[n - 1] = bind_expr(b, e->u.call.filter)));
     b->in_agg_args = false;
     if (!ok)
@@ -720,7 +763,7 @@ static struct expr *bind_aggregate(binder *b, const ast_expr *e, const struct fu
         return NULL;
     }
     x->flags |= (e->u.call.distinct ? AGGCALL_DISTINCT : 0) |
-                (e->u.call.filter ? AGGCALL_FILTER : 0);
+                (e->u.call.filter ? AGGCALL_FILTER : 0) | (ol->n ? AGGCALL_ORDER : 0);
     if (fn->type != COL_ANY)
         x->type = (uint8_t)fn->type;
     else if (e->u.call.args.n)

@@ -35,11 +35,24 @@
 
 #include <stdarg.h>
 
-/* Flags of transient aggregate calls (EXPR_CALL of an aggregate). */
+/* Flags of transient aggregate calls (EXPR_CALL of an aggregate). The
+ * call's args are its own arguments, then (AGGCALL_ORDER) its ORDER BY
+ * node, then (AGGCALL_FILTER) its FILTER condition. The ORDER BY node is
+ * an array() call of the terms, each wrapped in an EXPR_CAST to COL_ANY
+ * that carries the term's collation and AGGORD_ flags; it lives only
+ * between binding and lifting, where build_agg turns it into the plan's
+ * order terms. */
 enum {
     AGGCALL_DISTINCT = 0x10,
-    AGGCALL_FILTER = 0x20 /* the last arg is the FILTER condition */
+    AGGCALL_FILTER = 0x20, /* the last arg is the FILTER condition */
+    AGGCALL_ORDER = 0x40,  /* the ORDER BY node precedes FILTER */
+    AGGORD_DESC = 0x10,    /* flags of an ORDER BY term's wrapper */
+    AGGORD_NULLS_FIRST = 0x20
 };
+
+/* An aggregate call's own arguments, and its ORDER BY node or NULL. */
+uint32_t aggcall_nargs(const struct expr *call);
+const struct expr *aggcall_order(const struct expr *call);
 
 struct scope;
 

@@ -748,10 +748,56 @@ static struct expr *lift(binder *b, struct aggs *a, struct expr *e)
     }
 }
 
-static void build_agg(const struct expr *call, struct plan_agg *out)
+/* The terms of an ordered aggregate: the call's ORDER BY terms, then the
+ * input's unique key (when known), so that equal ORDER BY values keep the
+ * order of the rows' keys. The hidden argument ARRAY(x, terms...) goes
+ * after x. */
+static bool order_agg(binder *b, const struct expr *call, const struct plan *in,
+                      struct plan_agg *out)
+{
+    const struct expr *o = aggcall_order(call);
+    uint32_t nby = o ? o->nargs : 0, nkey = 0;
+    uint32_t *key = balloc(b, (in->ncols + 1) * sizeof *key);
+    if (!key)
+        return false;
+    if (!plan_unique_key(in, key, &nkey))
+        nkey = 0;
+    uint32_t n = nby + nkey;
+    if (n == 0)
+        return true;
+    struct expr *arr = ex_new(b, EXPR_CALL, 1 + n, call->off);
+    struct expr **args = balloc(b, 2 * sizeof *args);
+    if (!arr || !args || !(out->order = balloc(b, n * sizeof *out->order)))
+        return false;
+    arr->u.fn = func_find("array", 1 + n, NULL);
+    arr->args[0] = args[0] = call->args[0];
+    for (uint32_t i = 0; i < n; i++) {
+        struct agg_order_term *t = &out->order[i];
+        if (i < nby) {
+            const struct expr *w = o->args[i];
+            arr->args[1 + i] = w->args[0];
+            *t = (struct agg_order_term){ (enum ldb_collation)w->coll,
+                                          (w->flags & AGGORD_DESC) != 0,
+                                          (w->flags & AGGORD_NULLS_FIRST) != 0 };
+        } else {
+            const struct plan_col *c = &in->cols[key[i - nby]];
+            if (!(arr->args[1 + i] = ex_column(b, key[i - nby], c, call->off)))
+                return false;
+            *t = (struct agg_order_term){ c->coll, false, true };
+        }
+    }
+    args[1] = arr;
+    out->args = args;
+    out->nargs = 2;
+    out->norder = n;
+    return true;
+}
+
+static bool build_agg(binder *b, const struct expr *call, const struct plan *in,
+                      struct plan_agg *out)
 {
     const struct func_def *fn = call->u.fn;
-    uint32_t nargs = call->nargs - ((call->flags & AGGCALL_FILTER) != 0);
+    uint32_t nargs = aggcall_nargs(call);
     out->fn = fn;
     out->distinct = (call->flags & AGGCALL_DISTINCT) != 0;
     out->filter = (call->flags & AGGCALL_FILTER) ? call->args[call->nargs - 1] : NULL;
@@ -761,6 +807,7 @@ static void build_agg(const struct expr *call, struct plan_agg *out)
     out->sep = value_null();
     if (fn->agg == &agg_string_agg && nargs == 2)
         out->sep = call->args[1]->u.v;
+    return !(fn->agg->flags & AGG_ORDERED) || order_agg(b, call, in, out);
 }
 
 /* The text of e over the columns of p, as a column name (EXPLAIN). */
@@ -774,7 +821,7 @@ static const char *name_of(binder *b, const struct expr *e, const struct plan *p
     strbuf sb = STRBUF_INIT;
     if (e->kind == EXPR_CALL && func_is_aggregate(e->u.fn)) {
         /* an aggregate call still carries its binder flags and FILTER */
-        uint32_t n = e->nargs - ((e->flags & AGGCALL_FILTER) != 0);
+        uint32_t n = aggcall_nargs(e);
         sb_printf(&sb, "%s(%s", e->u.fn->name, (e->flags & AGGCALL_DISTINCT) ? "DISTINCT " : "");
         if (e->u.fn->agg == &agg_count_star)
             sb_putc(&sb, '*');
@@ -810,7 +857,8 @@ static struct plan *aggregate_node(binder *b, struct aggs *a, struct plan *in)
         p->cols[i] = col_of(name, e);
     }
     for (uint32_t i = 0; i < a->ncalls; i++)
-        build_agg(a->calls[i], &p->u.agg.aggs[i]);
+        if (!build_agg(b, a->calls[i], in, &p->u.agg.aggs[i]))
+            return NULL;
     return p;
 }
 

@@ -410,8 +410,11 @@ static int agg_open(struct op *o)
     a->state_bytes = 0;
     for (a->ninsts = 0; a->ninsts < n; a->ninsts++) {
         const struct plan_agg *pa = &p->u.agg.aggs[a->ninsts];
-        int rc = agg_inst_init(&a->insts[a->ninsts], pa->fn->agg, pa->coll, pa->distinct,
+        agg_inst *ai = &a->insts[a->ninsts];
+        int rc = agg_inst_init(ai, pa->fn->agg, pa->coll, pa->distinct,
                                value_is_null(&pa->sep) ? NULL : &pa->sep);
+        if (rc == LDB_OK && (rc = agg_inst_set_order(ai, pa->order, pa->norder)))
+            agg_inst_free(ai);
         if (rc)
             return rc == LDB_NOMEM ? exec_nomem(o->x) : rc;
         a->offsets[a->ninsts] = a->state_bytes;

@@ -55,6 +55,7 @@
 
 struct table;
 struct table_index;
+struct agg_order_term;
 struct func_def;
 struct strbuf;
 
@@ -133,14 +134,25 @@ struct join_key {
 
 /* ---- AGGREGATE -------------------------------------------------------------------- */
 
+/*
+ * An ordered aggregate (string_agg) has norder > 0: its last argument is
+ * the hidden order argument ARRAY(x, o_1..o_n) of its first argument and
+ * its order values (the call's ORDER BY terms, then the input's unique
+ * key), and order[i] says how o_(i+1) compares (aggregate.h,
+ * agg_inst_set_order). Without a known key and without ORDER BY, norder
+ * is 0 and the values come in value order.
+ */
 struct plan_agg {
     const struct func_def *fn;   /* fn->agg is the aggregate.h definition */
-    struct expr **args;          /* fn->agg->nargs arguments */
+    struct expr **args;          /* fn->agg->nargs arguments, then the
+                                    order argument when norder > 0 */
     uint32_t nargs;
     bool distinct;
     struct expr *filter;         /* FILTER (WHERE ...), or NULL */
     enum ldb_collation coll;     /* of the argument: min/max order, DISTINCT */
     value sep;                   /* string_agg separator; NULL: "," */
+    struct agg_order_term *order;
+    uint32_t norder;
 };
 
 /* ---- SORT ----------------------------------------------------------------------------- */

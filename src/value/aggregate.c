@@ -47,9 +47,52 @@ struct vms {
     } u;
 };
 
-static int vcmp(const agg_inst *ai, const value *a, const value *b)
+/* The value an item is grouped by for DISTINCT: the item itself, or
+ * element 0 of an ordered item. */
+static const value *item_class(const struct agg_vms_order *k, const value *v)
 {
-    int c = value_cmp(a, b, ai->coll);
+    if (!k->norder)
+        return v;
+    size_t n;
+    return &value_items(v, &n)[0];
+}
+
+/* One ORDER BY term: SQL order with its collation, direction and NULL
+ * placement. */
+static int term_cmp(const struct agg_order_term *t, const value *a, const value *b)
+{
+    bool an = value_is_null(a), bn = value_is_null(b);
+    if (an || bn)
+        return an == bn ? 0 : (an == t->nulls_first ? -1 : 1);
+    int c = value_cmp(a, b, t->coll);
+    return t->desc ? -c : c;
+}
+
+static int order_terms_cmp(const struct agg_vms_order *k, const value *a, const value *b)
+{
+    for (uint32_t i = 0; i < k->norder; i++) {
+        int c = term_cmp(&k->order[i], &a[1 + i], &b[1 + i]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Items are plain values (value order under the collation), or for an
+ * ordered instance ARRAY(x, o_1..o_n) compared by the order terms then x
+ * (value_first: by x first, so that a class of equal x is contiguous).
+ * Identity breaks the remaining ties, so items are identity-distinct. */
+static int vcmp(const struct agg_vms_order *k, const value *a, const value *b)
+{
+    if (!k->norder) {
+        int c = value_cmp(a, b, k->coll);
+        return c ? c : value_cmp_identity(a, b);
+    }
+    size_t n;
+    const value *x = value_items(a, &n), *y = value_items(b, &n);
+    int c = k->value_first ? value_cmp(&x[0], &y[0], k->coll) : order_terms_cmp(k, x, y);
+    if (c == 0)
+        c = k->value_first ? order_terms_cmp(k, x, y) : value_cmp(&x[0], &y[0], k->coll);
     return c ? c : value_cmp_identity(a, b);
 }
 
@@ -58,24 +101,24 @@ static int tree_cmp(void *ctx, const void *a, const void *b)
     return vcmp(ctx, &((const struct vitem *)a)->v, &((const struct vitem *)b)->v);
 }
 
-/* Probe order for a canonical class: ignores identity, so a GE seek lands
- * on the least member of the class. */
+/* Probe order for a canonical class: ignores identity (and the order
+ * values), so a GE seek lands on the first member of the class. */
 static int tree_class_cmp(void *ctx, const void *probe, const void *item)
 {
-    const agg_inst *ai = ctx;
-    return value_cmp(probe, &((const struct vitem *)item)->v, ai->coll);
+    const struct agg_vms_order *k = ctx;
+    return value_cmp(probe, item_class(k, &((const struct vitem *)item)->v), k->coll);
 }
 
 static void vms_init(struct vms *m) { memset(m, 0, sizeof *m); }
 
 /* Binary search in the array form: index of v or where it would go. */
-static uint32_t arr_search(const agg_inst *ai, const struct vms *m, const value *v,
+static uint32_t arr_search(const struct agg_vms_order *k, const struct vms *m, const value *v,
                            bool *found)
 {
     uint32_t lo = 0, hi = m->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        int c = vcmp(ai, &m->u.arr[mid].v, v);
+        int c = vcmp(k, &m->u.arr[mid].v, v);
         if (c == 0) {
             *found = true;
             return mid;
@@ -90,12 +133,13 @@ static uint32_t arr_search(const agg_inst *ai, const struct vms *m, const value 
 }
 
 /* Moves a full array into a tree of pool items, then adds v. */
-static int arr_to_tree(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+static int arr_to_tree(agg_inst *ai, const struct agg_vms_order *ko, struct vms *m,
+                       const value *v, int64_t w)
 {
     btree *t = mem_alloc(sizeof *t);
     if (!t)
         return LDB_NOMEM;
-    btree_init(t, tree_cmp, ai);
+    btree_init(t, tree_cmp, (void *)ko);
     void *items[VMS_ARRAY_MAX + 1];
     uint32_t k = 0;
     for (; k < m->n; k++) {
@@ -131,10 +175,11 @@ fail:
     return LDB_NOMEM;
 }
 
-static int arr_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+static int arr_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, const value *v,
+                   int64_t w)
 {
     bool found;
-    uint32_t i = arr_search(ai, m, v, &found);
+    uint32_t i = arr_search(k, m, v, &found);
     if (found) {
         struct vitem *it = &m->u.arr[i];
         if ((it->n += w) == 0) {
@@ -149,7 +194,7 @@ static int arr_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     }
     if (m->n == m->cap) {
         if (m->cap == VMS_ARRAY_MAX)
-            return arr_to_tree(ai, m, v, w);
+            return arr_to_tree(ai, k, m, v, w);
         struct vitem *na = mem_realloc(m->u.arr, 2 * m->cap * sizeof *na);
         if (!na)
             return LDB_NOMEM;
@@ -195,21 +240,22 @@ static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
 }
 
 /* Adds w to the count of v (inserting or deleting the item as needed). */
-static int vms_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
+static int vms_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, const value *v,
+                   int64_t w)
 {
     if (w == 0)
         return LDB_OK;
     if (m->cap == VMS_TREE)
         return tree_add(ai, m, v, w);
     if (m->cap)
-        return arr_add(ai, m, v, w);
+        return arr_add(ai, k, m, v, w);
     if (m->n == 0) {
         m->u.one.v = value_copy(v);
         m->u.one.n = w;
         m->n = 1;
         return LDB_OK;
     }
-    if (vcmp(ai, &m->u.one.v, v) == 0) {
+    if (vcmp(k, &m->u.one.v, v) == 0) {
         if ((m->u.one.n += w) == 0) {
             value_release(&m->u.one.v);
             vms_init(m);
@@ -222,7 +268,7 @@ static int vms_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     arr[0] = m->u.one;
     m->u.arr = arr;
     m->cap = 2;
-    return arr_add(ai, m, v, w);
+    return arr_add(ai, k, m, v, w);
 }
 
 static void vms_free(agg_inst *ai, struct vms *m)
@@ -283,14 +329,14 @@ static const struct vitem *vms_next(struct vms_iter *it)
 }
 
 /* The first item canonically equal to v, or the first item after it. */
-static const struct vitem *vms_seek_class(const agg_inst *ai, struct vms_iter *it,
+static const struct vitem *vms_seek_class(const struct agg_vms_order *k, struct vms_iter *it,
                                           const struct vms *m, const value *v)
 {
     it->m = m;
     it->i = 0;
     if (m->cap == VMS_TREE)
         return iter_item(it, btree_seek(m->u.tree, tree_class_cmp, v, BT_GE, &it->c));
-    while (it->i < m->n && value_cmp(&iter_item(it, false)->v, v, ai->coll) < 0)
+    while (it->i < m->n && value_cmp(item_class(k, &iter_item(it, false)->v), v, k->coll) < 0)
         it->i++;
     return iter_item(it, false);
 }
@@ -307,11 +353,12 @@ static const struct vitem *vms_last(const struct vms *m)
     return m->cap ? &m->u.arr[m->n - 1] : &m->u.one;
 }
 
-static int vms_merge(agg_inst *ai, struct vms *m, const struct vms *other)
+static int vms_merge(agg_inst *ai, const struct agg_vms_order *k, struct vms *m,
+                     const struct vms *other)
 {
     struct vms_iter it;
     for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
-        int rc = vms_add(ai, m, &x->v, x->n);
+        int rc = vms_add(ai, k, m, &x->v, x->n);
         if (rc)
             return rc;
     }
@@ -568,12 +615,12 @@ static int vms_agg_step(agg_inst *ai, void *st, const value *args, int64_t w)
 {
     if (value_is_null(&args[0]))
         return LDB_OK;
-    return vms_add(ai, st, &args[0], w);
+    return vms_add(ai, &ai->main_cmp, st, &args[ai->norder ? 1 : 0], w);
 }
 
 static int vms_agg_merge(agg_inst *ai, void *st, const void *other)
 {
-    return vms_merge(ai, st, other);
+    return vms_merge(ai, &ai->main_cmp, st, other);
 }
 
 static void vms_agg_destroy(agg_inst *ai, void *st) { vms_free(ai, st); }
@@ -633,7 +680,7 @@ static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
             if (!first)
                 put_text(&sb, &ai->sep);
             first = false;
-            put_text(&sb, &x->v);
+            put_text(&sb, item_class(&ai->main_cmp, &x->v));
         }
     }
     int rc = sb_error(&sb);
@@ -654,7 +701,7 @@ const struct agg_def agg_max = {
 };
 
 const struct agg_def agg_string_agg = {
-    "string_agg", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
+    "string_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct vms), vms_agg_init,
     vms_agg_step, vms_agg_merge, string_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
 };
 
@@ -718,7 +765,7 @@ static int recompute_step(agg_inst *ai, void *st, const value *args, int64_t w)
     value t;
     int rc = tuple_value(ai, args, &t);
     if (rc == LDB_OK)
-        rc = vms_add(ai, st, &t, w);
+        rc = vms_add(ai, &ai->main_cmp, st, &t, w);
     value_release(&t);
     return rc;
 }
@@ -785,6 +832,25 @@ int agg_inst_init(agg_inst *ai, const struct agg_def *def, enum ldb_collation co
         value_text(&ai->sep, ",", 1); /* inline: cannot fail */
     }
     pool_init(&ai->items, sizeof(struct vitem));
+    ai->order = NULL;
+    ai->norder = 0;
+    ai->main_cmp = (struct agg_vms_order){ coll, 0, NULL, false };
+    ai->dist_cmp = ai->main_cmp;
+    return LDB_OK;
+}
+
+int agg_inst_set_order(agg_inst *ai, const struct agg_order_term *terms, uint32_t n)
+{
+    if (n == 0)
+        return LDB_OK;
+    if (!(ai->def->flags & AGG_ORDERED) || ai->norder)
+        return LDB_MISUSE;
+    if (!(ai->order = mem_alloc(n * sizeof *terms)))
+        return LDB_NOMEM;
+    memcpy(ai->order, terms, n * sizeof *terms);
+    ai->norder = n;
+    ai->main_cmp = (struct agg_vms_order){ ai->coll, n, ai->order, false };
+    ai->dist_cmp = (struct agg_vms_order){ ai->coll, n, ai->order, true };
     return LDB_OK;
 }
 
@@ -792,6 +858,12 @@ void agg_inst_free(agg_inst *ai)
 {
     value_release(&ai->sep);
     pool_free(&ai->items);
+    mem_free(ai->order);
+}
+
+uint32_t agg_nargs(const agg_inst *ai)
+{
+    return ai->def->nargs + (ai->norder ? 1 : 0);
 }
 
 size_t agg_state_size(const agg_inst *ai)
@@ -809,15 +881,17 @@ void agg_init(agg_inst *ai, void *st)
         ai->def->init(ai, inner_of(ai, st));
 }
 
-/* Whether v's class contributes (total count > 0) and, if so, its
- * representative: the least member with a positive count. */
+/* Whether the class of value v contributes (total count > 0) and, if
+ * so, its representative: the least member with a positive count (for
+ * an ordered instance, the copy that comes first in the order). */
 static bool class_rep(agg_inst *ai, const struct vms *m, const value *v, value *rep)
 {
+    const struct agg_vms_order *k = &ai->dist_cmp;
     struct vms_iter it;
     int64_t total = 0;
     const value *least = NULL;
-    for (const struct vitem *x = vms_seek_class(ai, &it, m, v);
-         x && value_cmp(&x->v, v, ai->coll) == 0; x = vms_next(&it)) {
+    for (const struct vitem *x = vms_seek_class(k, &it, m, v);
+         x && value_cmp(item_class(k, &x->v), v, ai->coll) == 0; x = vms_next(&it)) {
         total += x->n;
         if (!least && x->n > 0)
             least = &x->v;
@@ -828,13 +902,23 @@ static bool class_rep(agg_inst *ai, const struct vms *m, const value *v, value *
     return true;
 }
 
-static int distinct_step(agg_inst *ai, void *st, const value *v, int64_t w)
+/* Steps the inner aggregate with a class representative (an item of
+ * the DISTINCT multiset: the argument, or for an ordered instance the
+ * argument and its order values). */
+static int step_rep(agg_inst *ai, void *inner, const value *rep, int64_t w)
 {
+    const value args[2] = { *item_class(&ai->dist_cmp, rep), *rep };
+    return ai->def->step(ai, inner, args, w);
+}
+
+static int distinct_step(agg_inst *ai, void *st, const value *item, int64_t w)
+{
+    const value *v = item_class(&ai->dist_cmp, item);
     if (value_is_null(v) || w == 0)
         return LDB_OK;
     value old_rep, new_rep;
     bool had = class_rep(ai, st, v, &old_rep);
-    int rc = vms_add(ai, st, v, w);
+    int rc = vms_add(ai, &ai->dist_cmp, st, item, w);
     bool has = rc == LDB_OK && class_rep(ai, st, v, &new_rep);
     void *inner = inner_of(ai, st);
     if (rc == LDB_OK && had && has && value_identical(&old_rep, &new_rep)) {
@@ -844,12 +928,12 @@ static int distinct_step(agg_inst *ai, void *st, const value *v, int64_t w)
     }
     if (had) {
         if (rc == LDB_OK)
-            rc = ai->def->step(ai, inner, &old_rep, -1);
+            rc = step_rep(ai, inner, &old_rep, -1);
         value_release(&old_rep);
     }
     if (has) {
         if (rc == LDB_OK)
-            rc = ai->def->step(ai, inner, &new_rep, 1);
+            rc = step_rep(ai, inner, &new_rep, 1);
         value_release(&new_rep);
     }
     return rc;
@@ -860,21 +944,16 @@ int agg_step(agg_inst *ai, void *st, const value *args, int64_t weight)
     if (ai->recompute)
         return recompute_step(ai, st, args, weight);
     if (ai->distinct)
-        return distinct_step(ai, st, &args[0], weight);
+        return value_is_null(&args[0])
+                   ? LDB_OK
+                   : distinct_step(ai, st, &args[ai->norder ? 1 : 0], weight);
     return ai->def->step(ai, st, args, weight);
 }
 
 int agg_merge(agg_inst *ai, void *st, const void *other)
 {
-    if (ai->recompute) {
-        struct vms_iter it;
-        for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
-            int rc = vms_add(ai, st, &x->v, x->n);
-            if (rc)
-                return rc;
-        }
-        return LDB_OK;
-    }
+    if (ai->recompute)
+        return vms_merge(ai, &ai->main_cmp, st, other);
     if (!ai->distinct)
         return ai->def->merge ? ai->def->merge(ai, st, other) : LDB_MISUSE;
     struct vms_iter it;

@@ -32,16 +32,25 @@
  *   5.0, 'a' and 'A' under NOCASE) the least under value_cmp_identity is
  *   the minimum and the greatest the maximum, so the result never depends
  *   on arrival order.
- * - string_agg(x) / group_concat(x): the non-NULL values in ascending
- *   order (collation, then identity), each repeated by its multiplicity,
- *   joined by the instance separator (default ","). Insertion order is
- *   meaningless under retraction, hence a value order. TEXT and BLOB
- *   contribute their bytes, other types their value_format text. The
- *   separator is fixed per instance, not per row. NULL if no input.
+ * - string_agg(x) / group_concat(x): the non-NULL values, each repeated
+ *   by its multiplicity, joined by the instance separator (default ",");
+ *   TEXT and BLOB contribute their bytes, other types their value_format
+ *   text; NULL if no input. The separator is fixed per instance. Arrival
+ *   order means nothing under retraction, so the order is a function of
+ *   the contributing rows: an ordered instance (agg_inst_set_order) takes
+ *   a hidden second argument ARRAY(x, o_1..o_n), and the values come in
+ *   the order of (o_1..o_n) under the instance's order terms, then x
+ *   (collation, then identity). The SQL layer passes the call's ORDER BY
+ *   values followed by the input's unique key, so the order is that of
+ *   the input rows' keys unless ORDER BY says otherwise. Without order
+ *   terms the values come in ascending value order (collation, then
+ *   identity).
  * - DISTINCT (agg_inst.distinct, one-argument aggregates): each canonical
  *   class of argument values (value_eq under the collation) counts once
  *   while its total count is positive, represented by its least member
- *   under value_cmp_identity that has a positive count.
+ *   under value_cmp_identity that has a positive count; for an ordered
+ *   instance, by the member whose copy comes first in the order (SQLite's
+ *   "first occurrence"), which also places the class in the result.
  *
  * Algebra, for user-defined aggregates (issue 7): AGG_RETRACT says step
  * accepts negative weights (all built-ins do); AGG_MERGE says merge
@@ -71,7 +80,27 @@
 enum agg_flags {
     AGG_RETRACT = 1, /* step accepts negative weights */
     AGG_MERGE = 2,   /* merge is provided */
-    AGG_COUNT_ONLY = 4 /* combine reads only the count, not the sum */
+    AGG_COUNT_ONLY = 4, /* combine reads only the count, not the sum */
+    AGG_ORDERED = 8     /* the result depends on the order of the inputs:
+                           instances may take order terms (string_agg) */
+};
+
+/* How element i of an ordered instance's order values compares: SQL
+ * ORDER BY with a collation, a direction and a NULL placement. */
+struct agg_order_term {
+    enum ldb_collation coll;
+    bool desc;
+    bool nulls_first;
+};
+
+/* Private to aggregate.c: how one ordered multiset of an instance
+ * compares its items (plain values when norder is 0, else ARRAY(x,
+ * o_1..o_n) by the order terms then x, or by x first when value_first). */
+struct agg_vms_order {
+    enum ldb_collation coll;
+    uint32_t norder;
+    const struct agg_order_term *order;
+    bool value_first;
 };
 
 typedef struct agg_inst agg_inst;
@@ -115,6 +144,9 @@ struct agg_inst {
     bool recompute; /* def lacks AGG_RETRACT: the recompute layer */
     value sep;  /* string_agg separator */
     pool items; /* multiset items of every state of this instance */
+    struct agg_order_term *order; /* owned; norder terms */
+    uint32_t norder;
+    struct agg_vms_order main_cmp, dist_cmp; /* states; the DISTINCT layer */
 };
 
 extern const struct agg_def agg_count_star, agg_count, agg_sum, agg_total,
@@ -129,6 +161,13 @@ const struct agg_def *agg_builtin(const char *name);
 int agg_inst_init(agg_inst *ai, const struct agg_def *def,
                   enum ldb_collation coll, bool distinct, const value *sep);
 void agg_inst_free(agg_inst *ai);
+/* Makes ai ordered by n terms (copied; n == 0 changes nothing): every
+ * step then passes a second argument ARRAY(x, o_1..o_n), where x is the
+ * first. Before any state exists. LDB_MISUSE unless the definition is
+ * AGG_ORDERED; LDB_NOMEM. */
+int agg_inst_set_order(agg_inst *ai, const struct agg_order_term *terms, uint32_t n);
+/* Argument values per step: the definition's, plus the order argument. */
+uint32_t agg_nargs(const agg_inst *ai);
 
 /* Dispatch through the instance (these add the DISTINCT layer). */
 size_t agg_state_size(const agg_inst *ai);

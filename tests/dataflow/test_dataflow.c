@@ -706,7 +706,7 @@ static df_node *build(struct world *w, int i)
         for (int q = 0; q < count; q++) {
             const struct aggdef *d = &agg_sets[s->p][first + q];
             args[q] = d->arg;
-            aggs[q] = (struct df_agg_spec){ d->def, &args[q], d->coll, d->distinct, NULL };
+            aggs[q] = (struct df_agg_spec){ d->def, &args[q], d->coll, d->distinct, NULL, NULL, 0 };
         }
         df_key kk = s->kind == S_SCALAR ? key_of(2) : k;
         CHECK(df_reduce(g, a, &kk, aggs, (uint32_t)count, s->kind == S_SCALAR ? DF_REDUCE_SCALAR : 0,

@@ -71,10 +71,10 @@ static int build_small(df_graph *g, df_node **in, df_node **outs)
     int rc;
     uint32_t a1[] = { 1 }, a3[] = { 3 };
     struct df_agg_spec aggs[] = {
-        { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL },
-        { &agg_sum, a3, LDB_COLL_BINARY, false, NULL },
-        { &agg_min, a1, LDB_COLL_BINARY, false, NULL },
-        { &agg_string_agg, a1, LDB_COLL_BINARY, true, NULL },
+        { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_sum, a3, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_min, a1, LDB_COLL_BINARY, false, NULL, NULL, 0 },
+        { &agg_string_agg, a1, LDB_COLL_BINARY, true, NULL, NULL, 0 },
     };
     if ((rc = df_input(g, 2, &in[0])) || (rc = df_input(g, 2, &in[1])) ||
         (rc = df_arrange(g, in[0], &k0, &aa)) || (rc = df_arrange(g, in[1], &k0, &ab)) ||
@@ -175,7 +175,7 @@ static void no_spurious_output(void)
     df_graph *g;
     df_node *in, *red, *out;
     df_key k0 = { 1, col0, binary };
-    struct df_agg_spec cnt = { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL };
+    struct df_agg_spec cnt = { &agg_count_star, NULL, LDB_COLL_BINARY, false, NULL, NULL, 0 };
     CHECK(df_graph_new(&g) == LDB_OK);
     CHECK(df_input(g, 2, &in) == LDB_OK);
     CHECK(df_reduce(g, in, &k0, &cnt, 1, 0, &red) == LDB_OK);
@@ -216,8 +216,8 @@ static void scalar_aggregate_exists_when_empty(void)
     df_node *in, *red, *out;
     df_key none = { 0, NULL, NULL };
     uint32_t a1[] = { 1 };
-    struct df_agg_spec aggs[] = { { &agg_count_star, NULL, 0, false, NULL },
-                                  { &agg_sum, a1, 0, false, NULL } };
+    struct df_agg_spec aggs[] = { { &agg_count_star, NULL, 0, false, NULL, NULL, 0 },
+                                  { &agg_sum, a1, 0, false, NULL, NULL, 0 } };
     CHECK(df_graph_new(&g) == LDB_OK);
     CHECK(df_input(g, 2, &in) == LDB_OK);
     CHECK(df_reduce(g, in, &none, aggs, 2, DF_REDUCE_SCALAR, &red) == LDB_OK);

@@ -364,6 +364,12 @@ static const struct qspec specs[] = {
     { "SELECT a, count(*), sum(c), min(b), max(c), avg(a), total(a) FROM t1 GROUP BY a", false },
     { "SELECT s, count(DISTINCT x), group_concat(x) FROM t2 GROUP BY s HAVING count(*) > 1", false },
     { "SELECT count(*), sum(a), min(c), max(b) FROM t1", false },
+    { "SELECT t1id, group_concat(DISTINCT s ORDER BY x DESC), string_agg(x, ';') FROM t2 "
+      "GROUP BY t1id",
+      false },
+    { "SELECT group_concat(t1.b || t2.s), group_concat(DISTINCT t1.a) FROM t1 JOIN t2 ON "
+      "t2.t1id = t1.id",
+      false },
     { "SELECT DISTINCT a, b FROM t1", false },
     { "SELECT k FROM t3", false },
     { "SELECT a FROM t1 UNION SELECT x FROM t2", false },

@@ -131,6 +131,21 @@ static void grouping_and_order(void)
                "1|0.5|2|1\n2|2.5|3|0\n");
     CHECK_ROWS(db, "SELECT b, max(c) FROM t WHERE a = 3", "NULL|NULL\n");
     CHECK_ROWS(db, "SELECT sum(a) FILTER (WHERE a > 1), group_concat(b, '-') FROM t", "5|x-y-z\n");
+    /* string_agg follows the rows' keys (here the primary key k), ORDER BY
+     * inside the call overrides them, DISTINCT values sit at their first row */
+    EXEC(db, "CREATE TABLE g(k INTEGER PRIMARY KEY, x TEXT COLLATE NOCASE, y INTEGER)");
+    EXEC(db, "INSERT INTO g VALUES (4, 'b', 1), (2, 'B', 3), (9, 'a', 2), (1, NULL, 0), (3, 'a', 3)");
+    CHECK_ROWS(db, "SELECT group_concat(x), group_concat(DISTINCT x) FROM g", "B,a,b,a|B,a\n");
+    CHECK_ROWS(db, "SELECT group_concat(x ORDER BY y), group_concat(DISTINCT x ORDER BY y DESC) "
+                   "FROM g", "b,a,B,a|B,a\n");
+    CHECK_ROWS(db, "SELECT string_agg(k, ';' ORDER BY x DESC, k DESC) FROM g", "4;2;9;3;1\n");
+    CHECK_ROWS(db, "SELECT y, group_concat(k) FROM g GROUP BY y ORDER BY y",
+               "0|1\n1|4\n2|9\n3|2,3\n");
+    /* a join follows the combined keys; a derived table without its key
+     * falls back to value order */
+    CHECK_ROWS(db, "SELECT group_concat(g.k || h.k) FROM g, g AS h WHERE g.k < 3 AND h.k > 3",
+               "14,19,24,29\n");
+    CHECK_ROWS(db, "SELECT group_concat(k) FROM (SELECT k + 0 AS k FROM g)", "1,2,3,4,9\n");
     CHECK_ROWS(db, "SELECT DISTINCT a FROM t ORDER BY a DESC", "3\n2\n1\n");
     CHECK_ROWS(db, "SELECT a FROM t UNION SELECT a FROM u ORDER BY 1 DESC", "4\n3\n2\n1\n");
     CHECK_ROWS(db, "SELECT a FROM t INTERSECT SELECT a FROM u", "1\n3\n");
@@ -209,6 +224,7 @@ static void unsupported(void)
     CHECK_FAILS(db, "DELETE FROM t RETURNING a", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "SELECT DISTINCT a FROM t ORDER BY c", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "SELECT group_concat(a, b) FROM t", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "SELECT count(a ORDER BY b) FROM t", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "SELECT sum(a) OVER (ORDER BY a) FROM t", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "WITH RECURSIVE r(n) AS (SELECT 1) SELECT n FROM r", LDB_UNSUPPORTED);
     CHECK_FAILS(db, "UPDATE t SET a = 1 FROM u", LDB_UNSUPPORTED);

@@ -2,7 +2,8 @@
  * test_aggregate.c - built-in aggregates: SQL results against SQLite,
  * incremental (add/retract in any order) against from-scratch, against an
  * independent oracle computed by sorting the surviving multiset, merge,
- * DISTINCT representatives, identity order, and allocation failure.
+ * DISTINCT representatives, identity order, string_agg's order terms,
+ * and allocation failure.
  */
 #include "test.h"
 
@@ -341,6 +342,145 @@ static void incremental_equals_scratch(void)
     }
 }
 
+/* ---- ordered string_agg ------------------------------------------------------ */
+
+struct orow {
+    value x, y;
+    int64_t key, w;
+};
+
+static struct agg_order_term oterms[2];
+
+static int orow_cmp(const void *pa, const void *pb)
+{
+    const struct orow *a = pa, *b = pb;
+    bool an = value_is_null(&a->y), bn = value_is_null(&b->y);
+    int c = an || bn ? (an == bn ? 0 : an == oterms[0].nulls_first ? -1 : 1)
+                     : value_cmp(&a->y, &b->y, oterms[0].coll) * (oterms[0].desc ? -1 : 1);
+    return c ? c : (a->key > b->key) - (a->key < b->key);
+}
+
+/* Sorts rows by (y, key) and joins x, skipping NULLs and, under
+ * DISTINCT, every value equal to one already shown. */
+static value ordered_oracle(struct orow *rows, size_t n, enum ldb_collation coll, bool distinct)
+{
+    qsort(rows, n, sizeof *rows, orow_cmp);
+    strbuf sb = STRBUF_INIT;
+    const value *shown[256];
+    size_t nshown = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool skip = value_is_null(&rows[i].x);
+        for (size_t k = 0; distinct && !skip && k < nshown; k++)
+            skip = value_eq(shown[k], &rows[i].x, coll);
+        if (skip)
+            continue;
+        shown[nshown++] = &rows[i].x;
+        for (int64_t j = 0; j < (distinct ? 1 : rows[i].w); j++) {
+            if (sb.len || nshown > 1 || j)
+                sb_putc(&sb, ',');
+            if (value_type(&rows[i].x) == LDB_TEXT) {
+                size_t len;
+                const char *p = value_bytes(&rows[i].x, &len);
+                sb_put(&sb, p, len);
+            } else {
+                value_format(&sb, &rows[i].x);
+            }
+        }
+    }
+    value out = value_null();
+    if (nshown)
+        CHECK(value_text(&out, sb_str(&sb), sb.len) == LDB_OK);
+    sb_free(&sb);
+    return out;
+}
+
+static void ostep(struct state *s, const struct orow *r, int64_t w)
+{
+    value k = value_int(r->key), arr, args[2];
+    value parts[3] = { r->x, r->y, k };
+    CHECK(value_array(&arr, parts, 3) == LDB_OK);
+    args[0] = r->x;
+    args[1] = arr;
+    CHECK(agg_step(&s->ai, s->st, args, w) == LDB_OK);
+    value_release(&arr);
+}
+
+static void ostate_open(struct state *s, enum ldb_collation coll, bool distinct)
+{
+    st_open(s, &agg_string_agg, coll, distinct);
+    CHECK(agg_inst_set_order(&s->ai, oterms, 2) == LDB_OK);
+}
+
+/* string_agg ordered by (y, key): incremental with retraction in any
+ * order equals from scratch, merge, and the oracle. */
+static void ordered_string_agg(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    static const enum ldb_collation colls[] = { LDB_COLL_BINARY, LDB_COLL_NOCASE };
+    for (int iter = 0; iter < 300 * test_scale(); iter++) {
+        enum ldb_collation coll = colls[rng_below(&r, 2)];
+        bool distinct = rng_chance(&r, 1, 2);
+        oterms[0] = (struct agg_order_term){ colls[rng_below(&r, 2)], rng_chance(&r, 1, 2),
+                                             rng_chance(&r, 1, 2) };
+        oterms[1] = (struct agg_order_term){ LDB_COLL_BINARY, false, true };
+        struct state inc, scratch, h1, h2;
+        ostate_open(&inc, coll, distinct);
+        struct orow rows[200];
+        size_t n = 0;
+        int64_t next_key = 0;
+        for (int step = (int)rng_below(&r, 100); step > 0; step--) {
+            if (n < 200 && (n == 0 || rng_chance(&r, 3, 5))) {
+                rows[n] = (struct orow){ random_value(&r), random_value(&r),
+                                         (rng_chance(&r, 1, 2) ? 1 : -1) * next_key++,
+                                         rng_range(&r, 1, 2) };
+                ostep(&inc, &rows[n], rows[n].w);
+                n++;
+            } else {
+                size_t k = (size_t)rng_below(&r, n);
+                ostep(&inc, &rows[k], -rows[k].w);
+                value_release(&rows[k].x);
+                value_release(&rows[k].y);
+                rows[k] = rows[--n];
+            }
+        }
+        ostate_open(&scratch, coll, distinct);
+        ostate_open(&h1, coll, distinct);
+        ostate_open(&h2, coll, distinct);
+        for (size_t i = n; i-- > 0;) {
+            ostep(&scratch, &rows[i], rows[i].w);
+            ostep(i % 2 ? &h1 : &h2, &rows[i], rows[i].w);
+        }
+        CHECK(agg_merge(&h1.ai, h1.st, h2.st) == LDB_OK);
+        value a, b, c, want = ordered_oracle(rows, n, coll, distinct);
+        CHECK(st_result(&inc, &a) == LDB_OK && st_result(&scratch, &b) == LDB_OK &&
+              st_result(&h1, &c) == LDB_OK);
+        strbuf x = STRBUF_INIT, y = STRBUF_INIT;
+        value_format(&x, &a);
+        value_format(&y, &want);
+        CHECKF(value_identical(&a, &want), "%s != oracle %s", sb_str(&x), sb_str(&y));
+        CHECK(value_identical(&b, &want) && value_identical(&c, &want));
+        sb_free(&x);
+        sb_free(&y);
+        value_release(&a);
+        value_release(&b);
+        value_release(&c);
+        value_release(&want);
+        for (size_t i = 0; i < n; i++) {
+            value_release(&rows[i].x);
+            value_release(&rows[i].y);
+        }
+        st_close(&inc);
+        st_close(&scratch);
+        st_close(&h1);
+        st_close(&h2);
+    }
+    struct state s;
+    st_open(&s, &agg_min, LDB_COLL_BINARY, false);
+    CHECK_INT(agg_inst_set_order(&s.ai, oterms, 2), LDB_MISUSE); /* min has no order */
+    st_close(&s);
+}
+
 static void min_retraction_and_representatives(void)
 {
     struct state s;
@@ -419,4 +559,4 @@ static void allocation_failure(void)
 }
 
 TEST_MAIN(T(same_as_sqlite), T(sum_types_and_overflow), T(incremental_equals_scratch),
-          T(min_retraction_and_representatives), T(allocation_failure))
+          T(ordered_string_agg), T(min_retraction_and_representatives), T(allocation_failure))
