@@ -29,7 +29,7 @@ TOOL_BINS  := $(O)/demo $(O)/slt $(O)/livedb
 
 # The sqllogictest runner's code minus its main(), also linked into its
 # tests; the shell is every tools/livedb*.c.
-SLT_OBJS   := $(patsubst %,$(O)/obj/tools/slt_%.o,md5 script result run livedb sqlite)
+SLT_OBJS   := $(patsubst %,$(O)/obj/tools/slt_%.o,md5 script result run livedb sqlite known)
 SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
 # Extra objects some test binaries link (TEST_EXTRA_<binary>).
 TEST_EXTRA_test_slt        := $(SLT_OBJS)

@@ -4,7 +4,10 @@
  *   slt [--engine livedb|sqlite] [-v] [--failures N] file.test...
  *
  * Prints "<file>: N passed, N failed, N skipped" per file, then a total
- * line; exits 1 if any record failed, 2 on a usage or file error. -v adds
+ * line; exits 1 if any record failed, 2 on a usage or file error. On
+ * livedb, the records of tools/slt_known.c are known deviations: each
+ * prints "KNOWN file:line: reason" and is counted apart, not as failed
+ * (but fails if it passes). -v adds
  * the reasons of unsupported records, most frequent first. --failures N
  * prints at most N failures per file in full (default 10; -1: all).
  */
@@ -26,6 +29,8 @@ static void print_counts(const char *name, const slt_counts *c)
            c->skipped_cond + c->skipped_unsupported);
     if (c->skipped_unsupported)
         printf(" (%ld unsupported)", c->skipped_unsupported);
+    if (c->deviations)
+        printf(", %ld known deviations", c->deviations);
     printf("\n");
 }
 
@@ -59,12 +64,16 @@ int main(int argc, char **argv)
     int first = parse_args(argc, argv, &o);
     if (first < 0)
         return usage();
+    if (o.engine == &slt_engine_livedb) {
+        o.known = slt_livedb_deviations;
+        o.nknown = slt_livedb_ndeviations;
+    }
     if (o.max_reports < 0)
         o.max_reports = 1 << 30;
-    slt_counts total = { 0, 0, 0, 0 };
+    slt_counts total = { 0, 0, 0, 0, 0 };
     int bad_file = 0;
     for (int i = first; i < argc; i++) {
-        slt_counts c = { 0, 0, 0, 0 };
+        slt_counts c = { 0, 0, 0, 0, 0 };
         if (slt_run_file(argv[i], &o, &c) < 0) {
             bad_file = 1;
             continue;
@@ -75,6 +84,7 @@ int main(int argc, char **argv)
         total.failed += c.failed;
         total.skipped_cond += c.skipped_cond;
         total.skipped_unsupported += c.skipped_unsupported;
+        total.deviations += c.deviations;
     }
     printf("skipped: %ld by skipif/onlyif, %ld unsupported by %s\n",
            total.skipped_cond, total.skipped_unsupported, o.engine->name);

@@ -147,7 +147,25 @@ typedef struct slt_counts {
     long passed, failed;
     long skipped_cond;        /* excluded by skipif/onlyif */
     long skipped_unsupported; /* the engine said "not supported" */
+    long deviations;          /* listed known deviations that failed */
 } slt_counts;
+
+/*
+ * A record the engine is known to fail on purpose, with the reason
+ * (printed whenever it is met). file is the path below the corpus
+ * folder; line is the record's header line. A listed record that fails
+ * counts as a deviation, not a failure; one that passes, is skipped, or
+ * is never met in its file is a failure, so the list cannot go stale.
+ */
+typedef struct slt_deviation {
+    const char *file;
+    int line;
+    const char *reason;
+} slt_deviation;
+
+/* livedb's known deviations (tools/slt_known.c). */
+extern const slt_deviation slt_livedb_deviations[];
+extern const int slt_livedb_ndeviations;
 
 typedef struct slt_options {
     const slt_engine *engine;
@@ -156,6 +174,8 @@ typedef struct slt_options {
     FILE *out;          /* failure reports */
     slt_reason *reasons; /* tally of unsupported reasons (grows) */
     int nreasons, capreasons;
+    const slt_deviation *known; /* known deviations of the engine */
+    int nknown;
 } slt_options;
 
 /* Runs one script on a fresh database; adds to *c. Returns 0, or -1 when

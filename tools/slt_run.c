@@ -10,7 +10,10 @@
  * Counting: a statement or query that runs is passed or failed; one that a
  * skipif/onlyif excludes, or that the engine rejects as unsupported, is
  * skipped (the latter with its reason tallied). Control records (halt,
- * hash-threshold) are not counted. A malformed record is a failure.
+ * hash-threshold) are not counted. A malformed record is a failure. A
+ * record on the options' list of known deviations that fails counts as a
+ * deviation, printed with its reason; any other outcome of a listed
+ * record, and a listed record the file does not have, is a failure.
  */
 #include "slt.h"
 
@@ -36,6 +39,8 @@ typedef struct run {
     void *db;
     int threshold;
     int reports; /* failures printed in full so far */
+    const slt_deviation *known; /* the current record's entry, or NULL */
+    char *met;   /* per entry of o->known: met in this file */
     slt_result res;
     const char **vals; /* the values in comparison order */
     size_t capvals;
@@ -140,11 +145,16 @@ static int report(run *R, const slt_record *r, const char *fmt, ...)
 
 static int report(run *R, const slt_record *r, const char *fmt, ...)
 {
+    FILE *f = R->o->out;
+    if (R->known) {
+        R->c->deviations++;
+        fprintf(f, "KNOWN %s:%d: %s\n", R->path, r->line, R->known->reason);
+        return 0;
+    }
     R->c->failed++;
     if (R->reports >= R->o->max_reports)
         return 0;
     R->reports++;
-    FILE *f = R->o->out;
     va_list ap;
     va_start(ap, fmt);
     fprintf(f, "FAIL %s:%d: ", R->path, r->line);
@@ -153,6 +163,56 @@ static int report(run *R, const slt_record *r, const char *fmt, ...)
     va_end(ap);
     print_sql(f, r);
     return 1;
+}
+
+/* A record that did not fail: passed, or skipped (how says which). A
+ * listed known deviation must fail, so here it is a failure. */
+static void not_failed(run *R, const slt_record *r, long *count, const char *how)
+{
+    if (!R->known) {
+        (*count)++;
+        return;
+    }
+    const slt_deviation *k = R->known;
+    R->known = NULL;
+    report(R, r, "listed as a known deviation (%s), but %s: take it off the list",
+           k->reason, how);
+}
+
+/* Whether path names the corpus file file (a path below the corpus). */
+static int is_file(const char *path, const char *file)
+{
+    size_t n = strlen(path), m = strlen(file);
+    return n >= m && strcmp(path + n - m, file) == 0 && (n == m || path[n - m - 1] == '/');
+}
+
+/* Looks a statement or query record up in the known deviations. */
+static void find_known(run *R, const slt_record *r)
+{
+    R->known = NULL;
+    if (r->kind != SLT_STATEMENT && r->kind != SLT_QUERY)
+        return;
+    for (int i = 0; i < R->o->nknown; i++) {
+        const slt_deviation *k = &R->o->known[i];
+        if (k->line == r->line && is_file(R->path, k->file)) {
+            R->known = k;
+            R->met[i] = 1;
+        }
+    }
+}
+
+/* Every entry naming this file must have been met. */
+static void check_known_met(run *R)
+{
+    R->known = NULL;
+    for (int i = 0; i < R->o->nknown; i++) {
+        const slt_deviation *k = &R->o->known[i];
+        if (R->met[i] || !is_file(R->path, k->file))
+            continue;
+        R->c->failed++;
+        fprintf(R->o->out, "FAIL %s:%d: listed as a known deviation, but no record starts there\n",
+                R->path, k->line);
+    }
 }
 
 /* ---- statements ------------------------------------------------------------- */
@@ -170,10 +230,10 @@ static void run_statement(run *R, const slt_record *r)
     int rc = sql ? R->o->engine->exec(R->db, sql, &msg) : SLT_ERROR;
     free(sql);
     if (rc == SLT_UNSUPPORTED) {
-        R->c->skipped_unsupported++;
+        not_failed(R, r, &R->c->skipped_unsupported, "it was unsupported");
         tally_reason(R->o, msg.text);
     } else if (expect_error ? rc != SLT_OK : rc == SLT_OK) {
-        R->c->passed++;
+        not_failed(R, r, &R->c->passed, "it passed");
     } else if (expect_error) {
         report(R, r, "statement succeeded, but an error was expected");
     } else {
@@ -327,7 +387,7 @@ static int query_failed(run *R, const slt_record *r, int rc, const slt_msg *msg)
     switch (rc) {
     case SLT_OK: return 0;
     case SLT_UNSUPPORTED:
-        R->c->skipped_unsupported++;
+        not_failed(R, r, &R->c->skipped_unsupported, "it was unsupported");
         tally_reason(R->o, msg->text);
         skip_query(R, r);
         return 1;
@@ -366,7 +426,7 @@ static void run_query(run *R, const slt_record *r)
         report(R, r, "label %s: result differs from line %d", lab, first);
         return;
     }
-    R->c->passed++;
+    not_failed(R, r, &R->c->passed, "it passed");
 }
 
 /* ---- files ----------------------------------------------------------------- */
@@ -374,6 +434,7 @@ static void run_query(run *R, const slt_record *r)
 /* Runs one record; returns 0 to go on, 1 at a halt. */
 static int run_record(run *R, const slt_record *r)
 {
+    find_known(R, r);
     switch (r->kind) {
     case SLT_HALT:
         return !r->skip;
@@ -384,7 +445,7 @@ static int run_record(run *R, const slt_record *r)
     case SLT_STATEMENT:
     case SLT_QUERY:
         if (r->skip) {
-            R->c->skipped_cond++;
+            not_failed(R, r, &R->c->skipped_cond, "skipif/onlyif excluded it");
             if (r->kind == SLT_QUERY)
                 skip_query(R, r);
         } else if (r->kind == SLT_STATEMENT) {
@@ -418,14 +479,19 @@ int slt_run_file(const char *path, slt_options *o, slt_counts *c)
         return -1;
     }
     *R = (run){ .path = path, .o = o, .c = c, .db = db,
-                .threshold = DEFAULT_HASH_THRESHOLD };
+                .threshold = DEFAULT_HASH_THRESHOLD, .met = calloc((size_t)o->nknown + 1, 1) };
     slt_result_init(&R->res);
-    for (int i = 0; i < s.nrecs && !run_record(R, &s.recs[i]); i++)
+    for (int i = 0; R->met && i < s.nrecs && !run_record(R, &s.recs[i]); i++)
         ;
+    if (R->met)
+        check_known_met(R);
+    else
+        c->failed++; /* out of memory: the file did not run */
     o->engine->close(db);
     labels_free(R);
     slt_result_free(&R->res);
     free(R->vals);
+    free(R->met);
     free(R);
     slt_script_free(&s);
     return 0;

@@ -248,7 +248,7 @@ static slt_counts run_script(const slt_engine *engine, const char *script, slt_o
     o->engine = engine;
     o->out = out;
     o->max_reports = 100;
-    slt_counts c = { 0, 0, 0, 0 };
+    slt_counts c = { 0, 0, 0, 0, 0 };
     int rc = slt_run_file(path, o, &c);
     unlink(path);
     rewind(out);
@@ -494,7 +494,67 @@ static void unsupported_skipped(void)
     slt_options_free(&o);
 }
 
+/* Known deviations: a listed record that fails is counted apart and
+ * printed with its reason; a listed record that passes or is skipped, and
+ * an entry that names no record of its file, are failures. */
+static void known_deviations(void)
+{
+    char dir[] = "/tmp/ldb_slt_known_XXXXXX", path[64];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/k.test", dir);
+    const char *script = "query I nosort\n"      /* 1: fails */
+                         "SELECT 1\n"
+                         "----\n"
+                         "2\n"
+                         "\n"
+                         "query I nosort\n"      /* 6: passes */
+                         "SELECT 1\n"
+                         "----\n"
+                         "1\n"
+                         "\n"
+                         "skipif sqlite\n"
+                         "statement ok\n"        /* 12: skipped */
+                         "SELECT 1\n"
+                         "\n"
+                         "query I nosort\n"      /* 15: fails, not listed */
+                         "SELECT 3\n"
+                         "----\n"
+                         "4\n";
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(script, f) >= 0 && fclose(f) == 0);
+    const slt_deviation known[] = {
+        { "k.test", 1, "reason one" },   { "k.test", 6, "reason six" },
+        { "k.test", 12, "reason twelve" }, { "k.test", 9, "no record" },
+        { "other/k.test", 15, "another file" },
+    };
+    FILE *out = tmpfile();
+    CHECK(out);
+    slt_options o = { .engine = &slt_engine_sqlite, .out = out, .max_reports = 100,
+                      .known = known, .nknown = 5 };
+    slt_counts c = { 0, 0, 0, 0, 0 };
+    CHECK_INT(slt_run_file(path, &o, &c), 0);
+    char report[4096];
+    rewind(out);
+    report[fread(report, 1, sizeof report - 1, out)] = 0;
+    fclose(out);
+    unlink(path);
+    rmdir(dir);
+    CHECK_INT(c.deviations, 1);
+    CHECK_INT(c.passed, 0);
+    CHECK_INT(c.skipped_cond, 0);
+    CHECKF(c.failed == 4, "%ld failed:\n%s", c.failed, report);
+    static const char *const expect[] = {
+        "KNOWN", "k.test:1: reason one\n",
+        ":6: listed as a known deviation (reason six), but it passed",
+        ":12: listed as a known deviation (reason twelve), but skipif/onlyif excluded it",
+        ":9: listed as a known deviation, but no record starts there", ":15: wrong result",
+    };
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
+        CHECKF(strstr(report, expect[i]), "no '%s' in:\n%s", expect[i], report);
+    slt_options_free(&o);
+}
+
 TEST_MAIN(T(md5_rfc_vectors), T(md5_chunked), T(real_format_fixed),
           T(real_format_matches_sqlite), T(render_rules), T(script_split),
           T(script_passes), T(script_failures_caught), T(label_mismatch),
-          T(unsupported_skipped))
+          T(unsupported_skipped), T(known_deviations))
