@@ -237,20 +237,44 @@ int index_add(struct table_index *ix, row *r, const row *except, row **conflict)
     return rc;
 }
 
+/* The hash slot that holds r (by pointer identity), or NULL. */
+static uint64_t *hash_slot_of(struct table_index *ix, const row *r)
+{
+    uint32_t pos = UINT32_MAX;
+    for (uint64_t *v; (v = hmap_probe(&ix->hash, key_hash_row(ix, r), &pos));) {
+        ix->work++;
+        if (slot_row(v) == r)
+            return v;
+    }
+    return NULL;
+}
+
 void index_remove(struct table_index *ix, row *r)
 {
     if (ix->kind == INDEX_ORDERED) {
         btree_delete(&ix->tree, r);
         return;
     }
-    uint32_t pos = UINT32_MAX;
-    for (uint64_t *v; (v = hmap_probe(&ix->hash, key_hash_row(ix, r), &pos));) {
-        ix->work++;
-        if (slot_row(v) == r) {
-            hmap_del(&ix->hash, v);
-            return;
-        }
+    uint64_t *v = hash_slot_of(ix, r);
+    if (v)
+        hmap_del(&ix->hash, v);
+}
+
+void index_replace(struct table_index *ix, row *old, row *new_row)
+{
+    if (ix->kind == INDEX_ORDERED) {
+        /* Key parts and primary key single out old's entry (no address:
+         * new_row is not in the tree) and compare equal to new_row's. */
+        value key[INDEX_MAX_PARTS];
+        row_key(ix, new_row, key);
+        struct probe p = { key, ix->nparts, new_row };
+        btree_replace(&ix->tree, probe_cmp, &p, new_row);
+        return;
     }
+    /* Equal keys hash alike under their collations (value.h). */
+    uint64_t *v = hash_slot_of(ix, old);
+    if (v)
+        *v = (uint64_t)(uintptr_t)new_row;
 }
 
 /* ---- building over existing rows ------------------------------------------------ */

@@ -9,9 +9,12 @@
  *     then the primary key (ascending, under the key columns' collations),
  *     then the row's address.
  * The address only separates the two versions of one row that coexist
- * for an instant inside an update (the new one is linked before the old
- * one is unlinked, so that a failed allocation changes nothing); readers
- * never see that state, so to them the order is key, then primary key.
+ * for an instant inside an update that changes the key parts or the
+ * primary key (the new one is linked before the old one is unlinked, so
+ * that a failed allocation changes nothing); an update that changes
+ * neither re-points the entry in place (index_replace), so the versions
+ * never meet there. Readers never see two versions, so to them the order
+ * is key, then primary key.
  *
  * NULLS FIRST/LAST name the place of NULL in the index order itself,
  * whatever the direction: (a DESC NULLS FIRST) puts NULL before every
@@ -205,6 +208,12 @@ void index_destroy(struct table_index *ix);
 int index_add(struct table_index *ix, row *r, const row *except, row **conflict);
 /* Removes r (found by pointer identity). Never allocates. */
 void index_remove(struct table_index *ix, row *r);
+/*
+ * Puts new_row in old's entry, in place: its key parts and primary key
+ * must compare equal to old's (index_key_cmp, table_key_cmp), so the entry
+ * keeps its place. One descent or probe run; never allocates.
+ */
+void index_replace(struct table_index *ix, row *old, row *new_row);
 
 /*
  * Fills an empty index with rows[0..n) (any order; rows is reordered).

@@ -118,17 +118,34 @@ row *table_scan_next(struct table_scan *sc)
 
 /* ---- physical changes ------------------------------------------------------------- */
 
-/* Adds new_row to indexes [0, n), excluding except from conflicts; on
+/*
+ * Whether old's entry in ix must move for new_row: its key parts or the
+ * primary key changed. An entry that stays is re-pointed in place, one
+ * descent instead of an insert and a delete of cold rows, and it cannot
+ * conflict: the rows it could meet are those old already did not.
+ */
+static bool entry_moves(const struct table_index *ix, const row *old,
+                        const row *new_row, bool same_key)
+{
+    return !old || !same_key || index_key_cmp(ix, old, new_row, ix->nparts) != 0;
+}
+
+/* Adds new_row to the indexes where it replaces old's entry by moving
+ * (every index when old is NULL), excluding old from conflicts; on
  * failure removes it from those it reached. */
-static int add_to_indexes(struct table *t, row *new_row, const row *except,
-                          row **conflict, int *where)
+static int add_to_indexes(struct table *t, row *new_row, const row *old,
+                          bool same_key, row **conflict, int *where)
 {
     for (size_t i = 0; i < t->indexes.len; i++) {
-        int rc = index_add(t->indexes.data[i], new_row, except, conflict);
+        struct table_index *ix = t->indexes.data[i];
+        if (!entry_moves(ix, old, new_row, same_key))
+            continue;
+        int rc = index_add(ix, new_row, old, conflict);
         if (rc != LDB_OK) {
             *where = (int)i;
             while (i-- > 0)
-                index_remove(t->indexes.data[i], new_row);
+                if (entry_moves(t->indexes.data[i], old, new_row, same_key))
+                    index_remove(t->indexes.data[i], new_row);
             return rc;
         }
     }
@@ -148,7 +165,7 @@ int table_link(struct table *t, row *r, row **conflict, int *where)
         *conflict = (row *)(uintptr_t)*v;
         return LDB_CONSTRAINT;
     }
-    rc = add_to_indexes(t, r, NULL, conflict, where);
+    rc = add_to_indexes(t, r, NULL, false, conflict, where);
     if (rc != LDB_OK)
         return rc;
     bool found;
@@ -175,11 +192,16 @@ int table_relink(struct table *t, row *old, row *new_row, row **conflict, int *w
             return LDB_CONSTRAINT;
         }
     }
-    int rc = add_to_indexes(t, new_row, old, conflict, where);
+    int rc = add_to_indexes(t, new_row, old, same_key, conflict, where);
     if (rc != LDB_OK)
         return rc;
-    for (size_t i = 0; i < t->indexes.len; i++)
-        index_remove(t->indexes.data[i], old);
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        struct table_index *ix = t->indexes.data[i];
+        if (entry_moves(ix, old, new_row, same_key))
+            index_remove(ix, old);
+        else
+            index_replace(ix, old, new_row);
+    }
     uint64_t *v = find_slot(t, old, h_old);
     if (same_key) {
         *v = (uint64_t)(uintptr_t)new_row;

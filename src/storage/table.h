@@ -171,10 +171,12 @@ int table_key_cmp(const struct table *t, const row *a, const row *b);
  * link adds a row to the key table and every index (LDB_CONSTRAINT with
  * *conflict and *where = index position or -1 for the primary key, or
  * LDB_NOMEM); relink replaces old by new everywhere (same errors; old is
- * excluded from conflicts); unlink removes a row and never fails. The
- * table's reference to the row passes in (link/relink: the caller's
- * reference to new becomes the table's) and out (unlink/relink: the
- * caller receives the table's reference to the removed row).
+ * excluded from conflicts; an index entry whose key parts and primary key
+ * did not change is re-pointed in place, without memory, so undoing an
+ * update that moved no entry cannot fail); unlink removes a row and never
+ * fails. The table's reference to the row passes in (link/relink: the
+ * caller's reference to new becomes the table's) and out (unlink/relink:
+ * the caller receives the table's reference to the removed row).
  */
 int table_link(struct table *t, row *r, row **conflict, int *where);
 int table_relink(struct table *t, row *old, row *new_row, row **conflict,

@@ -3,11 +3,13 @@
  * with its 1st, 2nd, ... allocation failing until it succeeds; every
  * failure must return LDB_NOMEM and leave every table and index exactly
  * as before (same row objects, same index orders), and no failure may be
- * swallowed. Paths: insert with indexes, update moving index keys, delete,
+ * swallowed. Paths: insert with indexes, update moving index keys (all of
+ * them, or one while the others are re-pointed in place), delete,
  * create index over existing rows, drop index and table, savepoint,
  * statements whose hook writes another table, commit with subscribers.
- * Then a rollback that keeps failing stays pending and finishes later,
- * and mem_live returns to its baseline after teardown.
+ * Then a rollback that keeps failing stays pending and finishes later, a
+ * rollback of updates that moved no index entry needs no memory, and
+ * mem_live returns to its baseline after teardown.
  */
 #include "storage_util.h"
 
@@ -227,6 +229,17 @@ static int rekey_body(struct fixture *f)
 }
 static int op_rekey(struct fixture *f) { return in_statement(f, rekey_body); }
 
+/* An update of y alone: ix_yx moves its entry, ix_x, hx and u's index
+ * re-point theirs in place. */
+static int update_y_body(struct fixture *f)
+{
+    value key = V_I(8);
+    row *r = table_lookup(f->a, &key);
+    value v[4] = { r->cols[0], r->cols[1], V_T("y only"), r->cols[3] };
+    return table_update(f->s, f->a, r, v, NULL);
+}
+static int op_update_y(struct fixture *f) { return in_statement(f, update_y_body); }
+
 static int delete_body(struct fixture *f)
 {
     value key = V_I(7);
@@ -274,6 +287,11 @@ static int drop_index_body(struct fixture *f)
 }
 static int op_drop_index(struct fixture *f) { return in_statement(f, drop_index_body); }
 
+static int drop_index_yx_body(struct fixture *f)
+{
+    return store_drop_index(f->s, store_find_index(f->s, "ix_yx"));
+}
+
 static int create_table_body(struct fixture *f)
 {
     struct column_def c[2] = { COL("p", COL_TEXT), COL("q", COL_ANY) };
@@ -304,6 +322,7 @@ static void write_paths(void)
     sweep(&f, op_insert, "insert again");
     sweep(&f, op_update, "update");
     sweep(&f, op_rekey, "update of the primary key");
+    sweep(&f, op_update_y, "update moving one index entry of four");
     sweep(&f, op_delete, "delete");
     sweep(&f, op_many, "statement of many writes");
     sweep(&f, op_create_index, "create index");
@@ -368,4 +387,37 @@ static void pending_rollback(void)
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(write_paths), T(transaction_paths), T(pending_rollback))
+/* Without ix_yx no index reads y: updates of y move no index entry, so
+ * undoing them re-points entries in place and needs no memory at all. */
+static void rollback_in_place(void)
+{
+    int64_t live = mem_live();
+    struct fixture f;
+    setup(&f, 400);
+    CHECK(in_statement(&f, drop_index_yx_body) == LDB_OK);
+    char *before = dump(&f);
+    CHECK(store_begin(f.s) == LDB_OK);
+    CHECK(store_stmt_begin(f.s) == LDB_OK);
+    for (int64_t id = 0; id < 400; id += 2) {
+        value key = V_I(id);
+        row *r = table_lookup(f.a, &key);
+        value v[4] = { r->cols[0], r->cols[1], V_T("y only"), r->cols[3] };
+        CHECK(table_update(f.s, f.a, r, v, NULL) == LDB_OK);
+    }
+    CHECK(store_stmt_end(f.s, LDB_OK) == LDB_OK);
+    mem_fail_at(1, 1);
+    int rc = store_rollback(f.s);
+    uint64_t failed = mem_failed_count();
+    mem_fail_at(0, 0);
+    CHECK_INT(rc, LDB_OK);
+    CHECK_INT(failed, 0);
+    char *after = dump(&f);
+    CHECK_STR(after, before);
+    CHECK(store_check(f.s) == NULL);
+    mem_free(before);
+    mem_free(after);
+    teardown(&f);
+    CHECK_INT(mem_live(), live);
+}
+
+TEST_MAIN(T(write_paths), T(transaction_paths), T(pending_rollback), T(rollback_in_place))
