@@ -220,32 +220,44 @@ static size_t items_before_child(const struct bt_inner *in, unsigned c,
 }
 
 /*
- * Descends to the leaf where the probe's position lies, with inner_bias in
- * internal nodes and leaf_bias in the leaf. Returns the leaf and sets *pos,
- * which may be leaf->n: the position is then the next leaf's first item.
- * Records the path if path is not NULL, and the rank of the position
- * (items before it) if rank is not NULL.
+ * Descends to the leaf where the probe's position lies, with bias in
+ * internal nodes. Records the path if path is not NULL, and adds to
+ * *before the items of the leaves left of that leaf if before is not NULL.
+ */
+static struct bt_leaf *descend_inner(const btree *t, btree_probe_fn pcmp,
+                                     const void *probe, int bias,
+                                     struct bt_step *path, size_t *before)
+{
+    void *node = t->root;
+    size_t total = t->count;
+    add_work(t, t->height);
+    for (unsigned d = 0; d + 1 < t->height; d++) {
+        struct bt_inner *in = node;
+        unsigned c = count_before(t, pcmp, probe, bias, in->keys, 1, in->n) - 1;
+        if (path)
+            path[d] = (struct bt_step){ in, c };
+        if (before)
+            *before += items_before_child(in, c, total);
+        total = in->counts[c];
+        node = in->kids[c];
+    }
+    return node;
+}
+
+/*
+ * descend_inner, then the probe's position in the leaf with leaf_bias:
+ * sets *pos, which may be leaf->n (the position is then the next leaf's
+ * first item), and the rank of the position (items before it) if rank is
+ * not NULL.
  */
 static struct bt_leaf *descend(const btree *t, btree_probe_fn pcmp,
                                const void *probe, int inner_bias,
                                int leaf_bias, struct bt_step *path,
                                unsigned *pos, size_t *rank)
 {
-    void *node = t->root;
-    size_t total = t->count, before = 0;
-    add_work(t, t->height);
-    for (unsigned d = 0; d + 1 < t->height; d++) {
-        struct bt_inner *in = node;
-        unsigned c =
-            count_before(t, pcmp, probe, inner_bias, in->keys, 1, in->n) - 1;
-        if (path)
-            path[d] = (struct bt_step){ in, c };
-        if (rank)
-            before += items_before_child(in, c, total);
-        total = in->counts[c];
-        node = in->kids[c];
-    }
-    struct bt_leaf *leaf = node;
+    size_t before = 0;
+    struct bt_leaf *leaf =
+        descend_inner(t, pcmp, probe, inner_bias, path, rank ? &before : NULL);
     *pos = count_before(t, pcmp, probe, leaf_bias, leaf->items, 0, leaf->n);
     if (rank)
         *rank = before + *pos;
@@ -269,13 +281,35 @@ static bool leaf_holds(const btree *t, const struct bt_leaf *l, unsigned pos,
     return pos < l->n && t->cmp(t->ctx, key, l->items[pos]) == 0;
 }
 
+/*
+ * The leaf that holds the item equal to key, with its position, or NULL.
+ * The leaf is first searched for key's own address: callers mostly hand
+ * in the very item the tree holds, and in a large tree each comparison
+ * at the leaf level reads an item nothing else touched lately (a cache
+ * miss), while the scan reads only the leaf. A key that is merely equal
+ * to an item is then found by comparison.
+ */
+static struct bt_leaf *find_exact(const btree *t, const void *key,
+                                  struct bt_step *path, unsigned *pos)
+{
+    struct bt_leaf *leaf = descend_inner(t, t->cmp, key, 0, path, NULL);
+    for (unsigned i = 0; i < leaf->n; i++) {
+        if (leaf->items[i] == key) {
+            *pos = i;
+            return leaf;
+        }
+    }
+    *pos = count_before(t, t->cmp, key, 1, leaf->items, 0, leaf->n);
+    return leaf_holds(t, leaf, *pos, key) ? leaf : NULL;
+}
+
 void *btree_find(const btree *t, const void *key)
 {
     if (!t->root)
         return NULL;
     unsigned pos;
-    struct bt_leaf *leaf = descend_exact(t, key, NULL, &pos);
-    return leaf_holds(t, leaf, pos, key) ? leaf->items[pos] : NULL;
+    struct bt_leaf *leaf = find_exact(t, key, NULL, &pos);
+    return leaf ? leaf->items[pos] : NULL;
 }
 
 size_t btree_count_below(const btree *t, btree_probe_fn pcmp,
@@ -633,8 +667,8 @@ void *btree_delete(btree *t, const void *key)
         return NULL;
     struct bt_step path[MAX_HEIGHT];
     unsigned pos;
-    struct bt_leaf *leaf = descend_exact(t, key, path, &pos);
-    if (!leaf_holds(t, leaf, pos, key))
+    struct bt_leaf *leaf = find_exact(t, key, path, &pos);
+    if (!leaf)
         return NULL;
     void *item = leaf->items[pos];
     leaf->n--;
@@ -652,17 +686,14 @@ void *btree_delete(btree *t, const void *key)
 
 /* ---- replace --------------------------------------------------------- */
 
-void *btree_replace(btree *t, btree_probe_fn pcmp, const void *probe,
-                    void *item)
+void *btree_replace(btree *t, const void *key, void *item)
 {
     if (!t->root || !item)
         return NULL;
     struct bt_step path[MAX_HEIGHT];
     unsigned pos;
-    /* Separators equal to the probe are followed (bias 0), as in
-     * descend_exact: one that equals it is the item sought. */
-    struct bt_leaf *leaf = descend(t, pcmp, probe, 0, 1, path, &pos, NULL);
-    if (pos >= leaf->n || pcmp(t->ctx, probe, leaf->items[pos]) != 0)
+    struct bt_leaf *leaf = find_exact(t, key, path, &pos);
+    if (!leaf)
         return NULL;
     void *old = leaf->items[pos];
     leaf->items[pos] = item;

@@ -115,21 +115,22 @@ int btree_insert(btree *t, void *item, void **existing);
 
 /* Removes the item equal to key under the item comparator and returns it
  * (the caller may then free it), or returns NULL if there is none. Never
- * allocates, so it cannot fail. */
+ * allocates, so it cannot fail.
+ * Delete, replace and find look for key's own address in its leaf before
+ * comparing: given the very item the tree holds, they skip the leaf's
+ * comparisons, the ones most likely to miss the cache in a large tree. */
 void *btree_delete(btree *t, const void *key);
 
 /*
- * Swaps item (non-NULL) in for the one item that compares equal to probe
- * under pcmp, in place, and returns the item replaced; returns NULL, tree
- * unchanged, when no item compares equal. pcmp must single out at most
- * one item, and item must compare equal to probe too, so that it orders
- * against every other item as the replaced one did: say, the next version
- * of an index row whose key did not change. The tree cannot check that
+ * Swaps item (non-NULL) in for the item equal to key under the item
+ * comparator, in place, and returns the item replaced; returns NULL, tree
+ * unchanged, when there is none. item must order against every other
+ * item of the tree as the replaced one does: say, the next version of an
+ * index row whose key did not change. The tree cannot check that
  * (btree_check can). One descent, like a find: no allocation, no change
  * of structure or counts, so it cannot fail.
  */
-void *btree_replace(btree *t, btree_probe_fn pcmp, const void *probe,
-                    void *item);
+void *btree_replace(btree *t, const void *key, void *item);
 
 /*
  * Builds the tree from items[0..n), which must be strictly increasing under

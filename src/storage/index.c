@@ -263,12 +263,9 @@ void index_remove(struct table_index *ix, row *r)
 void index_replace(struct table_index *ix, row *old, row *new_row)
 {
     if (ix->kind == INDEX_ORDERED) {
-        /* Key parts and primary key single out old's entry (no address:
-         * new_row is not in the tree) and compare equal to new_row's. */
-        value key[INDEX_MAX_PARTS];
-        row_key(ix, new_row, key);
-        struct probe p = { key, ix->nparts, new_row };
-        btree_replace(&ix->tree, probe_cmp, &p, new_row);
+        /* Equal key parts and primary key: new_row orders against every
+         * other entry as old does (the address never decides). */
+        btree_replace(&ix->tree, old, new_row);
         return;
     }
     /* Equal keys hash alike under their collations (value.h). */

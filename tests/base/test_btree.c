@@ -245,10 +245,9 @@ static void random_replace(btree *t, struct model *m, rng *r, uint64_t k)
 {
     if (m->n > 0 && rng_chance(r, 4, 5))
         k = m->keys[rng_below(r, m->n)];
-    struct probe p = { k, 0 };
     uint64_t allocs = mem_alloc_count();
     if (!model_has(m, k)) {
-        CHECK(btree_replace(t, cmp_probe, &p, item_of(k)) == NULL);
+        CHECK(btree_replace(t, item_of(k), item_of(k)) == NULL);
         CHECK_INT(mem_alloc_count(), allocs);
         return;
     }
@@ -256,7 +255,7 @@ static void random_replace(btree *t, struct model *m, rng *r, uint64_t k)
     uint64_t lo = i > 0 ? m->keys[i - 1] : 0;
     uint64_t hi = i + 1 < m->n ? m->keys[i + 1] : k + 3;
     uint64_t nk = lo + 1 + rng_below(r, hi - lo - 1);
-    CHECK_INT(key_of(btree_replace(t, cmp_probe, &p, item_of(nk))), k);
+    CHECK_INT(key_of(btree_replace(t, item_of(k), item_of(nk))), k);
     CHECK_INT(mem_alloc_count(), allocs);
     m->keys[i] = nk;
 }
@@ -429,20 +428,18 @@ static void test_replace(void)
     btree t;
     struct model m = { 0 };
     btree_init_fanout(&t, cmp_items, &tree_ctx, 4, 4);
-    struct probe p = { 3, 0 };
-    CHECK(btree_replace(&t, cmp_probe, &p, item_of(4)) == NULL);
+    CHECK(btree_replace(&t, item_of(3), item_of(4)) == NULL);
     bulk_load_multiples(&t, &m, 200);
     size_t nodes = t.nodes, bytes = btree_bytes(&t);
     unsigned height = t.height;
     mem_fail_at(1, 1);
-    CHECK(btree_replace(&t, cmp_probe, &p, NULL) == NULL);
-    p.key = 301;
-    CHECK(btree_replace(&t, cmp_probe, &p, item_of(302)) == NULL);
+    CHECK(btree_replace(&t, item_of(3), NULL) == NULL);
+    CHECK(btree_replace(&t, item_of(301), item_of(302)) == NULL);
     for (size_t i = 0; i < m.n; i++) {
         btree_cursor c;
-        p.key = m.keys[i];
+        struct probe p = { m.keys[i], 0 };
         CHECK(btree_seek(&t, cmp_probe, &p, BT_GE, &c));
-        CHECK_INT(key_of(btree_replace(&t, cmp_probe, &p, item_of(p.key + 1))), p.key);
+        CHECK_INT(key_of(btree_replace(&t, item_of(p.key), item_of(p.key + 1))), p.key);
         m.keys[i] = p.key + 1;
         check_at(&c, &m, i);
         check_structure(&t);
@@ -457,6 +454,45 @@ static void test_replace(void)
     check_all(&t, &m, &r, 3 * 200 + 3);
     btree_free(&t);
     model_free(&m);
+    CHECK_INT(mem_live(), live);
+}
+
+/* Items are addresses of keys here, so a key can equal an item at another
+ * address: find, delete and replace must then find it by comparison. */
+static int cmp_boxed(void *ctx, const void *a, const void *b)
+{
+    CHECK(ctx == &tree_ctx);
+    return order(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+static void test_equal_keys(void)
+{
+    enum { N = 300 };
+    static uint64_t held[N], twin[N], next[N];
+    int64_t live = mem_live();
+    btree t;
+    btree_init_fanout(&t, cmp_boxed, &tree_ctx, 4, 4);
+    for (size_t i = 0; i < N; i++) {
+        held[i] = twin[i] = next[i] = 2 * i + 2;
+        CHECK_INT(btree_insert(&t, &held[i], NULL), LDB_OK);
+    }
+    uint64_t odd = 3;
+    CHECK(btree_find(&t, &odd) == NULL);
+    CHECK(btree_replace(&t, &odd, &odd) == NULL);
+    CHECK(btree_delete(&t, &odd) == NULL);
+    for (size_t i = 0; i < N; i++) {
+        CHECK(btree_find(&t, &twin[i]) == &held[i]);
+        if (i % 3 == 0) {
+            CHECK(btree_replace(&t, &twin[i], &next[i]) == &held[i]);
+            CHECK(btree_find(&t, &held[i]) == &next[i]);
+        }
+    }
+    check_structure(&t);
+    for (size_t i = 0; i < N; i += 2)
+        CHECK(btree_delete(&t, &twin[i]) == (i % 3 == 0 ? &next[i] : &held[i]));
+    CHECK_INT(btree_count(&t), N / 2);
+    check_structure(&t);
+    btree_free(&t);
     CHECK_INT(mem_live(), live);
 }
 
@@ -658,6 +694,7 @@ static void test_work_bound(void)
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(test_misuse_and_empty), T(test_replace), T(test_random_tiny_nodes),
-          T(test_random_default_nodes), T(test_bulk_load),
-          T(test_insert_nomem), T(test_bulk_load_nomem), T(test_work_bound))
+TEST_MAIN(T(test_misuse_and_empty), T(test_replace), T(test_equal_keys),
+          T(test_random_tiny_nodes), T(test_random_default_nodes),
+          T(test_bulk_load), T(test_insert_nomem), T(test_bulk_load_nomem),
+          T(test_work_bound))
