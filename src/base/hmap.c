@@ -61,6 +61,12 @@ int hmap_reserve(hmap *m, uint32_t n)
     uint64_t new_cap = cap ? cap : HMAP_MIN_CAP;
     while (need_live * 4 > new_cap * 3)
         new_cap *= 2;
+    /* Dropping tombstones at the same size leaves room for as many more
+     * as the table is short of its limit: none to speak of when live
+     * entries fill more than half of it, and a table that churns there
+     * (delete one, insert another) would rehash every few writes. */
+    if (new_cap == cap && need_live * 2 > cap)
+        new_cap *= 2;
     if (new_cap > ((uint64_t)1 << 31))
         return LDB_NOMEM;
     return rehash(m, (uint32_t)new_cap);

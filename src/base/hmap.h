@@ -11,7 +11,9 @@
  * Hash values 0 and 1 mark empty and deleted slots; real hashes that fall
  * on them are remapped (hmap_fix_hash), which the caller never sees.
  * Growth keeps (live + tombstones) <= 3/4 of capacity; a rehash that is
- * needed only because of tombstones keeps the capacity.
+ * needed only because of tombstones keeps the capacity if live entries
+ * fill at most half of it, and doubles it otherwise, so that any rehash
+ * is followed by at least capacity / 4 writes without one.
  *
  * Invariant: an allocation failure (LDB_NOMEM) leaves the table unchanged.
  */
