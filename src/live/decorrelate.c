@@ -589,11 +589,15 @@ static expr *attach_in(struct attach *a, struct plan *ext, uint32_t dcol, struct
         return NULL;
     }
     uint32_t xcol = dcol + 1;
-    /* matches: distinct (d, a) with a non-NULL */
+    /* matches: distinct (d, a) with a non-NULL, a under the IN's collation
+     * (not its column's), so that each operand matches at most one row */
     expr *two[2] = { domain_col(pa, pp), xb_column(pa, 1, &pp->cols[1]) };
-    struct plan *m = pb_distinct(pa, pb_project(pa, pb_filter(pa, pp,
-                                   xb_unary(pa, EOP_NOTNULL, xb_column(pa, 1, &pp->cols[1]))),
-                                   two, 2, NULL));
+    struct plan *pairs = pb_project(pa, pb_filter(pa, pp,
+                                    xb_unary(pa, EOP_NOTNULL, xb_column(pa, 1, &pp->cols[1]))),
+                                    two, 2, NULL);
+    if (pairs)
+        pairs->cols[1].coll = (enum ldb_collation)s->coll;
+    struct plan *m = pb_distinct(pa, pairs);
     struct plan *cnt = in_counts(pa, pp);
     if (!m || !cnt)
         return NULL;

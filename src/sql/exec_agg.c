@@ -2,16 +2,23 @@
  * exec_agg.c - hash aggregation, DISTINCT and set operations.
  *
  * Aggregation reads its whole input into a table of groups (canonical
- * equality of the group values under their collations; the first row of
- * a group supplies the values shown), steps each group's aggregate states
- * (src/value/aggregate.h, the code the dataflow layer runs) and emits the
- * groups in ascending order of their values, as SQLite's sorter-based
- * GROUP BY does. A query without GROUP BY has exactly one group.
+ * equality of the group values under their collations), steps each
+ * group's aggregate states (src/value/aggregate.h, the code the dataflow
+ * layer runs) and emits the groups in ascending order of their values, as
+ * SQLite's sorter-based GROUP BY does. A query without GROUP BY has
+ * exactly one group.
  *
- * DISTINCT streams: a row is emitted the first time its class is seen.
- * UNION, INTERSECT and EXCEPT collect their distinct result rows and emit
- * them in ascending order of all columns (SQLite's order); UNION ALL
- * streams the left input, then the right.
+ * DISTINCT reads its whole input and emits one row per class, in the
+ * order the classes first appeared. UNION, INTERSECT and EXCEPT collect
+ * their distinct result rows (INTERSECT and EXCEPT from the left input)
+ * and emit them in ascending order of all columns (SQLite's order); UNION
+ * ALL streams the left input, then the right.
+ *
+ * Where canonically equal but not identical values meet (5 and 5.0, 'a'
+ * and 'A' under NOCASE, -0.0 and 0.0), the group values, DISTINCT row or
+ * set-operation row shown is the least under row_cmp_identity, never the
+ * first to arrive: the rule of the dataflow operators (reduce.c,
+ * setop.c), so that one-shot and incremental results are byte-identical.
  */
 #include "sql/exec_internal.h"
 
@@ -48,7 +55,8 @@ static bool rowset_has(const struct rowset *s, const row *r)
     return hmap_get(&s->index, rows_hash(r, s->cols, s->n), rowset_eq, &p) != NULL;
 }
 
-/* Adds r unless an equal row is there; *added says which. */
+/* Adds r unless an equal row is there (*added says which); an equal row
+ * stays only while it is the least of its class under row_cmp_identity. */
 static int rowset_add(struct rowset *s, row *r, bool *added)
 {
     struct rowset_probe p = { s, r };
@@ -57,8 +65,15 @@ static int rowset_add(struct rowset *s, row *r, bool *added)
     if (hmap_put(&s->index, rows_hash(r, s->cols, s->n), rowset_eq, &p, &slot, &found))
         return LDB_NOMEM;
     *added = !found;
-    if (found)
+    if (found) {
+        row **held = &s->rows.data[*slot];
+        if (row_cmp_identity(r, *held) < 0) {
+            row_retain(r);
+            row_release(*held);
+            *held = r;
+        }
         return LDB_OK;
+    }
     if (vec_push(&s->rows, r)) {
         hmap_del(&s->index, slot);
         return LDB_NOMEM;
@@ -93,20 +108,36 @@ static int row_order(void *ctx, const void *pa, const void *pb)
 struct distinct_op {
     struct op base;
     struct rowset seen;
+    bool collected;
+    size_t emit_i;
 };
+
+/* A class's row is known only once every row has been seen. */
+static int distinct_collect(struct distinct_op *d)
+{
+    row *r;
+    int rc;
+    while ((rc = op_next(d->base.in, &r)) == LDB_ROW) {
+        bool added;
+        if (rowset_add(&d->seen, r, &added))
+            return exec_nomem(d->base.x);
+    }
+    if (rc != LDB_DONE)
+        return rc;
+    d->collected = true;
+    return LDB_OK;
+}
 
 static int distinct_next(struct op *o, row **out)
 {
     struct distinct_op *d = (struct distinct_op *)o;
     int rc;
-    while ((rc = op_next(o->in, out)) == LDB_ROW) {
-        bool added;
-        if (rowset_add(&d->seen, *out, &added))
-            return exec_nomem(o->x);
-        if (added)
-            return LDB_ROW;
-    }
-    return rc;
+    if (!d->collected && (rc = distinct_collect(d)))
+        return rc;
+    if (d->emit_i >= d->seen.rows.len)
+        return LDB_DONE;
+    *out = d->seen.rows.data[d->emit_i++];
+    return LDB_ROW;
 }
 
 static int distinct_open(struct op *o)
@@ -114,6 +145,8 @@ static int distinct_open(struct op *o)
     struct distinct_op *d = (struct distinct_op *)o;
     d->seen.cols = o->p->cols;
     d->seen.n = o->p->ncols;
+    d->collected = false;
+    d->emit_i = 0;
     return LDB_OK;
 }
 
@@ -273,6 +306,22 @@ static int new_group(struct agg_op *a, const value *vals, size_t *at)
     return LDB_OK;
 }
 
+/* The group shows the least of its keys under row_cmp_identity. */
+static int least_key(struct agg_op *a, struct group *g)
+{
+    uint32_t n = a->base.p->u.agg.ngroups, i = 0;
+    while (i < n && value_identical(&a->gvals[i], &g->key->cols[i]))
+        i++;
+    if (i == n || value_cmp_identity(&a->gvals[i], &g->key->cols[i]) > 0)
+        return LDB_OK;
+    row *k = row_from(a->gvals, n);
+    if (!k)
+        return exec_nomem(a->base.x);
+    row_release(g->key);
+    g->key = k;
+    return LDB_OK;
+}
+
 static int find_group(struct agg_op *a, size_t *at)
 {
     const struct plan *p = a->base.p;
@@ -290,7 +339,7 @@ static int find_group(struct agg_op *a, size_t *at)
         return exec_nomem(a->base.x);
     if (found) {
         *at = *slot;
-        return LDB_OK;
+        return least_key(a, &a->groups.data[*at]);
     }
     int rc = new_group(a, a->gvals, at);
     if (rc) {

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 
 static const char *schema =
-    "CREATE TABLE t1(id INTEGER PRIMARY KEY, g INTEGER, x INTEGER, r REAL, s TEXT);"
+    "CREATE TABLE t1(id INTEGER PRIMARY KEY, g INTEGER, x INTEGER, r REAL, s TEXT COLLATE NOCASE);"
     "CREATE INDEX t1_gx ON t1(g, x);"
     "CREATE TABLE t2(k INTEGER PRIMARY KEY, t1id INTEGER, v INTEGER, s TEXT);"
     "CREATE INDEX t2_t1 ON t2(t1id) USING HASH;"
