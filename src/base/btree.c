@@ -219,6 +219,56 @@ static size_t items_before_child(const struct bt_inner *in, unsigned c,
     return total - sum_counts(in, c, in->n);
 }
 
+/* The child of in (which holds total items) that holds the item of rank
+ * *r, turning *r into a rank within that child. Scans from the nearer end
+ * so that both ends of the tree cost the same. */
+static unsigned child_of_rank(const struct bt_inner *in, size_t *r,
+                              size_t total)
+{
+    unsigned i = 0;
+    if (*r < total / 2) {
+        while (*r >= in->counts[i])
+            *r -= in->counts[i++];
+        return i;
+    }
+    size_t from_end = total - *r; /* items at rank *r and after */
+    i = in->n - 1;
+    while (from_end > in->counts[i])
+        from_end -= in->counts[i--];
+    *r = in->counts[i] - from_end;
+    return i;
+}
+
+/*
+ * Descends by counts alone, without a comparison, to the item of rank
+ * (gap false) or to the gap before it (gap true; rank may then be the
+ * count, the end). A gap between two leaves is taken at the end of the
+ * left one, where an insert by comparison goes too, so that an insert
+ * there never changes a separator. Records the path.
+ */
+static struct bt_leaf *descend_rank(const btree *t, size_t rank, bool gap,
+                                    struct bt_step *path, unsigned *pos)
+{
+    void *node = t->root;
+    size_t r = rank, total = t->count;
+    add_work(t, t->height);
+    for (unsigned d = 0; d + 1 < t->height; d++) {
+        struct bt_inner *in = node;
+        unsigned i = 0;
+        if (gap) {
+            while (i + 1 < in->n && r > in->counts[i])
+                r -= in->counts[i++];
+        } else {
+            i = child_of_rank(in, &r, total);
+        }
+        path[d] = (struct bt_step){ in, i };
+        total = in->counts[i];
+        node = in->kids[i];
+    }
+    *pos = (unsigned)r;
+    return node;
+}
+
 /*
  * Descends to the leaf where the probe's position lies, with bias in
  * internal nodes. Records the path if path is not NULL, and adds to
@@ -487,6 +537,22 @@ static int insert_first(btree *t, void *item)
     return LDB_OK;
 }
 
+int btree_insert_rank(btree *t, size_t rank, void *item)
+{
+    if (!item || rank > t->count)
+        return LDB_MISUSE;
+    if (!t->root)
+        return insert_first(t, item);
+    struct bt_step path[MAX_HEIGHT];
+    unsigned pos;
+    struct bt_leaf *leaf = descend_rank(t, rank, true, path, &pos);
+    void *spare[MAX_HEIGHT + 1];
+    if (alloc_spares(t, spare, nodes_needed(t, leaf, path)) != LDB_OK)
+        return LDB_NOMEM;
+    insert_at(t, path, leaf, pos, item, spare);
+    return LDB_OK;
+}
+
 int btree_insert(btree *t, void *item, void **existing)
 {
     if (existing)
@@ -661,15 +727,10 @@ static void rebalance(btree *t, const struct bt_step *path)
     shrink_root(t);
 }
 
-void *btree_delete(btree *t, const void *key)
+/* Removes the item at pos of the leaf at the end of path and returns it. */
+static void *remove_at(btree *t, const struct bt_step *path,
+                       struct bt_leaf *leaf, unsigned pos)
 {
-    if (!t->root)
-        return NULL;
-    struct bt_step path[MAX_HEIGHT];
-    unsigned pos;
-    struct bt_leaf *leaf = find_exact(t, key, path, &pos);
-    if (!leaf)
-        return NULL;
     void *item = leaf->items[pos];
     leaf->n--;
     memmove(leaf->items + pos, leaf->items + pos + 1,
@@ -682,6 +743,26 @@ void *btree_delete(btree *t, const void *key)
         refresh_separator(path, levels, leaf->items[0]);
     rebalance(t, path);
     return item;
+}
+
+void *btree_delete(btree *t, const void *key)
+{
+    if (!t->root)
+        return NULL;
+    struct bt_step path[MAX_HEIGHT];
+    unsigned pos;
+    struct bt_leaf *leaf = find_exact(t, key, path, &pos);
+    return leaf ? remove_at(t, path, leaf, pos) : NULL;
+}
+
+void *btree_delete_rank(btree *t, size_t rank)
+{
+    if (rank >= t->count)
+        return NULL;
+    struct bt_step path[MAX_HEIGHT];
+    unsigned pos;
+    struct bt_leaf *leaf = descend_rank(t, rank, false, path, &pos);
+    return remove_at(t, path, leaf, pos);
 }
 
 /* ---- replace --------------------------------------------------------- */
@@ -865,26 +946,6 @@ bool btree_seek(const btree *t, btree_probe_fn pcmp, const void *probe,
         return cursor_set(c, t, leaf, pos, rank);
     cursor_set(c, t, leaf, pos - 1, rank - 1);
     return btree_next(c);
-}
-
-/* The child of in (which holds total items) that holds the item of rank
- * *r, turning *r into a rank within that child. Scans from the nearer end
- * so that both ends of the tree cost the same. */
-static unsigned child_of_rank(const struct bt_inner *in, size_t *r,
-                              size_t total)
-{
-    unsigned i = 0;
-    if (*r < total / 2) {
-        while (*r >= in->counts[i])
-            *r -= in->counts[i++];
-        return i;
-    }
-    size_t from_end = total - *r; /* items at rank *r and after */
-    i = in->n - 1;
-    while (from_end > in->counts[i])
-        from_end -= in->counts[i--];
-    *r = in->counts[i] - from_end;
-    return i;
 }
 
 bool btree_at(const btree *t, size_t rank, btree_cursor *c)

@@ -16,7 +16,8 @@
  * - Delete and replace never allocate. Every node but the root stays at
  *   least half full, and the tree loses a level when the root has a single
  *   child.
- * - Any insert, delete or bulk load invalidates every cursor on the tree;
+ * - Any insert, delete or bulk load (by rank too) invalidates every cursor
+ *   on the tree;
  *   a replace does not (a cursor on the replaced item reads the new one).
  * - No operation recurses deeper than the height of the tree.
  *
@@ -120,6 +121,20 @@ int btree_insert(btree *t, void *item, void **existing);
  * comparing: given the very item the tree holds, they skip the leaf's
  * comparisons, the ones most likely to miss the cache in a large tree. */
 void *btree_delete(btree *t, const void *key);
+
+/*
+ * Inserts item (non-NULL) at rank, 0 <= rank <= count, without a
+ * comparison: rank must be its place in the order, which the tree cannot
+ * check (btree_check can). For callers that found the place already, say
+ * with a seek that also told them what they needed to know about the
+ * neighbours. Returns LDB_OK, LDB_NOMEM (tree unchanged) or LDB_MISUSE
+ * (item NULL or rank past the end).
+ */
+int btree_insert_rank(btree *t, size_t rank, void *item);
+
+/* Removes the item of rank and returns it, or returns NULL when rank >=
+ * count; no comparison. Never allocates. */
+void *btree_delete_rank(btree *t, size_t rank);
 
 /*
  * Swaps item (non-NULL) in for the item equal to key under the item

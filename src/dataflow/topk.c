@@ -20,7 +20,10 @@
  * and no weight goes transiently negative), and the output is
  * consolidated last (a row that leaves and re-enters within one run
  * emits nothing). Per change: O(log n) plus the rows entering and
- * leaving. A window move emits, per group, the rows in the old window and
+ * leaving, and a single descent that compares rows (finding the row's
+ * place and multiplicity); its units are then added or removed by rank,
+ * and the rows entering and leaving found by rank, which compare nothing.
+ * A window move emits, per group, the rows in the old window and
  * not the new one and vice versa, stepping a cursor from the interval
  * ends.
  *
@@ -108,14 +111,13 @@ static int emit_rank(struct topk_node *t, btree *tree, uint64_t rank, int64_t w)
     return batch_take(&t->base.out, row_retain(item_row(btree_cursor_item(&c))), w);
 }
 
-static int insert_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
+/* Adds unit (r, copy) at rank, its place in the order. */
+static int insert_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy, uint64_t rank)
 {
     struct titem *te = NULL;
     if (copy && !(te = pool_get(&t->items)))
         return LDB_NOMEM;
-    void *it = make_item(r, copy, te);
-    uint64_t rank = btree_count_below(tree, item_cmp, it, false);
-    if (btree_insert(tree, it, NULL)) {
+    if (btree_insert_rank(tree, rank, make_item(r, copy, te))) {
         if (te)
             pool_put(&t->items, te);
         return LDB_NOMEM;
@@ -128,11 +130,9 @@ static int insert_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
     return rc ? rc : emit_rank(t, tree, t->hi, -1);
 }
 
-static int delete_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
+/* Removes the unit of r at rank. */
+static int delete_unit(struct topk_node *t, btree *tree, row *r, uint64_t rank)
 {
-    struct titem pt;
-    void *probe = make_item(r, copy, &pt);
-    uint64_t rank = btree_count_below(tree, item_cmp, probe, false);
     int rc = LDB_OK;
     if (rank < t->hi) {
         rc = rank >= t->lo ? batch_take(&t->base.out, row_retain(r), -1)
@@ -140,22 +140,31 @@ static int delete_unit(struct topk_node *t, btree *tree, row *r, uint64_t copy)
         if (rc == LDB_OK)
             rc = emit_rank(t, tree, t->hi, 1);
     }
-    void *it = btree_delete(tree, probe);
+    void *it = btree_delete_rank(tree, rank);
     row_release(item_row(it));
     if (is_tagged(it))
         pool_put(&t->items, (void *)untag(it));
     return rc;
 }
 
-/* Current multiplicity of r in the group: its last copy's index + 1. */
-static uint64_t weight_of(struct topk_node *t, btree *tree, row *r)
+/*
+ * r's multiplicity in the group (its last copy's index + 1), and in *rank
+ * the rank of its first unit, or of where that unit would go: the one
+ * descent that compares rows. The units are then added or removed by
+ * rank, which reads no row.
+ */
+static uint64_t locate(btree *tree, row *r, uint64_t *rank)
 {
     struct titem pt;
     btree_cursor c;
-    if (!btree_seek(tree, item_cmp, make_item(r, UINT64_MAX, &pt), BT_LE, &c))
+    if (!btree_seek(tree, item_cmp, make_item(r, UINT64_MAX, &pt), BT_LE, &c)) {
+        *rank = 0;
         return 0;
+    }
     const void *it = btree_cursor_item(&c);
-    return row_identical(item_row(it), r) ? item_copy(it) + 1 : 0;
+    uint64_t have = row_identical(item_row(it), r) ? item_copy(it) + 1 : 0;
+    *rank = btree_cursor_rank(&c) + 1 - have;
+    return have;
 }
 
 static void drop_group(struct topk_node *t, uint32_t gi)
@@ -177,14 +186,15 @@ static int change(struct topk_node *t, row *r, int64_t w)
         g->h.keyrow = row_retain(r);
         btree_init(&g->tree, item_cmp, t);
     }
-    uint64_t have = created ? 0 : weight_of(t, &g->tree, r);
+    uint64_t first = 0;
+    uint64_t have = created ? 0 : locate(&g->tree, r, &first);
     if (w < 0 && (uint64_t)-w > have)
         return LDB_INTERNAL;
     int rc = LDB_OK;
     for (int64_t k = 0; rc == LDB_OK && k < w; k++)
-        rc = insert_unit(t, &g->tree, r, have + (uint64_t)k);
+        rc = insert_unit(t, &g->tree, r, have + (uint64_t)k, first + have + (uint64_t)k);
     for (int64_t k = 1; rc == LDB_OK && k <= -w; k++)
-        rc = delete_unit(t, &g->tree, r, have - (uint64_t)k);
+        rc = delete_unit(t, &g->tree, r, first + have - (uint64_t)k);
     if (btree_count(&g->tree) == 0) {
         drop_group(t, gi);
     } else if (row_identical(g->h.keyrow, r) && have + (uint64_t)w == 0) {

@@ -1,9 +1,11 @@
 /*
  * test_btree.c - the counted B+tree against a sorted-array model.
  *
- * Items are integer keys >= 1 cast to pointers. Random operations run with
- * tiny nodes (deep trees, frequent splits, borrows and merges) and with the
- * default ones; after every step the tree is compared with the model, and
+ * Items are integer keys >= 1 cast to pointers. Random operations
+ * (inserts and deletes by comparison and by rank, in-place replaces,
+ * finds) run with tiny nodes (deep trees, frequent splits, borrows and
+ * merges) and with the default ones; after every step the tree is
+ * compared with the model, and
  * regularly it is walked in full: btree_check, both iteration orders,
  * ranks, every seek mode with exact and prefix probes, range counts.
  * Separate cases cover bulk load, allocation failure and the work bound.
@@ -269,7 +271,10 @@ static void random_op(btree *t, struct model *m, rng *r, uint64_t key_limit,
         random_replace(t, m, r, k);
         return;
     }
-    if (dice < (growing ? 5u : 2u)) {
+    if (dice < (growing ? 5u : 2u) && !model_has(m, k) && rng_chance(r, 1, 3)) {
+        CHECK_INT(btree_insert_rank(t, model_pos(m, k), item_of(k)), LDB_OK);
+        model_insert(m, k);
+    } else if (dice < (growing ? 5u : 2u)) {
         void *existing = item_of(1);
         CHECK_INT(btree_insert(t, item_of(k), &existing), LDB_OK);
         if (model_has(m, k)) {
@@ -278,6 +283,13 @@ static void random_op(btree *t, struct model *m, rng *r, uint64_t key_limit,
             CHECK(existing == NULL);
             model_insert(m, k);
         }
+    } else if (dice < 7 && m->n > 0 && rng_chance(r, 1, 3)) {
+        size_t i = rng_below(r, m->n);
+        uint64_t allocs = mem_alloc_count();
+        k = m->keys[i];
+        CHECK_INT(key_of(btree_delete_rank(t, i)), k);
+        CHECK_INT(mem_alloc_count(), allocs);
+        model_delete(m, k);
     } else if (dice < 7) {
         if (m->n > 0 && rng_chance(r, 4, 5))
             k = m->keys[rng_below(r, m->n)];
@@ -362,10 +374,13 @@ static void test_misuse_and_empty(void)
     CHECK(!btree_at(&t, 0, &c));
     CHECK(btree_find(&t, item_of(5)) == NULL);
     CHECK(btree_delete(&t, item_of(5)) == NULL);
+    CHECK(btree_delete_rank(&t, 0) == NULL);
+    CHECK_INT(btree_insert_rank(&t, 1, item_of(5)), LDB_MISUSE);
     check_seeks(&t, &m, &p);
     void *existing = item_of(9);
     CHECK_INT(btree_insert(&t, NULL, &existing), LDB_MISUSE);
     CHECK(existing == NULL);
+    CHECK_INT(btree_insert_rank(&t, 0, NULL), LDB_MISUSE);
     CHECK_INT(btree_insert(&t, item_of(5), NULL), LDB_OK);
     CHECK_INT(btree_insert(&t, item_of(5), NULL), LDB_OK);
     CHECK_INT(btree_count(&t), 1);
@@ -505,11 +520,14 @@ static void test_equal_keys(void)
  */
 static unsigned insert_failing_each(btree *t, struct model *m, uint64_t k)
 {
+    /* By comparison for even keys, by rank for odd ones. */
+    bool by_rank = k % 2;
     for (unsigned fail = 1;; fail++) {
         int64_t live = mem_live();
         size_t nodes = t->nodes, bytes = btree_bytes(t), height = t->height;
         mem_fail_at(fail, 0);
-        int rc = btree_insert(t, item_of(k), NULL);
+        int rc = by_rank ? btree_insert_rank(t, model_pos(m, k), item_of(k))
+                         : btree_insert(t, item_of(k), NULL);
         uint64_t failed = mem_failed_count();
         mem_fail_at(0, 0);
         if (failed == 0) {
