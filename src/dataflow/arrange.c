@@ -93,11 +93,13 @@ static uint64_t *index_slot(struct agroup *g, const row *r)
     return hmap_get(&g->idx, r->hash, entry_eq, &p);
 }
 
-/* Position of the row identical to r, or UINT32_MAX. */
-static uint32_t find_entry(struct agroup *g, const row *r)
+/* Position of the row identical to r, or UINT32_MAX; *slot is its slot
+ * in the group's row index, NULL while the group has none. */
+static uint32_t find_entry(struct agroup *g, const row *r, uint64_t **slot)
 {
+    *slot = NULL;
     if (g->n > LINEAR_MAX) {
-        uint64_t *v = index_slot(g, r);
+        uint64_t *v = *slot = index_slot(g, r);
         return v ? (uint32_t)*v : UINT32_MAX;
     }
     df_entry *e = entries(g);
@@ -150,14 +152,15 @@ static int add_entry(struct df_arr *a, struct agroup *g, row *r, int64_t w)
     return LDB_OK;
 }
 
-/* Removes entry pos (weight now zero); frees the group when it empties. */
-static void remove_entry(struct df_arr *a, uint32_t gi, uint32_t pos)
+/* Removes entry pos (weight now zero), whose row index slot find_entry
+ * gave; frees the group when it empties. */
+static void remove_entry(struct df_arr *a, uint32_t gi, uint32_t pos, uint64_t *slot)
 {
     struct agroup *g = (struct agroup *)gtab_at(&a->groups, gi);
     df_entry *e = entries(g);
     row *gone = e[pos].r;
     if (g->n > LINEAR_MAX) {
-        hmap_del(&g->idx, index_slot(g, gone));
+        hmap_del(&g->idx, slot);
         if (pos != g->n - 1)
             *index_slot(g, e[g->n - 1].r) = pos;
     }
@@ -191,7 +194,8 @@ static int apply(struct df_arr *a, row *r, int64_t w, uint64_t hash)
     if (created)
         g->h.keyrow = r;
     row_hash(r);
-    uint32_t pos = created ? UINT32_MAX : find_entry(g, r);
+    uint64_t *slot = NULL;
+    uint32_t pos = created ? UINT32_MAX : find_entry(g, r, &slot);
     if (pos == UINT32_MAX) {
         if (add_entry(a, g, r, w)) {
             if (created)
@@ -203,7 +207,7 @@ static int apply(struct df_arr *a, row *r, int64_t w, uint64_t hash)
     }
     g->wsum += w;
     if ((entries(g)[pos].w += w) == 0)
-        remove_entry(a, gi, pos);
+        remove_entry(a, gi, pos, slot);
     return LDB_OK;
 }
 

@@ -65,14 +65,21 @@ static void drop_zeros(df_batch *b)
 }
 
 #define SMALL_BATCH 16
+#define TINY_BATCH 4
 
+/* Pairwise merging. Up to TINY_BATCH entries (a single-row update's -old
+ * +new) compare rows directly: at most six comparisons, most decided by a
+ * first column, against hashing every column of every row; larger small
+ * batches compare full hashes first. */
 static void consolidate_small(df_batch *b)
 {
+    bool hashed = b->len > TINY_BATCH;
     size_t out = 0;
     for (size_t i = 0; i < b->len; i++) {
-        uint64_t h = row_hash(b->e[i].r);
+        uint64_t h = hashed ? row_hash(b->e[i].r) : 0;
         size_t j = 0;
-        while (j < out && !(b->e[j].r->hash == h && merge_into(&b->e[j], &b->e[i])))
+        while (j < out &&
+               !((!hashed || b->e[j].r->hash == h) && merge_into(&b->e[j], &b->e[i])))
             j++;
         if (j == out)
             b->e[out++] = b->e[i];
