@@ -11,6 +11,9 @@
  * trigger bodies). Lines starting with '.' between statements are dot
  * commands (livedb_cmd.c).
  *
+ * Live queries (.live, livedb_live.c) print the batches each statement's
+ * commit delivers right after the statement's own output.
+ *
  * Errors print the message and, when the engine gives a position
  * (ldb_error_offset), the offending line with a caret under the column.
  * Non-interactive runs stop at the first error and exit with status 1;
@@ -84,10 +87,8 @@ static void print_caret(const char *text, size_t pos)
     fputs("^\n", stderr);
 }
 
-/* Reports the engine's last error for the statement starting at stmt in
- * text (which began at line first_line of where). */
-static int report_error(shell *sh, const char *text, const char *stmt, const char *where,
-                        int first_line)
+int shell_report_error(shell *sh, const char *text, const char *stmt, const char *where,
+                       int first_line)
 {
     int off = ldb_error_offset(sh->db);
     size_t pos = (size_t)(stmt - text) + (size_t)(off > 0 ? off : 0);
@@ -114,12 +115,13 @@ int shell_run_sql(shell *sh, const char *sql, const char *where, int first_line)
         const char *tail = NULL;
         double t0 = now_ms();
         if (ldb_prepare(sh->db, p, -1, &st, &tail) != LDB_OK)
-            return report_error(sh, sql, p, where, first_line);
+            return shell_report_error(sh, sql, p, where, first_line);
         if (!st)
             return 0;
         int rc = shell_print_rows(sh, st);
+        shell_live_flush(sh); /* the batches of its commit, after its rows */
         if (rc != LDB_DONE) {
-            report_error(sh, sql, p, where, first_line);
+            shell_report_error(sh, sql, p, where, first_line);
             ldb_finalize(st);
             return 1;
         }
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
         input in = { sh.interactive ? NULL : stdin, sh.interactive ? NULL : "stdin", 0 };
         errors += run_input(&sh, &in);
     }
+    shell_live_close_all(&sh);
     ldb_close(sh.db);
     free(cmds);
     return errors && !sh.interactive ? 1 : 0;

@@ -1,6 +1,10 @@
 /*
- * livedb_cmd.c - the shell's dot commands, one table entry each (a later
- * command such as ".live" is one more entry). .tables and .schema read
+ * livedb_cmd.c - the shell's dot commands, one table entry each (the live
+ * query commands .live, .unlive and .window are in livedb_live.c). A
+ * command's words are split on spaces ('quoted' words keep theirs), except
+ * for a command that takes the rest of the line as one argument (.live
+ * SELECT ...). After every command the live queries' batches are printed
+ * (shell_live_flush). .tables and .schema read
  * the engine's catalog, the livedb_schema table (type, name, tbl_name,
  * sql), so they show what the database holds, rolled-back DDL included
  * correctly.
@@ -19,6 +23,7 @@ typedef struct dot_command {
     const char *args;
     const char *help;
     int min_args, max_args;
+    bool rest; /* the text after the name is one argument, unsplit */
     int (*run)(shell *sh, int argc, char **argv);
 } dot_command;
 
@@ -121,15 +126,21 @@ static int cmd_quit(shell *sh, int argc, char **argv)
 }
 
 static const dot_command commands[] = {
-    { "help", "", "show this list", 0, 0, cmd_help },
-    { "mode", "[MODE]", "output mode: table, csv, json, line or list", 0, 1, cmd_mode },
-    { "tables", "", "list tables and views", 0, 0, cmd_tables },
-    { "schema", "[NAME]", "show CREATE statements (of NAME and its indexes)", 0, 1, cmd_schema },
-    { "timer", "on|off", "show the time each statement takes", 1, 1, cmd_timer },
-    { "read", "FILE", "run the SQL and dot commands in FILE", 1, 1, cmd_read },
-    { "quit", "", "leave the shell", 0, 0, cmd_quit },
-    { "exit", "", "leave the shell", 0, 0, cmd_quit },
-    { NULL, NULL, NULL, 0, 0, NULL },
+    { "help", "", "show this list", 0, 0, false, cmd_help },
+    { "mode", "[MODE]", "output mode: table, csv, json, line or list", 0, 1, false, cmd_mode },
+    { "tables", "", "list tables and views", 0, 0, false, cmd_tables },
+    { "schema", "[NAME]", "show CREATE statements (of NAME and its indexes)", 0, 1, false,
+      cmd_schema },
+    { "timer", "on|off", "show the time each statement takes", 1, 1, false, cmd_timer },
+    { "read", "FILE", "run the SQL and dot commands in FILE", 1, 1, false, cmd_read },
+    { "live", "[SELECT ...]", "list live queries, or open one: changes print at each "
+      "commit", 0, 1, true, shell_cmd_live },
+    { "unlive", "N", "close live query N", 1, 1, false, shell_cmd_unlive },
+    { "window", "N OFFSET LIMIT", "move live query N's ORDER BY ... LIMIT window "
+      "(LIMIT -1: none)", 3, 3, false, shell_cmd_window },
+    { "quit", "", "leave the shell", 0, 0, false, cmd_quit },
+    { "exit", "", "leave the shell", 0, 0, false, cmd_quit },
+    { NULL, NULL, NULL, 0, 0, false, NULL },
 };
 
 /* Splits line into words in place; 'quoted' and "quoted" words keep
@@ -152,6 +163,45 @@ static int split_args(char *line, char **argv)
     }
 }
 
+/* For a command taking the rest of the line: the name and the rest
+ * (trimmed; no word when it is empty). Returns the number of words. */
+static int split_rest(char *line, char **argv)
+{
+    char *p = line + strspn(line, " \t");
+    argv[0] = p;
+    p += strcspn(p, " \t");
+    if (*p)
+        *p++ = 0;
+    p += strspn(p, " \t");
+    char *end = p + strlen(p);
+    while (end > p && isspace((unsigned char)end[-1]))
+        *--end = 0;
+    argv[1] = p;
+    return *p ? 2 : 1;
+}
+
+/* The command named by the n bytes at name, or NULL. */
+static const dot_command *find_command(const char *name, size_t n)
+{
+    for (const dot_command *c = commands; c->name; c++)
+        if (strlen(c->name) == n && strncmp(c->name, name, n) == 0)
+            return c;
+    return NULL;
+}
+
+/* Splits line into argv as its command wants; sets *cmd (NULL when
+ * unknown). Returns the number of words. */
+static int split_command(char *line, char **argv, const dot_command **cmd)
+{
+    const char *name = line + strspn(line, " \t");
+    *cmd = find_command(name, strcspn(name, " \t"));
+    if (*cmd && (*cmd)->rest)
+        return split_rest(line, argv);
+    int argc = split_args(line, argv);
+    *cmd = argc ? find_command(argv[0], strlen(argv[0])) : NULL;
+    return argc;
+}
+
 int shell_dot_command(shell *sh, const char *line)
 {
     char *copy = strdup(line + 1), *argv[MAX_ARGS + 1];
@@ -159,17 +209,16 @@ int shell_dot_command(shell *sh, const char *line)
         fputs("livedb: out of memory\n", stderr);
         exit(2);
     }
-    int argc = split_args(copy, argv), rc = 1;
-    const dot_command *c = commands;
-    while (c->name && (argc == 0 || strcmp(c->name, argv[0]) != 0))
-        c++;
+    const dot_command *c;
+    int argc = split_command(copy, argv, &c), rc = 1;
     fflush(stdout);
-    if (!c->name)
+    if (!c)
         fprintf(stderr, "Error: unknown command '.%s' (.help lists them)\n", argc ? argv[0] : "");
     else if (argc - 1 < c->min_args || argc - 1 > c->max_args)
         fprintf(stderr, "Error: usage: .%s %s\n", c->name, c->args);
     else
         rc = c->run(sh, argc, argv);
     free(copy);
+    shell_live_flush(sh);
     return rc;
 }

@@ -9,7 +9,9 @@
  *          BLOB as "\\x..")
  *   line   one "column = value" line per column, a blank line between rows
  *   list   values separated by '|', no header
- * Values are shown in livedb's text form (ldb_row_format).
+ * Values are shown in livedb's text form (ldb_row_format). A live query's
+ * rows print one to a line (shell_format_row): a JSON object in json
+ * mode, CSV fields in csv mode, else values separated by '|'.
  */
 #include "livedb.h"
 #include "livedb_shell.h"
@@ -138,19 +140,19 @@ static int print_table(ldb_stmt *st, int ncol)
 
 /* ---- csv, list, line ---------------------------------------------------------- */
 
-static void csv_field(const char *s, size_t n)
+static void csv_field(FILE *f, const char *s, size_t n)
 {
     if (strcspn(s, ",\"\r\n") == n) {
-        fwrite(s, 1, n, stdout);
+        fwrite(s, 1, n, f);
         return;
     }
-    putchar('"');
+    fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '"')
-            putchar('"');
-        putchar(s[i]);
+            fputc('"', f);
+        fputc(s[i], f);
     }
-    putchar('"');
+    fputc('"', f);
 }
 
 static int print_csv(ldb_stmt *st, int ncol)
@@ -159,7 +161,7 @@ static int print_csv(ldb_stmt *st, int ncol)
         const char *name = ldb_column_name(st, c);
         if (c)
             putchar(',');
-        csv_field(name, strlen(name));
+        csv_field(stdout, name, strlen(name));
     }
     putchar('\n');
     int rc;
@@ -172,7 +174,7 @@ static int print_csv(ldb_stmt *st, int ncol)
                 continue;
             size_t len;
             char *s = cell_text(row, c, &len);
-            csv_field(s, len);
+            csv_field(stdout, s, len);
             free(s);
         }
         putchar('\n');
@@ -234,50 +236,51 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 }
 
 /* A JSON string; invalid UTF-8 bytes become U+FFFD. */
-static void json_string(const char *s, size_t n)
+static void json_string(FILE *f, const char *s, size_t n)
 {
-    putchar('"');
+    fputc('"', f);
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         size_t k = utf8_len((const unsigned char *)s + i, n - i);
         if (c == '"' || c == '\\')
-            printf("\\%c", c);
+            fprintf(f, "\\%c", c);
         else if (c < 0x20)
-            printf("\\u%04x", c);
+            fprintf(f, "\\u%04x", c);
         else if (k == 0)
-            fputs("\\ufffd", stdout);
+            fputs("\\ufffd", f);
         else
-            fwrite(s + i, 1, k, stdout);
+            fwrite(s + i, 1, k, f);
         i += k ? k : 1;
     }
-    putchar('"');
+    fputc('"', f);
 }
 
-static void json_value(const ldb_row *row, int c)
+static void json_value(FILE *f, const ldb_row *row, int c)
 {
     size_t len;
     const char *p;
     switch (ldb_row_type(row, c)) {
-    case LDB_NULL: fputs("null", stdout); return;
-    case LDB_BOOLEAN: fputs(ldb_row_int64(row, c) ? "true" : "false", stdout); return;
+    case LDB_NULL: fputs("null", f); return;
+    case LDB_BOOLEAN: fputs(ldb_row_int64(row, c) ? "true" : "false", f); return;
     case LDB_TEXT:
         p = ldb_row_text(row, c, &len);
-        json_string(p, len);
+        json_string(f, p, len);
         return;
     case LDB_BLOB:
         p = ldb_row_text(row, c, &len);
-        fputs("\"\\\\x", stdout);
+        fputs("\"\\\\x", f);
         for (size_t i = 0; i < len; i++)
-            printf("%02x", (unsigned char)p[i]);
-        putchar('"');
+            fprintf(f, "%02x", (unsigned char)p[i]);
+        fputc('"', f);
         return;
     default: break;
     }
     char *s = cell_text(row, c, &len);
     if (strcmp(s, "NaN") == 0 || strcmp(s, "Inf") == 0 || strcmp(s, "-Inf") == 0)
-        printf("\"%s\"", strcmp(s, "NaN") == 0 ? "NaN" : s[0] == '-' ? "-Infinity" : "Infinity");
+        fprintf(f, "\"%s\"",
+                strcmp(s, "NaN") == 0 ? "NaN" : s[0] == '-' ? "-Infinity" : "Infinity");
     else
-        fputs(s, stdout); /* numbers, and ARRAY/RECORD already in JSON form */
+        fputs(s, f); /* numbers, and ARRAY/RECORD already in JSON form */
     free(s);
 }
 
@@ -292,9 +295,9 @@ static int print_json(ldb_stmt *st, int ncol)
             const char *name = ldb_column_name(st, c);
             if (c)
                 putchar(',');
-            json_string(name, strlen(name));
+            json_string(stdout, name, strlen(name));
             putchar(':');
-            json_value(row, c);
+            json_value(stdout, row, c);
         }
         putchar('}');
     }
@@ -314,4 +317,70 @@ int shell_print_rows(shell *sh, ldb_stmt *st)
     case MODE_LINE: return print_lines(st, ncol);
     default: return print_list(st, ncol);
     }
+}
+
+/* ---- one row on a line (live query batches) ------------------------------------ */
+
+void shell_format_columns(const shell *sh, FILE *f, ldb_live *q)
+{
+    int ncol = ldb_live_column_count(q);
+    if (sh->mode == MODE_JSON)
+        fputc('[', f);
+    for (int c = 0; c < ncol; c++) {
+        const char *name = ldb_live_column_name(q, c);
+        if (c)
+            fputc(sh->mode == MODE_JSON || sh->mode == MODE_CSV ? ',' : '|', f);
+        if (sh->mode == MODE_JSON)
+            json_string(f, name, strlen(name));
+        else if (sh->mode == MODE_CSV)
+            csv_field(f, name, strlen(name));
+        else
+            fputs(name, f);
+    }
+    if (sh->mode == MODE_JSON)
+        fputc(']', f);
+}
+
+static void format_json_row(FILE *f, ldb_live *q, const ldb_row *row)
+{
+    fputc('{', f);
+    for (int c = 0; c < ldb_live_column_count(q); c++) {
+        const char *name = ldb_live_column_name(q, c);
+        if (c)
+            fputc(',', f);
+        json_string(f, name, strlen(name));
+        fputc(':', f);
+        json_value(f, row, c);
+    }
+    fputc('}', f);
+}
+
+void shell_format_row(const shell *sh, FILE *f, ldb_live *q, const ldb_row *row)
+{
+    if (sh->mode == MODE_JSON) {
+        format_json_row(f, q, row);
+        return;
+    }
+    bool csv = sh->mode == MODE_CSV;
+    for (int c = 0; c < ldb_live_column_count(q); c++) {
+        if (c)
+            fputc(csv ? ',' : '|', f);
+        if (csv && ldb_row_type(row, c) == LDB_NULL)
+            continue;
+        size_t len;
+        char *s = cell_text(row, c, &len);
+        if (csv)
+            csv_field(f, s, len);
+        else
+            fwrite(s, 1, len, f);
+        free(s);
+    }
+}
+
+void shell_format_text(const shell *sh, FILE *f, const char *s)
+{
+    if (sh->mode == MODE_JSON)
+        json_string(f, s, strlen(s));
+    else
+        fputs(s, f);
 }
