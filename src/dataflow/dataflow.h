@@ -282,7 +282,11 @@ int df_topk_set_window(df_node *topk, int64_t offset, int64_t limit);
 
 int df_output(df_graph *g, df_node *in, df_node **out);
 /* The consolidated delta of the last successful run (borrowed until the
- * next run); empty when the graph has failed. */
+ * next run or df_clear_deltas); empty when the graph has failed. */
 const df_entry *df_output_delta(const df_node *out, size_t *n);
+/* Drops the last run's deltas, outputs included, once the owner has read
+ * them. A run starts with the same step; doing it early frees a large
+ * run's rows with that run instead of charging them to the next one. */
+void df_clear_deltas(df_graph *g);
 
 #endif

@@ -96,7 +96,7 @@ static bool has_work(const df_node *n)
     return false;
 }
 
-static void clear_deltas(df_graph *g)
+void df_clear_deltas(df_graph *g)
 {
     for (size_t i = 0; i < g->nodes.len; i++)
         df_batch_clear(&g->nodes.data[i]->out);
@@ -106,7 +106,7 @@ int df_run(df_graph *g)
 {
     if (g->err)
         return g->err;
-    clear_deltas(g);
+    df_clear_deltas(g);
     for (size_t i = 0; i < g->nodes.len; i++) {
         df_node *n = g->nodes.data[i];
         if (!has_work(n))
@@ -116,7 +116,7 @@ int df_run(df_graph *g)
         int rc = n->ops->run(n);
         if (rc) {
             df_fail(g, rc);
-            clear_deltas(g);
+            df_clear_deltas(g);
             return rc;
         }
         n->pending = false;

@@ -85,6 +85,7 @@ static int run_once(struct live_program *prog)
     for (size_t i = 0; i < n; i++)
         if ((rc = df_batch_push(&prog->acc, d[i].r, d[i].w)))
             return rc;
+    df_clear_deltas(prog->g);
     return LDB_OK;
 }
 
