@@ -282,7 +282,8 @@ bool pb_reads_outer(const struct plan *p)
 
 void pb_copy_cols(struct plan_col *dst, const struct plan *p)
 {
-    memcpy(dst, p->cols, p->ncols * sizeof *dst);
+    if (p->ncols) /* a plan without columns (SELECT 1's source) may have none allocated */
+        memcpy(dst, p->cols, p->ncols * sizeof *dst);
 }
 
 static void col_from_expr(struct plan_col *c, const struct plan *in, const expr *e)

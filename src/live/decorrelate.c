@@ -509,11 +509,33 @@ static struct plan *with_columns(plan_arena *pa, struct plan *in, expr **extra, 
     return pb_project(pa, in, es, total, NULL);
 }
 
+/* True when p is a LIMIT of at most one row per capture tuple (pushed
+ * as a window partitioned by the domain column), seen through the
+ * projections, sorts and filters above it that keep column 0. */
+static bool limited_to_one(const struct dc *d, const struct plan *p)
+{
+    while (p->kind == PLAN_SORT || p->kind == PLAN_FILTER ||
+           (p->kind == PLAN_PROJECT && p->u.exprs[0]->kind == EXPR_COLUMN &&
+            p->u.exprs[0]->u.index == 0))
+        p = p->in;
+    if (p->kind != PLAN_LIMIT || !p->u.limit.limit || p->u.limit.limit->kind != EXPR_CONST)
+        return false;
+    const value *v = &p->u.limit.limit->u.v;
+    if (value_type(v) != LDB_INTEGER || v->h.u.i < 0 || v->h.u.i > 1)
+        return false;
+    for (size_t i = 0; i < d->prog->partitions.len; i++)
+        if (d->prog->partitions.data[i].limit == p)
+            return d->prog->partitions.data[i].ncols == 1;
+    return false;
+}
+
 /* True when p's rows are unique by its column 0 (the domain column): at
  * most one row per capture tuple. */
-static bool one_row_per_tuple(const struct plan *p)
+static bool one_row_per_tuple(const struct dc *d, const struct plan *p)
 {
     uint32_t key[256], n;
+    if (limited_to_one(d, p))
+        return true;
     if (p->ncols > 256 || !plan_unique_key(p, key, &n))
         return false;
     return n == 0 || (n == 1 && key[0] == 0);
@@ -530,7 +552,7 @@ static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t
 static expr *attach_scalar(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *pp)
 {
     plan_arena *pa = a->d->pa;
-    if (!one_row_per_tuple(pp)) {
+    if (!one_row_per_tuple(a->d, pp)) {
         dc_fail(a->d, LDB_UNSUPPORTED,
                 "a scalar subquery that may return several rows cannot be kept live; use an "
                 "aggregate, or ORDER BY with LIMIT 1");
