@@ -40,16 +40,6 @@ struct shell_live {
     bool error_shown; /* its terminal error was printed */
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p) {
-        fputs("livedb: out of memory\n", stderr);
-        exit(2);
-    }
-    return p;
-}
-
 /* Where batches collect until the next flush. */
 static FILE *live_stream(shell *sh)
 {
@@ -200,7 +190,7 @@ static void print_change_json(const shell_live *e, FILE *f, ldb_live *q, const l
 static void on_batch(void *ctx, ldb_live *q, const ldb_change *changes, size_t n)
 {
     shell_live *e = ctx;
-    const ldb_change **order = xrealloc(NULL, n * sizeof *order);
+    const ldb_change **order = shell_realloc(NULL, n * sizeof *order);
     for (size_t i = 0; i < n; i++)
         order[i] = &changes[i];
     qsort(order, n, sizeof *order, change_cmp);
@@ -258,14 +248,14 @@ static bool nothing_after(shell *sh, const char *tail)
 
 static shell_live *new_entry(shell *sh, const char *sql)
 {
-    shell_live *e = xrealloc(NULL, sizeof *e);
+    shell_live *e = shell_realloc(NULL, sizeof *e);
     memset(e, 0, sizeof *e);
     e->sh = sh;
     e->id = sh->last_live_id + 1;
     size_t n = strlen(sql);
     while (n > 0 && (sql[n - 1] == ';' || sql[n - 1] == ' ' || sql[n - 1] == '\t'))
         n--;
-    e->sql = xrealloc(NULL, n + 1);
+    e->sql = shell_realloc(NULL, n + 1);
     memcpy(e->sql, sql, n);
     e->sql[n] = 0;
     return e;
@@ -282,7 +272,7 @@ static void add_entry(shell *sh, shell_live *e)
 {
     if (sh->nlive == sh->live_cap) {
         sh->live_cap = sh->live_cap ? 2 * sh->live_cap : 4;
-        sh->live = xrealloc(sh->live, sh->live_cap * sizeof *sh->live);
+        sh->live = shell_realloc(sh->live, sh->live_cap * sizeof *sh->live);
     }
     sh->live[sh->nlive++] = e;
     sh->last_live_id = e->id;

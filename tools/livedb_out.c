@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xrealloc(void *p, size_t n)
+void *shell_realloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
     if (!p) {
@@ -35,7 +35,7 @@ static char *cell_text(const ldb_row *row, int i, size_t *len)
 {
     char small[64];
     size_t n = ldb_row_format(row, i, small, sizeof small);
-    char *s = xrealloc(NULL, n + 1);
+    char *s = shell_realloc(NULL, n + 1);
     if (n < sizeof small)
         memcpy(s, small, n + 1);
     else
@@ -103,9 +103,9 @@ static int print_table(ldb_stmt *st, int ncol)
 {
     table_buf t = { ncol, 1, NULL, NULL, NULL };
     size_t cap = 16;
-    t.cells = xrealloc(NULL, cap * (size_t)ncol * sizeof *t.cells);
-    t.right = xrealloc(NULL, cap * (size_t)ncol * sizeof *t.right);
-    t.widths = xrealloc(NULL, (size_t)ncol * sizeof *t.widths);
+    t.cells = shell_realloc(NULL, cap * (size_t)ncol * sizeof *t.cells);
+    t.right = shell_realloc(NULL, cap * (size_t)ncol * sizeof *t.right);
+    t.widths = shell_realloc(NULL, (size_t)ncol * sizeof *t.widths);
     memset(t.widths, 0, (size_t)ncol * sizeof *t.widths);
     for (int c = 0; c < ncol; c++)
         table_add(&t, 0, c, strdup(ldb_column_name(st, c)), false);
@@ -113,8 +113,8 @@ static int print_table(ldb_stmt *st, int ncol)
     while ((rc = ldb_step(st)) == LDB_ROW) {
         if (t.nrows == cap) {
             cap *= 2;
-            t.cells = xrealloc(t.cells, cap * (size_t)ncol * sizeof *t.cells);
-            t.right = xrealloc(t.right, cap * (size_t)ncol * sizeof *t.right);
+            t.cells = shell_realloc(t.cells, cap * (size_t)ncol * sizeof *t.cells);
+            t.right = shell_realloc(t.right, cap * (size_t)ncol * sizeof *t.right);
         }
         const ldb_row *row = ldb_stmt_row(st);
         for (int c = 0; c < ncol; c++) {

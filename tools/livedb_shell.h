@@ -48,6 +48,9 @@ int shell_run_file(shell *sh, const char *path);
 /* Prints the rows of a prepared statement; returns the last ldb_step
  * code (LDB_DONE on success). */
 int shell_print_rows(shell *sh, ldb_stmt *st);
+/* realloc that ends the process (exit 2) when memory runs out: the
+ * shell has nothing to fall back on. n may be 0. */
+void *shell_realloc(void *p, size_t n);
 
 /* Prints the columns of live query q (json: an array of names; csv: CSV
  * fields; else names separated by '|'), or one of its rows (json: an
