@@ -58,6 +58,8 @@ static const struct view zoo[] = {
     { "v_corr", "SELECT id, (SELECT count(*) FROM t2 WHERE t2.t1id = t1.id) AS n FROM t1" },
     { "v_exists", "SELECT id FROM t1 WHERE EXISTS "
                   "(SELECT 1 FROM t2 WHERE t2.t1id = t1.id AND t2.v > 2)" },
+    { "v_corrtop", "SELECT id, (SELECT k FROM t2 WHERE t2.t1id = t1.id ORDER BY v DESC, k "
+                   "LIMIT 1) AS top FROM t1" },
     { "v_in", "SELECT k FROM t2 WHERE v IN (SELECT g FROM t1 WHERE x > 0)" },
     { "v_topk", "SELECT id, x FROM t1 ORDER BY x DESC, id LIMIT 4" },
     { "m1", "SELECT g, sum(x) AS sx, count(*) AS c FROM t1 GROUP BY g" },
@@ -305,6 +307,7 @@ static void setup(struct world *w)
             EXEC(w->db, "CREATE INDEX m6_g ON m6(g)");
     }
     CHECK_STR(mvt_strategy(w->db, "m7"), "aggregate");
+    CHECK_STR(mvt_strategy(w->db, "v_corrtop"), "dataflow"); /* not the rebuild floor */
     EXEC(w->db, "PRAGMA materialized_view_cheap_arms = OFF");
     for (size_t i = 0; i < NTWINS; i++) {
         char sql[600], name[64];
