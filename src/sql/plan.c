@@ -241,7 +241,8 @@ bool plan_is_nondeterministic(const struct plan *p)
     case PLAN_AGGREGATE:
         nd = any_nondet(p->u.agg.groups, p->u.agg.ngroups);
         for (uint32_t i = 0; i < p->u.agg.naggs && !nd; i++)
-            nd = any_nondet(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs) ||
+            nd = !func_is_deterministic(p->u.agg.aggs[i].fn) ||
+                 any_nondet(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs) ||
                  any_nondet(&p->u.agg.aggs[i].filter, 1);
         break;
     case PLAN_SORT:

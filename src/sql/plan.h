@@ -267,7 +267,9 @@ bool plan_lineage(const struct plan *p, uint32_t col, struct table **table,
                   uint32_t *table_col);
 
 /* True when some function called anywhere in the plan (subqueries
- * included) is not deterministic. */
+ * included) is not deterministic: a scalar call, or an aggregate whose
+ * func_def lacks FUNC_DETERMINISTIC (a user-defined aggregate registered
+ * without LDB_DETERMINISTIC). */
 bool plan_is_nondeterministic(const struct plan *p);
 
 /* EXPLAIN: one line per node, children indented by two spaces, access

@@ -8,7 +8,9 @@
  *   mean     step + inverse + decompose(count, sum): a view grouping one
  *            table over an INTEGER column keeps count and sum in its rows
  *            (the aggregate arm), over a REAL column the dataflow arm;
- *   shaky    not declared deterministic: refused by views.
+ *   shaky    not declared deterministic: refused by live queries and by
+ *            views (unless PRAGMA nondeterministic_schema), wherever the
+ *            query calls it.
  * A random history with rollbacks checks every view against its body.
  */
 #include "mv_util.h"
@@ -208,6 +210,65 @@ static void strategies_from_declarations(void)
     ldb_close(db);
 }
 
+/* A user-defined aggregate not declared deterministic makes the query
+ * non-deterministic wherever it is called: a live query refuses it as it
+ * refuses random(), a view unless PRAGMA nondeterministic_schema admits
+ * it (then rebuilt after every write). The same shapes over a declared
+ * one are kept. */
+static void nondeterministic_declarations(void)
+{
+    ldb *db = open_db();
+    EXEC(db, "INSERT INTO t VALUES (1, 1, 2, 0.5), (2, 1, 3, 4.0), (3, 2, 6, 1.0)");
+    static const char *const shapes[] = {
+        "SELECT g, %s(x) AS a FROM t GROUP BY g",
+        "SELECT %s(x) AS a FROM t",
+        "SELECT g FROM t GROUP BY g HAVING %s(x) > 1",
+        "SELECT g, a FROM (SELECT g, %s(x) AS a FROM t GROUP BY g) WHERE a > 0",
+        "SELECT id FROM t WHERE x IN (SELECT %s(x) FROM t GROUP BY g)",
+        "SELECT id, (SELECT %s(u.x) FROM t AS u WHERE u.g = t.g) AS a FROM t",
+        "SELECT g AS a FROM t UNION SELECT %s(x) FROM t",
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char shaky[200], steady[200], view[300];
+        snprintf(shaky, sizeof shaky, shapes[i], "shaky");
+        snprintf(steady, sizeof steady, shapes[i], "product");
+        ldb_live *q = NULL;
+        int rc = ldb_live_open(db, shaky, NULL, NULL, &q);
+        CHECKF(rc == LDB_UNSUPPORTED && q == NULL &&
+                   strstr(ldb_errmsg(db), "non-deterministic function"),
+               "%s: rc %d (%s)", shaky, rc, ldb_errmsg(db));
+        rc = ldb_live_open(db, steady, NULL, NULL, &q);
+        CHECKF(rc == LDB_OK, "%s: rc %d (%s)", steady, rc, ldb_errmsg(db));
+        ldb_live_close(q);
+        snprintf(view, sizeof view, "CREATE MATERIALIZED VIEW n%zu AS %s", i, shaky);
+        CHECK_ERROR(db, view, "not deterministic (shaky())");
+        snprintf(view, sizeof view, "CREATE MATERIALIZED VIEW d%zu AS %s", i, steady);
+        EXEC(db, view);
+    }
+    /* a built-in aggregate ordered by a non-deterministic key */
+    ldb_live *q = NULL;
+    CHECK_INT(ldb_live_open(db, "SELECT string_agg(x, ',' ORDER BY random()) FROM t", NULL,
+                            NULL, &q), LDB_UNSUPPORTED);
+    CHECK(q == NULL);
+    EXEC(db, "PRAGMA nondeterministic_schema = ON");
+    const char *body = "SELECT id, (SELECT shaky(u.x) FROM t AS u WHERE u.g = t.g) AS a FROM t";
+    char view[200];
+    snprintf(view, sizeof view, "CREATE MATERIALIZED VIEW s AS %s", body);
+    EXEC(db, view);
+    CHECK_STR(mvt_strategy(db, "s"), "rebuild");
+    CHECK_ROWS(db, "SELECT * FROM s", "I:1|R:6.0\nI:2|R:6.0\nI:3|R:6.0\n");
+    EXEC(db, "INSERT INTO t VALUES (4, 2, 5, NULL); DELETE FROM t WHERE id = 1");
+    mvt_check_view(db, "s", body);
+    CHECK_ROWS(db, "SELECT * FROM s", "I:2|R:3.0\nI:3|R:30.0\nI:4|R:30.0\n");
+    /* the pragma admits views, never live queries */
+    CHECK_INT(ldb_live_open(db, body, NULL, NULL, &q), LDB_UNSUPPORTED);
+    CHECK(q == NULL);
+    EXEC(db, "PRAGMA nondeterministic_schema = OFF");
+    CHECK_ERROR(db, "CREATE MATERIALIZED VIEW s2 AS SELECT shaky(x) FROM t",
+                "nondeterministic_schema = ON allows it");
+    ldb_close(db);
+}
+
 static void history(void)
 {
     ldb *db = open_db();
@@ -298,4 +359,4 @@ static void recompute_layer(void)
 }
 
 TEST_MAIN(T(registration), T(one_shot), T(live_queries), T(strategies_from_declarations),
-          T(history), T(recompute_layer))
+          T(nondeterministic_declarations), T(history), T(recompute_layer))
