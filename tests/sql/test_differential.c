@@ -71,7 +71,9 @@ typedef struct gen {
     table tabs[MAX_TABLES];
     int next_alias; /* aliases are unique in a whole statement */
     int sub_depth;
-    const table *avoid; /* the table an UPDATE writes: subqueries skip it */
+    const table *avoid; /* the table an UPDATE or DELETE writes: subqueries
+                           skip it */
+    bool no_avg;        /* a value a write stores: no avg() (see gen_write) */
 } gen;
 
 static const char *const texts[] = { "a", "b", "B", "ab", "abc", "", "ba", "z" };
@@ -197,7 +199,8 @@ static void scalar_subquery(gen *g, const scope *sc, enum ty ty, strbuf *sb)
     } else {
         enum ty arg = ty;
         const char *agg = ty == TY_INT ? int_aggs[pick(g, 4)]
-                        : ty == TY_REAL ? real_aggs[pick(g, 5)] : (chance(g, 1, 2) ? "min" : "max");
+                        : ty == TY_REAL ? real_aggs[g->no_avg + pick(g, 5 - g->no_avg)]
+                        : (chance(g, 1, 2) ? "min" : "max");
         if (ty == TY_REAL && (strcmp(agg, "avg") == 0 || strcmp(agg, "total") == 0))
             arg = chance(g, 1, 2) ? TY_INT : TY_REAL;
         if (strcmp(agg, "count") == 0)
@@ -496,12 +499,13 @@ static void join_condition(gen *g, const scope *sc, int left, int right, strbuf 
 }
 
 /* FROM: 1-3 tables joined by comma, CROSS, INNER, LEFT, RIGHT or FULL
- * joins; fills sc. */
-static void gen_from(gen *g, scope *sc, int max_items, strbuf *sb)
+ * joins; fills sc. Returns true when there is a LEFT JOIN. */
+static bool gen_from(gen *g, scope *sc, int max_items, strbuf *sb)
 {
     static const char *const joins[] = { ", ", " CROSS JOIN ", " JOIN ", " LEFT JOIN ",
                                          " RIGHT JOIN ", " FULL JOIN ", " INNER JOIN " };
     int n = 1 + pick(g, max_items);
+    bool left = false;
     sc->n = 0;
     sb_puts(sb, " FROM ");
     for (int i = 0; i < n; i++) {
@@ -514,15 +518,18 @@ static void gen_from(gen *g, scope *sc, int max_items, strbuf *sb)
         sb_printf(sb, "%s AS %s", sc->t[i]->name, sc->alias[i]);
         if (j >= 2)
             join_condition(g, sc, pick(g, i), i, sb);
+        left = left || j == 3;
     }
+    return left;
 }
 
-static void order_by_all(gen *g, int ncols, strbuf *sb)
+/* ORDER BY every column, then LIMIT [OFFSET] if limit. */
+static void order_by_all(gen *g, int ncols, bool limit, strbuf *sb)
 {
     sb_puts(sb, " ORDER BY ");
     for (int i = 0; i < ncols; i++)
         sb_printf(sb, "%s%d%s", i ? ", " : "", i + 1, chance(g, 1, 3) ? " DESC" : "");
-    if (chance(g, 2, 3)) {
+    if (limit && chance(g, 2, 3)) {
         sb_printf(sb, " LIMIT %d", pick(g, 12));
         if (chance(g, 1, 2))
             sb_printf(sb, " OFFSET %d", pick(g, 5));
@@ -568,16 +575,16 @@ static void aggregate(gen *g, const scope *sc, enum ty ty, strbuf *sb)
 }
 
 /* A GROUP BY key: with a column of its own (a constant integer would
- * mean a column number), no outer column (SQLite cannot resolve those
- * there) and no subquery: livedb shows a wrong value (NULL) for a
- * correlated-subquery key in a group whose min() is NULL (reported;
- * lift this once fixed). */
-static void gen_key(gen *g, const scope *sc, enum ty ty, strbuf *key)
+ * mean a column number) and no outer column (SQLite cannot resolve those
+ * there). It may hold a scalar subquery correlated to the grouped rows
+ * unless subqueries is false. */
+static void gen_key(gen *g, const scope *sc, enum ty ty, bool subqueries, strbuf *key)
 {
     scope local = *sc;
     local.outer = NULL;
     int depth = g->sub_depth;
-    g->sub_depth = 2; /* no subqueries below */
+    if (!subqueries)
+        g->sub_depth = 2;
     for (;;) {
         sb_init(key);
         gen_expr(g, &local, ty, 1, key);
@@ -596,12 +603,20 @@ static void gen_grouped(gen *g, const scope *outer, int ncols, const enum ty *ty
     strbuf from = STRBUF_INIT, keys[MAX_COLS];
     gen_from(g, &sc, 2, &from);
     int nkeys = pick(g, ncols + 1);
+    /* No subquery in a key when a key is REAL: SQLite 3.40 evaluates a
+     * subquery key again for the result, on the group's stored columns,
+     * and an index probe in it by an outer REAL column converts that
+     * column in place (4.0 becomes 4), so a REAL key reading the column
+     * shows an INTEGER. */
+    bool sub_keys = true;
+    for (int i = 0; i < nkeys; i++)
+        sub_keys = sub_keys && tys[i] != TY_REAL;
     sb_puts(sb, "SELECT ");
     for (int i = 0; i < ncols; i++) {
         if (i)
             sb_puts(sb, ", ");
         if (i < nkeys) {
-            gen_key(g, &sc, tys[i], &keys[i]);
+            gen_key(g, &sc, tys[i], sub_keys, &keys[i]);
             sb_puts(sb, sb_str(&keys[i]));
         } else {
             aggregate(g, &sc, tys[i], sb);
@@ -626,7 +641,7 @@ static void gen_grouped(gen *g, const scope *outer, int ncols, const enum ty *ty
     }
     sb_free(&from);
     if (top && chance(g, 1, 3))
-        order_by_all(g, ncols, sb);
+        order_by_all(g, ncols, true, sb);
 }
 
 static void gen_simple(gen *g, const scope *outer, int ncols, const enum ty *tys, strbuf *sb,
@@ -634,7 +649,7 @@ static void gen_simple(gen *g, const scope *outer, int ncols, const enum ty *tys
 {
     scope sc = { 0, { "" }, { NULL }, outer };
     strbuf from = STRBUF_INIT;
-    gen_from(g, &sc, top ? 3 : 2, &from);
+    bool left = gen_from(g, &sc, top ? 3 : 2, &from);
     sb_puts(sb, chance(g, 1, 4) ? "SELECT DISTINCT " : "SELECT ");
     for (int i = 0; i < ncols; i++) {
         if (i)
@@ -647,8 +662,16 @@ static void gen_simple(gen *g, const scope *outer, int ncols, const enum ty *tys
         sb_puts(sb, " WHERE ");
         gen_bool(g, &sc, 3, sb);
     }
+    /* No LIMIT over a LEFT JOIN: SQLite 3.40 loses rows under ORDER BY
+     * ... LIMIT when it leaves out a LEFT JOIN that cannot change the
+     * result (right side joined on its primary key, read nowhere else)
+     * and reads a later table in the ORDER BY's order. With a(x INTEGER
+     * PRIMARY KEY) holding 2 rows, b(y INTEGER PRIMARY KEY) none and
+     * c(k INTEGER PRIMARY KEY, v, z, w) indexed on z holding 'b' and four
+     * 'a', "SELECT c.z FROM a LEFT JOIN b ON a.x = b.y, c ORDER BY 1
+     * DESC LIMIT 8" shows one 'b', not two. */
     if (top && chance(g, 1, 3))
-        order_by_all(g, ncols, sb);
+        order_by_all(g, ncols, !left, sb);
 }
 
 /* A query with ncols columns of types tys; subqueries (top false) are
@@ -667,7 +690,7 @@ static void gen_query(gen *g, const scope *outer, int ncols, const enum ty *tys,
         else
             gen_simple(g, outer, ncols, tys, sb, false);
         if (chance(g, 1, 3))
-            order_by_all(g, ncols, sb);
+            order_by_all(g, ncols, true, sb);
     } else if (k == 3) {
         gen_grouped(g, outer, ncols, tys, sb, top);
     } else {
@@ -871,6 +894,16 @@ static void check_query(round *rd, const char *sql, bool ordered)
 
 /* ---- writes ----------------------------------------------------------------------- */
 
+/* The values a write stores come from no avg(): REALs stay multiples of
+ * 1/4 (or products of them), so that a later sum over them is exact in
+ * any order (avg's quotient is not; SQLite adds in scan order). */
+static void gen_stored(gen *g, const scope *sc, enum ty ty, int depth, strbuf *sb)
+{
+    g->no_avg = true;
+    gen_expr(g, sc, ty, depth, sb);
+    g->no_avg = false;
+}
+
 static void gen_write(gen *g, strbuf *sb)
 {
     const table *t = &g->tabs[pick(g, g->ntab)];
@@ -896,7 +929,7 @@ static void gen_write(gen *g, strbuf *sb)
                 gen_expr(g, &ss, TY_INT, 1, sb);
                 sb_printf(sb, ", %d) + %d", pick(g, 50), 20 + pick(g, 40));
             } else {
-                gen_expr(g, &ss, t->cols[c].ty, 1, sb);
+                gen_stored(g, &ss, t->cols[c].ty, 1, sb);
             }
         }
         sb_printf(sb, " FROM %s AS %s WHERE ", src->name, ss.alias[0]);
@@ -911,15 +944,20 @@ static void gen_write(gen *g, strbuf *sb)
          * livedb makes (SQL.md, differences, 10). */
         int c = t->pk + pick(g, t->ncol - t->pk);
         sb_printf(sb, "UPDATE %s SET %s = ", t->name, t->cols[c].name);
-        gen_expr(g, &sc, t->cols[c].ty, 2, sb);
+        gen_stored(g, &sc, t->cols[c].ty, 2, sb);
         if (chance(g, 3, 4)) {
             sb_puts(sb, " WHERE ");
             gen_bool(g, &sc, 2, sb);
         }
         g->avoid = NULL;
     } else {
+        /* SQLite runs a subquery of the WHERE when it first needs it, which
+         * may be after it deleted some rows, and then sees them gone; livedb
+         * finds every target row first (SQL.md, UPDATE and DELETE). */
+        g->avoid = t;
         sb_printf(sb, "DELETE FROM %s WHERE ", t->name);
         gen_bool(g, &sc, 2, sb);
+        g->avoid = NULL;
     }
 }
 
