@@ -40,8 +40,9 @@ static int key_values(plan_arena *pa, struct plan *p, struct keyed *k)
     v->cols[nc].type = COL_INTEGER;
     v->cols[nc].hidden = true;
     for (uint32_t r = 0; r < nr; r++) {
-        memcpy(&cells[(size_t)r * (nc + 1)], &p->u.values.cells[(size_t)r * nc],
-               nc * sizeof *cells);
+        if (nc) /* SELECT without FROM reads one row of no columns: no cells */
+            memcpy(&cells[(size_t)r * (nc + 1)], &p->u.values.cells[(size_t)r * nc],
+                   nc * sizeof *cells);
         value num = value_int(r);
         if (!(cells[(size_t)r * (nc + 1) + nc] = xb_const(pa, &num)))
             return LDB_NOMEM;
