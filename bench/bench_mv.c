@@ -364,24 +364,37 @@ static double body_ms(ldb *db, const char *body)
     return (double)(bench_ns() - t0) / 1e6;
 }
 
+/* The least median of three rounds: interference on a shared machine
+ * only ever adds time, and maintenance is a difference of two timings. */
+static struct timing least_of_three(ldb *db, int64_t n, int reps)
+{
+    struct timing best = time_updates(db, n, reps);
+    for (int k = 0; k < 2; k++) {
+        struct timing t = time_updates(db, n, reps);
+        if (t.median < best.median)
+            best = t;
+    }
+    return best;
+}
+
 static void recompute_at(int64_t n)
 {
     ldb *db = make_db(n);
     int reps = bench_quick ? 2000 : 10000;
     time_updates(db, n, reps); /* warm up */
-    struct timing base = time_updates(db, n, reps);
+    struct timing base = least_of_three(db, n, reps);
     static const int shapes[] = { 0, 1, 2, 3, 5 };
     for (int i = 0; i < 5; i++) {
         char sql[400], name[120];
         view_sql(sql, sizeof sql, shapes[i], 0);
         run(db, sql);
-        struct timing with = time_updates(db, n, reps);
+        struct timing with = least_of_three(db, n, reps);
         const char *body = strstr(sql, " AS SELECT") + 4;
         snprintf(name, sizeof name, "mv.recompute.%s.%lld.full_body", shape_names[shapes[i]],
                  (long long)n);
         bench_print(name, body_ms(db, body) * 1e6, "ns");
         drop_views(db, 1);
-        struct timing after = time_updates(db, n, reps);
+        struct timing after = least_of_three(db, n, reps);
         snprintf(name, sizeof name, "mv.recompute.%s.%lld.maintenance", shape_names[shapes[i]],
                  (long long)n);
         bench_print(name, with.median - (base.median + after.median) / 2, "ns");
