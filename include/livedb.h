@@ -218,8 +218,11 @@ typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
  * initial result is delivered as the first batch (all inserts) before
  * this returns, and is readable at once (ldb_live_read). On LDB_OK the
  * caller owns *out and must ldb_live_close it.
- * Errors: LDB_ERROR/LDB_UNSUPPORTED with ldb_errmsg saying why (e.g. a
- * non-deterministic function), LDB_MISUSE inside an explicit transaction.
+ * Errors: LDB_ERROR/LDB_UNSUPPORTED with ldb_errmsg saying why: a
+ * non-deterministic function or user-defined aggregate, LIMIT without
+ * ORDER BY, a scalar subquery that may give several rows per outer row
+ * (it needs a unique key, an aggregate, or ORDER BY ... LIMIT 1);
+ * LDB_MISUSE inside an explicit transaction.
  */
 int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, void *ctx,
                   ldb_live **out);
