@@ -4,6 +4,7 @@
  * moves, DDL under open queries, callback rules, and allocation failures.
  */
 #include "test.h"
+#include "test_db.h"
 
 #include "base/mem.h"
 #include "livedb.h"
@@ -11,11 +12,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
-
-static void exec_ok(ldb *db, const char *sql)
-{
-    CHECKF(ldb_exec(db, sql, NULL, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-}
 
 /* ---- a replica of a live result, rebuilt from batches ----------------------- */
 
@@ -148,12 +144,12 @@ static ldb *issues_db(int n, uint64_t seed, bool nulls)
     rng_seed(&r, seed);
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
-    exec_ok(db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+    EXEC(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
+    EXEC(db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
                 "priority INTEGER, created INTEGER, assignee INTEGER)");
-    exec_ok(db, "CREATE INDEX issues_created ON issues(created)");
-    exec_ok(db, "CREATE INDEX issues_assignee ON issues(assignee)");
-    exec_ok(db, "BEGIN");
+    EXEC(db, "CREATE INDEX issues_created ON issues(created)");
+    EXEC(db, "CREATE INDEX issues_assignee ON issues(assignee)");
+    EXEC(db, "BEGIN");
     ldb_stmt *u, *s;
     CHECK(ldb_prepare(db, "INSERT INTO users VALUES (?, 'User ' || ?)", -1, &u, NULL) == LDB_OK);
     for (int i = 1; i <= 100; i++) {
@@ -188,7 +184,7 @@ static ldb *issues_db(int n, uint64_t seed, bool nulls)
     }
     ldb_finalize(s);
     free(perm);
-    exec_ok(db, "COMMIT");
+    EXEC(db, "COMMIT");
     return db;
 }
 
@@ -210,7 +206,7 @@ static void run_sql(ldb *db, const char *fmt, int64_t a, int64_t b)
 {
     char sql[256];
     snprintf(sql, sizeof sql, fmt, (long long)a, (long long)b);
-    exec_ok(db, sql);
+    EXEC(db, sql);
 }
 
 /* ---- the window work law --------------------------------------------------------- */
@@ -329,23 +325,23 @@ static void unreachable_changes(void)
                         &c, &win) == LDB_OK);
     /* a closed issue changes: the filter stops it (2 rows in: -old +new) */
     uint64_t p0 = rows_processed(filt), r0 = rows_read(filt);
-    exec_ok(db, "UPDATE issues SET title = 'zzz' WHERE id = (SELECT min(id) FROM issues WHERE "
+    EXEC(db, "UPDATE issues SET title = 'zzz' WHERE id = (SELECT min(id) FROM issues WHERE "
                 "status = 'closed')");
     uint64_t p1 = rows_processed(filt);
     CHECKF(p1 - p0 <= 4, "filter: %llu rows processed", (unsigned long long)(p1 - p0));
     CHECK(rows_read(filt) == r0);
     CHECK_INT(a.batches, 1); /* the initial batch only */
     /* a user nobody is assigned to is renamed: one index lookup, no scan */
-    exec_ok(db, "INSERT INTO users VALUES (500, 'lonely')");
+    EXEC(db, "INSERT INTO users VALUES (500, 'lonely')");
     uint64_t j0 = rows_read(join), jp0 = rows_processed(join);
-    exec_ok(db, "UPDATE users SET name = 'still lonely' WHERE id = 500");
+    EXEC(db, "UPDATE users SET name = 'still lonely' WHERE id = 500");
     CHECKF(rows_read(join) - j0 <= 2, "join read %llu rows", (unsigned long long)(rows_read(join) - j0));
     CHECKF(rows_processed(join) - jp0 <= 8, "join processed %llu rows",
            (unsigned long long)(rows_processed(join) - jp0));
     CHECK_INT(b.batches, 1);
     /* a row past the window's prefix changes: the window is not touched */
     uint64_t w0 = rows_processed(win);
-    exec_ok(db, "UPDATE issues SET title = 'old' WHERE created = (SELECT min(created) FROM issues)");
+    EXEC(db, "UPDATE issues SET title = 'old' WHERE created = (SELECT min(created) FROM issues)");
     CHECK_INT(rows_processed(win), w0);
     CHECK_INT(c.batches, 1);
     /* law 13: the join keeps no copy of either table (both served by indexes) */
@@ -381,7 +377,7 @@ static void batch_partition(void)
     CHECK(ldb_live_open(b, win, replica_apply, &wb, &wqb) == LDB_OK);
     rng r;
     rng_seed(&r, seed);
-    exec_ok(b, "BEGIN");
+    EXEC(b, "BEGIN");
     for (int i = 0; i < 200; i++) {
         char stmt[200];
         switch (rng_below(&r, 3)) {
@@ -399,11 +395,11 @@ static void batch_partition(void)
                      (int)rng_below(&r, 10), (int)rng_range(&r, 1, 1200));
             break;
         }
-        exec_ok(a, stmt); /* one commit per statement */
-        exec_ok(b, stmt); /* all in one transaction */
+        EXEC(a, stmt); /* one commit per statement */
+        EXEC(b, stmt); /* all in one transaction */
     }
     int batches_before = rb.batches;
-    exec_ok(b, "COMMIT");
+    EXEC(b, "COMMIT");
     CHECK_INT(rb.batches, batches_before + 1); /* one batch for the whole transaction */
     qsort(ra.rows, (size_t)ra.n, RLEN, cmp_rows);
     qsort(rb.rows, (size_t)rb.n, RLEN, cmp_rows);
@@ -452,8 +448,8 @@ static void publication_rules(void)
 {
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
-    exec_ok(db, "INSERT INTO t VALUES (1, 10), (2, 20)");
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 10), (2, 20)");
     struct coherent co = { db, NULL, 0, 0, 0, false };
     static struct replica all;
     memset(&all, 0, sizeof all);
@@ -464,33 +460,33 @@ static void publication_rules(void)
           LDB_OK);
     co.other = q2;
     /* law 9: when q1's callback runs, q2 already shows the same commit */
-    exec_ok(db, "INSERT INTO t VALUES (3, 30)");
+    EXEC(db, "INSERT INTO t VALUES (3, 30)");
     CHECK_INT(co.calls, 2);
     CHECK_INT(co.other_count_seen, 3);
     CHECK_INT(co.write_rc, LDB_MISUSE); /* no writes from a callback */
     CHECK_INT(all.n, 3);
     /* a rolled-back transaction publishes nothing */
     int b1 = all.batches, c1 = co.calls;
-    exec_ok(db, "BEGIN; INSERT INTO t VALUES (4, 40); DELETE FROM t WHERE id = 1; ROLLBACK");
+    EXEC(db, "BEGIN; INSERT INTO t VALUES (4, 40); DELETE FROM t WHERE id = 1; ROLLBACK");
     CHECK_INT(all.batches, b1);
     CHECK_INT(co.calls, c1);
     /* a commit that changes no result publishes nothing; an unchanged row
      * is never reported */
-    exec_ok(db, "UPDATE t SET v = 10 WHERE id = 1");
+    EXEC(db, "UPDATE t SET v = 10 WHERE id = 1");
     CHECK_INT(all.batches, b1);
-    exec_ok(db, "UPDATE t SET v = v + 1 WHERE id = 1"); /* q1's count stays 3 */
+    EXEC(db, "UPDATE t SET v = v + 1 WHERE id = 1"); /* q1's count stays 3 */
     CHECK_INT(co.calls, c1);
     CHECK_INT(all.batches, b1 + 1);
     /* opening inside a transaction is refused */
     ldb_live *q3;
-    exec_ok(db, "BEGIN");
+    EXEC(db, "BEGIN");
     CHECK_INT(ldb_live_open(db, "SELECT * FROM t", NULL, NULL, &q3), LDB_MISUSE);
-    exec_ok(db, "COMMIT");
+    EXEC(db, "COMMIT");
     /* a callback may close its own query */
     co.close_self = true;
-    exec_ok(db, "INSERT INTO t VALUES (5, 50)");
+    EXEC(db, "INSERT INTO t VALUES (5, 50)");
     CHECK_INT(co.calls, c1 + 1);
-    exec_ok(db, "INSERT INTO t VALUES (6, 60)");
+    EXEC(db, "INSERT INTO t VALUES (6, 60)");
     CHECK_INT(co.calls, c1 + 1);
     check_equal(db, &all, "SELECT id, v FROM t ORDER BY id");
     ldb_live_close(q2);
@@ -502,7 +498,7 @@ static void rejections(void)
     ldb *db;
     ldb_live *q;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
     CHECK_INT(ldb_live_open(db, "SELECT id, random() FROM t", NULL, NULL, &q), LDB_UNSUPPORTED);
     CHECK(strstr(ldb_errmsg(db), "non-deterministic") != NULL);
     CHECK_INT(ldb_live_open(db, "SELECT id FROM t LIMIT 3", NULL, NULL, &q), LDB_UNSUPPORTED);
@@ -519,20 +515,20 @@ static void runtime_error_is_terminal(void)
 {
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
-    exec_ok(db, "INSERT INTO t VALUES (1, 1)");
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 1)");
     static struct replica rp;
     memset(&rp, 0, sizeof rp);
     ldb_live *q;
     CHECK(ldb_live_open(db, "SELECT id, v * 4611686018427387904 FROM t", replica_apply, &rp,
                         &q) == LDB_OK);
     CHECK_INT(rp.batches, 1);
-    exec_ok(db, "INSERT INTO t VALUES (2, 8)"); /* overflows in the projection */
+    EXEC(db, "INSERT INTO t VALUES (2, 8)"); /* overflows in the projection */
     const char *msg = NULL;
     CHECK_INT(ldb_live_error(q, &msg), LDB_ERROR);
     CHECK(msg && strstr(msg, "overflow"));
     CHECK_INT(rp.batches, 1); /* nothing partial was published */
-    exec_ok(db, "INSERT INTO t VALUES (3, 0)"); /* the writer is not affected */
+    EXEC(db, "INSERT INTO t VALUES (3, 0)"); /* the writer is not affected */
     CHECK_INT(rp.batches, 1);
     int64_t n = 0;
     ldb_stmt *s;
@@ -568,7 +564,7 @@ static void window_moves(void)
                  "id LIMIT %lld OFFSET %lld",
                  (long long)moves[i][1], (long long)moves[i][0]);
         check_equal(db, &rp, sql);
-        exec_ok(db, "DELETE FROM issues WHERE id = (SELECT min(id) FROM issues WHERE status = 'open')");
+        EXEC(db, "DELETE FROM issues WHERE id = (SELECT min(id) FROM issues WHERE status = 'open')");
         check_equal(db, &rp, sql);
     }
     ldb_live *plain;
@@ -576,13 +572,13 @@ static void window_moves(void)
     CHECK_INT(ldb_live_set_window(plain, 0, 5), LDB_MISUSE);
     ldb_live_close(plain);
     /* the index the window reads is dropped: the query goes on */
-    exec_ok(db, "DROP INDEX issues_created");
-    exec_ok(db, "DELETE FROM issues WHERE id = (SELECT min(id) FROM issues WHERE status = 'open')");
+    EXEC(db, "DROP INDEX issues_created");
+    EXEC(db, "DELETE FROM issues WHERE id = (SELECT min(id) FROM issues WHERE status = 'open')");
     CHECK(ldb_live_error(q, NULL) == LDB_OK);
     check_equal(db, &rp, "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created "
                          "DESC, id LIMIT 10");
     /* the table is dropped: the query ends in an error, saying why */
-    exec_ok(db, "DROP TABLE issues");
+    EXEC(db, "DROP TABLE issues");
     const char *msg;
     CHECK_INT(ldb_live_error(q, &msg), LDB_ERROR);
     CHECK(msg && strstr(msg, "dropped"));
@@ -596,8 +592,8 @@ static void parameters(void)
 {
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, s TEXT)");
-    exec_ok(db, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'a')");
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, s TEXT)");
+    EXEC(db, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'a')");
     ldb_stmt *s;
     CHECK(ldb_prepare(db, "SELECT id, v FROM t WHERE v > ?1 AND s = :s ORDER BY v DESC LIMIT ?3",
                       -1, &s, NULL) == LDB_OK);
@@ -614,10 +610,10 @@ static void parameters(void)
     ldb_finalize(s);
     CHECK_INT(rp.n, 1);
     CHECK_STR(rp.rows[0], "3|30");
-    exec_ok(db, "INSERT INTO t VALUES (4, 40, 'a'), (5, 50, 'b')");
+    EXEC(db, "INSERT INTO t VALUES (4, 40, 'a'), (5, 50, 'b')");
     CHECK_INT(rp.n, 1);
     CHECK_STR(rp.rows[0], "4|40");
-    exec_ok(db, "DELETE FROM t WHERE id = 4");
+    EXEC(db, "DELETE FROM t WHERE id = 4");
     CHECK_STR(rp.rows[0], "3|30");
     ldb_live_close(q);
     ldb_close(db);
@@ -629,7 +625,7 @@ static void open_nomem(void)
 {
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX tv ON t(v);"
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX tv ON t(v);"
                 "CREATE TABLE u(id INTEGER PRIMARY KEY, t INTEGER);"
                 "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3); INSERT INTO u VALUES (1, 1), (2, 3)");
     const char *sql = "SELECT t.id, (SELECT count(*) FROM u WHERE u.t = t.id) FROM t "
@@ -664,7 +660,7 @@ static void write_nomem(void)
 {
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, g INTEGER);"
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, g INTEGER);"
                 "CREATE INDEX tv ON t(v);"
                 "INSERT INTO t VALUES (1, 1, 1), (2, 2, 1), (3, 3, 2)");
     static const char *sqls[] = { "SELECT g, count(*), sum(v) FROM t GROUP BY g",
@@ -707,7 +703,7 @@ static void write_nomem(void)
             ldb_live_close(qs[i]);
         }
         if (rc == LDB_OK)
-            exec_ok(db, "DELETE FROM t WHERE id >= 10");
+            EXEC(db, "DELETE FROM t WHERE id >= 10");
         if (!failed)
             break;
     }

@@ -11,6 +11,7 @@
  * ldb_live_read returns. Batch positions are checked as they are applied.
  */
 #include "test.h"
+#include "test_db.h"
 
 #include "base/mem.h"
 #include "livedb.h"
@@ -315,11 +316,6 @@ static void random_write(ldb *db, rng *r)
     }
 }
 
-static void exec_ok(ldb *db, const char *sql)
-{
-    CHECKF(ldb_exec(db, sql, NULL, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-}
-
 /* One transaction: autocommitted statements, or BEGIN ... COMMIT/ROLLBACK
  * with savepoints. */
 static void random_transaction(ldb *db, rng *r)
@@ -329,20 +325,20 @@ static void random_transaction(ldb *db, rng *r)
         random_write(db, r);
         return;
     }
-    exec_ok(db, "BEGIN");
+    EXEC(db, "BEGIN");
     int n = (int)rng_range(r, 1, 5);
     for (int i = 0; i < n; i++) {
         if (rng_chance(r, 1, 5)) {
-            exec_ok(db, "SAVEPOINT sp");
+            EXEC(db, "SAVEPOINT sp");
             random_write(db, r);
             if (rng_chance(r, 1, 2))
-                exec_ok(db, "ROLLBACK TO sp"); /* keeps sp open */
-            exec_ok(db, "RELEASE sp");
+                EXEC(db, "ROLLBACK TO sp"); /* keeps sp open */
+            EXEC(db, "RELEASE sp");
         } else {
             random_write(db, r);
         }
     }
-    exec_ok(db, kind == 3 ? "ROLLBACK" : "COMMIT");
+    EXEC(db, kind == 3 ? "ROLLBACK" : "COMMIT");
 }
 
 /* ---- the queries ------------------------------------------------------------------- */
@@ -448,7 +444,7 @@ static void run_history(uint64_t seed, int steps)
     rng_seed(&r, seed);
     ldb *db;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
-    exec_ok(db, schema);
+    EXEC(db, schema);
     for (int i = 0; i < 20; i++)
         random_write(db, &r);
     for (int i = 0; i < NQUERIES; i++) {

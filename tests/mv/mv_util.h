@@ -11,6 +11,7 @@
 
 #include "livedb.h"
 #include "test.h"
+#include "test_db.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,19 +70,6 @@ static inline const char *mvt_query(ldb *db, const char *sql, int *rc)
 
 #define Q(db, sql) mvt_query((db), (sql), NULL)
 #define CHECK_ROWS(db, sql, rows) CHECK_STR(Q(db, sql), rows)
-
-#define EXEC(db, sql)                                                         \
-    do {                                                                      \
-        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
-        CHECKF(rc_ == LDB_OK, "%s: %s", (sql), ldb_errmsg(db));               \
-    } while (0)
-
-#define CHECK_FAILS(db, sql, code)                                            \
-    do {                                                                      \
-        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
-        CHECKF(rc_ == (code), "%s: rc %d (%s), wanted %d", (sql), rc_,        \
-               ldb_errmsg(db), (code));                                       \
-    } while (0)
 
 /* The statement fails and its message contains part. */
 #define CHECK_ERROR(db, sql, part)                                            \

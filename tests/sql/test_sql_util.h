@@ -10,6 +10,7 @@
 
 #include "livedb.h"
 #include "test.h"
+#include "test_db.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -61,21 +62,6 @@ static const char *sqlt_query(ldb *db, const char *sql, int *rc_out)
 
 /* Checks that sql gives exactly these rows ("" for none). */
 #define CHECK_ROWS(db, sql, rows) CHECK_STR(Q(db, sql), rows)
-
-/* Runs sql, which must succeed. */
-#define EXEC(db, sql)                                                         \
-    do {                                                                      \
-        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
-        CHECKF(rc_ == LDB_OK, "%s: %s", (sql), ldb_errmsg(db));               \
-    } while (0)
-
-/* Runs sql, which must fail with code; returns nothing. */
-#define CHECK_FAILS(db, sql, code)                                            \
-    do {                                                                      \
-        int rc_ = ldb_exec((db), (sql), NULL, NULL);                          \
-        CHECKF(rc_ == (code), "%s: rc %d (%s), wanted %d", (sql), rc_,        \
-               ldb_errmsg(db), (code));                                       \
-    } while (0)
 
 /* Checks the error message of a failing statement. */
 #define CHECK_ERROR(db, sql, msg)                                             \
