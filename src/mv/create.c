@@ -22,6 +22,7 @@
 #include "sql/func.h"
 #include "sql/parser.h"
 #include "sql/planner.h"
+#include "sql/sqlvalue.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,9 +36,8 @@ static int fail(struct eval_error *err, int code, uint32_t off, bool has_off, co
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    sqlv_verror(err, code, fmt, ap);
     va_end(ap);
-    err->code = code;
     err->off = off;
     err->has_off = has_off;
     return code;

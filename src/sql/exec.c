@@ -21,9 +21,8 @@ int exec_error(struct exec *x, int code, uint32_t off, const char *fmt, ...)
         return err->code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    sqlv_verror(err, code, fmt, ap);
     va_end(ap);
-    err->code = code;
     err->off = off;
     err->has_off = off != UINT32_MAX;
     return code;

@@ -16,13 +16,19 @@
 
 #define TWO63 9223372036854775808.0
 
+int sqlv_verror(struct eval_error *err, int code, const char *fmt, va_list ap)
+{
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    err->code = code;
+    return code;
+}
+
 int sqlv_error(struct eval_error *err, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    sqlv_verror(err, code, fmt, ap);
     va_end(ap);
-    err->code = code;
     return code;
 }
 

@@ -11,6 +11,7 @@
 #ifndef LDB_SQL_SQLVALUE_H
 #define LDB_SQL_SQLVALUE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,8 +75,11 @@ int sqlv_concat(const value *a, const value *b, value *out);
 int sqlv_compare(const value *a, const value *b, enum col_type aff,
                  enum ldb_collation coll, int *cmp);
 
-/* Sets an error message (printf format) and returns code. */
+/* Sets an error message (printf format) and returns code; the position
+ * is left as it was. sqlv_verror takes the arguments as a va_list. */
 int sqlv_error(struct eval_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+int sqlv_verror(struct eval_error *err, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif
