@@ -37,6 +37,12 @@ struct expr *ex_new(binder *b, enum expr_kind kind, uint32_t nargs, uint32_t off
     return e;
 }
 
+void ex_inherit_nondet(struct expr *x)
+{
+    for (uint32_t i = 0; i < x->nargs; i++)
+        x->flags |= x->args[i]->flags & EXPR_NONDET;
+}
+
 static enum col_type type_of_value(const value *v)
 {
     switch (value_type(v)) {
@@ -601,8 +607,7 @@ static struct expr *bind_like(binder *b, const ast_expr *e)
         return NULL;
     x->op = op == AST_OP_LIKE ? EOP_LIKE : EOP_GLOB;
     x->type = COL_BOOLEAN;
-    for (uint32_t i = 0; i < n; i++)
-        x->flags |= x->args[i]->flags & EXPR_NONDET;
+    ex_inherit_nondet(x);
     if (e->u.like.negated)
         x->flags |= EXPR_NEGATED;
     return ex_fold(b, x);
@@ -642,8 +647,7 @@ static struct expr *bind_case(binder *b, const ast_expr *e)
         x->args[k++] = el;
         type = common_type(type, el->type);
     }
-    for (uint32_t i = 0; i < n; i++)
-        x->flags |= x->args[i]->flags & EXPR_NONDET;
+    ex_inherit_nondet(x);
     x->type = (uint8_t)type;
     x->aff = (uint8_t)(base ? aff : COL_ANY);
     x->coll = (uint8_t)(base && coll_rank(base) ? base->coll : LDB_COLL_BINARY);

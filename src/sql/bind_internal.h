@@ -144,6 +144,8 @@ struct expr *ex_const(binder *b, const value *v, uint32_t off);
 struct expr *ex_column(binder *b, uint32_t index, const struct plan_col *col,
                        uint32_t off);
 struct expr *ex_bool(binder *b, bool v, uint32_t off);
+/* Marks x non-deterministic when one of its arguments is. */
+void ex_inherit_nondet(struct expr *x);
 struct expr *ex_unary(binder *b, enum expr_op op, struct expr *a, uint32_t off);
 struct expr *ex_binary(binder *b, enum expr_op op, struct expr *l,
                        struct expr *r, uint32_t off);

@@ -786,8 +786,7 @@ static bool order_agg(binder *b, const struct expr *call, const struct plan *in,
             *t = (struct agg_order_term){ c->coll, false, true };
         }
     }
-    for (uint32_t i = 0; i < arr->nargs; i++)
-        arr->flags |= arr->args[i]->flags & EXPR_NONDET;
+    ex_inherit_nondet(arr);
     args[1] = arr;
     out->args = args;
     out->nargs = 2;
