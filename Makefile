@@ -86,9 +86,17 @@ $(O)/slt: $(O)/obj/tools/slt.o $(SLT_OBJS) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_ALL)
 
+# Line editing when libedit-dev is installed; a plain prompt without it.
+HAVE_LIBEDIT := $(shell echo 'int main(void){return 0;}' | $(CC) -include editline/readline.h \
+                  -x c - -ledit -o /dev/null >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_LIBEDIT),1)
+$(O)/obj/tools/livedb.o: CPPFLAGS_ALL += -DLDB_SHELL_LIBEDIT
+SHELL_LIBS := -ledit
+endif
+
 $(O)/livedb: $(SHELL_OBJS) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ledit $(LDLIBS_ALL)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SHELL_LIBS) $(LDLIBS_ALL)
 
 # The shell's test runs $(O)/livedb.
 $(O)/tests/test_shell: | $(O)/livedb

@@ -6,7 +6,8 @@
  * Runs FILE (a script of SQL and dot commands; livedb keeps its data in
  * memory, so there is no database file), then each -c text in order, then
  * standard input: with line editing (libedit) when it is a terminal, else
- * as a script. A statement may span lines: input collects until it ends a
+ * as a script. Built without libedit (the Makefile finds no
+ * editline/readline.h), the terminal gets a plain prompt and no history. A statement may span lines: input collects until it ends a
  * statement with ';' (sql_is_complete, which knows strings, comments and
  * trigger bodies). Lines starting with '.' between statements are dot
  * commands (livedb_cmd.c).
@@ -24,7 +25,9 @@
 
 #include "sql/parser.h"
 
+#ifdef LDB_SHELL_LIBEDIT
 #include <editline/readline.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,14 +140,27 @@ int shell_run_sql(shell *sh, const char *sql, const char *where, int first_line)
 
 /* ---- input ------------------------------------------------------------------------ */
 
+#ifndef LDB_SHELL_LIBEDIT
+static void add_history(const char *line) { (void)line; }
+#endif
+
 /* The next line without its newline (the caller frees it), or NULL. */
 static char *next_line(input *in, bool continued)
 {
+    const char *prompt = continued ? "   ...> " : "livedb> ";
+#ifdef LDB_SHELL_LIBEDIT
     if (!in->f)
-        return readline(continued ? "   ...> " : "livedb> ");
+        return readline(prompt);
+#endif
+    FILE *f = in->f;
+    if (!f) {
+        fputs(prompt, stdout);
+        fflush(stdout);
+        f = stdin;
+    }
     char *line = NULL;
     size_t cap = 0;
-    ssize_t n = getline(&line, &cap, in->f);
+    ssize_t n = getline(&line, &cap, f);
     if (n < 0) {
         free(line);
         return NULL;

@@ -3,7 +3,7 @@
  * kept up to date by the committed changes of the tables it reads, and
  * that tells its owner exactly what changed, one batch per commit.
  *
- * The API layer (src/db.c) owns a live_registry per database and calls:
+ * The API layer (src/api/db.c) owns a live_registry per database and calls:
  *   live_open      when the program opens a live query (a bound plan);
  *   live_flush     after every statement that may have committed, to
  *                  deliver the batches prepared at commit (the store's

@@ -4,7 +4,7 @@
  * every statement that changes what it reads, inside that statement's
  * transaction.
  *
- * The API layer (src/db*.c) owns one mv_registry per database and calls:
+ * The API layer (src/api/db*.c) owns one mv_registry per database and calls:
  *   mv_create, mv_drop, mv_explain   for the three statements, inside a
  *                                    write statement (db_write_begin);
  *   mv_check_drop_table              before DROP TABLE / DROP VIEW;

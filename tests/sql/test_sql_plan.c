@@ -7,7 +7,7 @@
  */
 #include "test_sql_util.h"
 
-#include "db_internal.h"
+#include "api/db_internal.h"
 #include "sql/expr.h"
 #include "sql/plan.h"
 

@@ -12,7 +12,7 @@
  * - Every write happens between db_write_begin and db_write_end, so a
  *   failing statement (NOMEM included) leaves the database as it was.
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "live/live.h"
 #include "mv/mv.h"

@@ -15,7 +15,7 @@
  * Registrations live until the database closes (a compiled statement or
  * a view may hold one), in db->funcs; the newest of a name wins.
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "base/mem.h"
 

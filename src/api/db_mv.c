@@ -5,7 +5,7 @@
  * counters. The layer itself is src/mv; this file only passes it the
  * statement text, the PRAGMA settings and the errors back.
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "base/strbuf.h"
 #include "mv/mv.h"

@@ -16,7 +16,7 @@
  * non-default ON CONFLICT clauses, indexes on expressions and partial
  * indexes are LDB_UNSUPPORTED.
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "live/live.h"
 #include "mv/mv.h"

@@ -7,7 +7,7 @@
  * Materialized views: CREATE MATERIALIZED VIEW, DROP MATERIALIZED VIEW and
  * EXPLAIN MATERIALIZED VIEW go to db_run_mv (db_mv.c).
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "base/mem.h"
 #include "base/strbuf.h"

@@ -7,7 +7,7 @@
  * with the statement it opened the query from. The query releases that
  * statement when it is closed (live_open's owner).
  */
-#include "db_internal.h"
+#include "api/db_internal.h"
 
 #include "live/live.h"
 
