@@ -9,6 +9,8 @@
 #   make bench-quick   run every benchmark with --quick
 #   make fuzz          build the libFuzzer target build/fuzz/fuzz_sql (clang)
 #   make fuzz-ci       replay tests/fuzz/corpus, then fuzz for 60 seconds
+#   make install       header, libraries, livedb.pc and the shell under
+#                      $(DESTDIR)$(PREFIX) (PREFIX defaults to /usr/local)
 
 CC      ?= cc
 O       ?= build
@@ -35,10 +37,17 @@ SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
 TEST_EXTRA_test_slt        := $(SLT_OBJS)
 TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
 
+# The shared library is versioned from LDB_VERSION: liblivedb.so.X.Y.Z
+# with soname liblivedb.so.X, and exports only the LDB_API functions of
+# livedb.h (the library's objects are built with hidden visibility).
+VERSION    := $(shell sed -n 's/^\#define LDB_VERSION "\(.*\)"/\1/p' include/livedb.h)
+SOVERSION  := $(firstword $(subst ., ,$(VERSION)))
+SONAME     := liblivedb.so.$(SOVERSION)
 STATIC_LIB := $(O)/liblivedb.a
-SHARED_LIB := $(O)/liblivedb.so
+SHARED_LIB := $(O)/liblivedb.so.$(VERSION)
+PREFIX     ?= /usr/local
 
-.PHONY: all lib tests benches tools test test-sanitize demo bench-quick clean fuzz fuzz-ci
+.PHONY: all lib tests benches tools test test-sanitize demo bench-quick clean fuzz fuzz-ci install
 all: lib tools tests benches
 lib: $(STATIC_LIB) $(SHARED_LIB)
 tests: $(TEST_BINS)
@@ -50,17 +59,33 @@ $(O)/obj/%.o: %.c
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
 
+$(O)/obj/src/%.o: CFLAGS_ALL += -fvisibility=hidden
 $(O)/obj/tests/%.o: CPPFLAGS_ALL += -Itests
 $(O)/obj/bench/%.o: CPPFLAGS_ALL += -Ibench
 $(O)/obj/tools/%.o: CPPFLAGS_ALL += -Itools
 $(O)/obj/tests/sql/test_slt.o $(O)/obj/tests/sql/test_slt_corpus.o: CPPFLAGS_ALL += -Itools
+
+# The flags live here, so a changed Makefile rebuilds the library.
+$(LIB_OBJS): Makefile
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@ && ar rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJS)
-	@$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	@$(CC) -shared -Wl,-soname,$(SONAME) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	@ln -sf $(notdir $@) $(O)/$(SONAME) && ln -sf $(SONAME) $(O)/liblivedb.so
+
+install: lib $(O)/livedb
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/livedb.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(notdir $(SHARED_LIB)) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/liblivedb.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' livedb.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/livedb.pc
+	install -m 755 $(O)/livedb $(DESTDIR)$(PREFIX)/bin/
 
 # Each test binary: its own source + the harness + its extra objects + the
 # static library.
@@ -98,8 +123,10 @@ $(O)/livedb: $(SHELL_OBJS) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SHELL_LIBS) $(LDLIBS_ALL)
 
-# The shell's test runs $(O)/livedb.
+# The shell's test runs $(O)/livedb; the install test installs the
+# library (make install) and builds the demo against it.
 $(O)/tests/test_shell: | $(O)/livedb
+$(O)/tests/test_install: | $(O)/livedb $(O)/demo $(SHARED_LIB)
 
 # libFuzzer target: the library and the target built by clang with the
 # fuzzer's coverage instrumentation and ASan + UBSan, in build/fuzz/.

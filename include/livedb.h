@@ -20,6 +20,14 @@ extern "C" {
 
 #define LDB_VERSION "0.1.0"
 
+/* Marks the functions the shared library exports; the library is built
+ * with every other symbol hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LDB_API __attribute__((visibility("default")))
+#else
+#define LDB_API
+#endif
+
 /* ---- result codes ---------------------------------------------------- */
 
 #define LDB_OK 0          /* success */
@@ -37,7 +45,7 @@ extern "C" {
 #define LDB_DONE 101      /* a statement step finished */
 
 /* Static English text for a result code; never NULL. */
-const char *ldb_errstr(int rc);
+LDB_API const char *ldb_errstr(int rc);
 
 /* ---- value types ------------------------------------------------------ */
 
@@ -77,43 +85,43 @@ typedef struct ldb_row ldb_row;   /* a row of values (always borrowed) */
  * ":memory:". On LDB_OK the caller owns *out and must ldb_close it. On
  * failure *out is NULL.
  */
-int ldb_open(const char *path, ldb **out);
+LDB_API int ldb_open(const char *path, ldb **out);
 
 /*
  * Closes db and frees everything it owns, including prepared statements and
  * live queries not yet finalized/closed (their handles become invalid).
  * NULL is a no-op. Must not be called from inside a callback of db.
  */
-void ldb_close(ldb *db);
+LDB_API void ldb_close(ldb *db);
 
 /* Result code and English message of the last failed call on db (LDB_OK
  * and "not an error" after a success). The message is borrowed until the
  * next call on db. */
-int ldb_errcode(ldb *db);
-const char *ldb_errmsg(ldb *db);
+LDB_API int ldb_errcode(ldb *db);
+LDB_API const char *ldb_errmsg(ldb *db);
 /* Byte offset into the SQL text of the last SQL error, or -1. */
-int ldb_error_offset(ldb *db);
+LDB_API int ldb_error_offset(ldb *db);
 
 /* ---- rows (borrowed views; valid only during the callback or until the
  *      next step/reset/finalize of the statement that produced them) ---- */
 
-int ldb_row_columns(const ldb_row *r);
+LDB_API int ldb_row_columns(const ldb_row *r);
 /* enum ldb_type of column i; LDB_NULL when i is out of range. */
-int ldb_row_type(const ldb_row *r, int i);
+LDB_API int ldb_row_type(const ldb_row *r, int i);
 /* INTEGER as is, REAL truncated toward zero (saturating), BOOLEAN 0/1, TEXT
  * by its numeric prefix as SQLite reads it ('12abc' is 12, 'abc' is 0),
  * anything else 0. */
-int64_t ldb_row_int64(const ldb_row *r, int i);
+LDB_API int64_t ldb_row_int64(const ldb_row *r, int i);
 /* Numbers as double, BOOLEAN 0/1, TEXT by its numeric prefix, else 0.0. */
-double ldb_row_double(const ldb_row *r, int i);
+LDB_API double ldb_row_double(const ldb_row *r, int i);
 /* TEXT or BLOB bytes (not converted; NULL for other types), borrowed like
  * the row. *len may be NULL. The bytes are NOT always NUL-terminated
  * (short values live inside the row): use *len, or ldb_row_format for a
  * C string. */
-const char *ldb_row_text(const ldb_row *r, int i, size_t *len);
+LDB_API const char *ldb_row_text(const ldb_row *r, int i, size_t *len);
 /* Column i in livedb's text form (as the shell shows it) written into buf
  * (NUL-terminated, truncated to size); returns the full length. */
-size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size);
+LDB_API size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size);
 
 /* ---- one-shot execution ------------------------------------------------ */
 
@@ -126,7 +134,12 @@ typedef int (*ldb_row_fn)(void *ctx, const ldb_row *row);
  * passed to fn (which may be NULL). Stops at the first error; statements
  * before it stay done (as with sqlite3_exec).
  */
-int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx);
+LDB_API int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx);
+
+/* 1 when sql (NUL-terminated) ends a statement: its last token is a ';'
+ * outside strings, comments and CREATE TRIGGER bodies; else 0. A shell
+ * uses it to know when to stop collecting lines (as sqlite3_complete). */
+LDB_API int ldb_complete(const char *sql);
 
 /* ---- prepared statements ----------------------------------------------- */
 
@@ -136,37 +149,37 @@ int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx);
  * holds only white space/comments. *tail (if tail is not NULL) points past
  * the statement.
  */
-int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail);
+LDB_API int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail);
 /* Parameters are numbered from 1 (?, ?NNN, :name, @name, $name). */
-int ldb_bind_null(ldb_stmt *s, int i);
-int ldb_bind_int64(ldb_stmt *s, int i, int64_t v);
-int ldb_bind_double(ldb_stmt *s, int i, double v);
-int ldb_bind_bool(ldb_stmt *s, int i, int v);
+LDB_API int ldb_bind_null(ldb_stmt *s, int i);
+LDB_API int ldb_bind_int64(ldb_stmt *s, int i, int64_t v);
+LDB_API int ldb_bind_double(ldb_stmt *s, int i, double v);
+LDB_API int ldb_bind_bool(ldb_stmt *s, int i, int v);
 /* Copies the bytes (n < 0: up to the NUL). */
-int ldb_bind_text(ldb_stmt *s, int i, const char *text, int n);
-int ldb_bind_blob(ldb_stmt *s, int i, const void *data, int n);
-int ldb_bind_parameter_count(ldb_stmt *s);
+LDB_API int ldb_bind_text(ldb_stmt *s, int i, const char *text, int n);
+LDB_API int ldb_bind_blob(ldb_stmt *s, int i, const void *data, int n);
+LDB_API int ldb_bind_parameter_count(ldb_stmt *s);
 /* Index of a named parameter (with its prefix, e.g. ":id"), or 0. */
-int ldb_bind_parameter_index(ldb_stmt *s, const char *name);
-int ldb_clear_bindings(ldb_stmt *s);
+LDB_API int ldb_bind_parameter_index(ldb_stmt *s, const char *name);
+LDB_API int ldb_clear_bindings(ldb_stmt *s);
 /* LDB_ROW (a row is ready: ldb_stmt_row), LDB_DONE, or an error code. */
-int ldb_step(ldb_stmt *s);
-const ldb_row *ldb_stmt_row(ldb_stmt *s);
-int ldb_column_count(ldb_stmt *s);
+LDB_API int ldb_step(ldb_stmt *s);
+LDB_API const ldb_row *ldb_stmt_row(ldb_stmt *s);
+LDB_API int ldb_column_count(ldb_stmt *s);
 /* Borrowed until the statement is finalized, or compiled again (a step
  * after the schema changed rebinds it, and the names may change). */
-const char *ldb_column_name(ldb_stmt *s, int i);
+LDB_API const char *ldb_column_name(ldb_stmt *s, int i);
 /* Back to before the first step; bindings are kept. */
-int ldb_reset(ldb_stmt *s);
+LDB_API int ldb_reset(ldb_stmt *s);
 /* Frees s. NULL is a no-op. */
-void ldb_finalize(ldb_stmt *s);
+LDB_API void ldb_finalize(ldb_stmt *s);
 
 /* Rows inserted, updated or deleted by the last INSERT, UPDATE or DELETE
  * (as SQL's changes()), by every one since open, and the automatic key
  * (rowid or INTEGER PRIMARY KEY) of the last row inserted. */
-int64_t ldb_changes(ldb *db);
-int64_t ldb_total_changes(ldb *db);
-int64_t ldb_last_insert_rowid(ldb *db);
+LDB_API int64_t ldb_changes(ldb *db);
+LDB_API int64_t ldb_total_changes(ldb *db);
+LDB_API int64_t ldb_last_insert_rowid(ldb *db);
 
 /* ---- live queries ---------------------------------------------------------- */
 
@@ -224,29 +237,29 @@ typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
  * (it needs a unique key, an aggregate, or ORDER BY ... LIMIT 1);
  * LDB_MISUSE inside an explicit transaction.
  */
-int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, void *ctx,
+LDB_API int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, void *ctx,
                   ldb_live **out);
 /* The same over a prepared SELECT with its bound parameters (the
  * statement can be finalized afterwards; the query keeps copies). */
-int ldb_live_open_stmt(ldb_stmt *stmt, ldb_change_fn fn, void *ctx, ldb_live **out);
+LDB_API int ldb_live_open_stmt(ldb_stmt *stmt, ldb_change_fn fn, void *ctx, ldb_live **out);
 /*
  * Moves the window of an ORDER BY ... LIMIT query (limit < 0: no limit);
  * the callback gets the difference as one batch before this returns.
  * LDB_MISUSE for a query without ORDER BY ... LIMIT or inside an explicit
  * transaction.
  */
-int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit);
+LDB_API int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit);
 /* Calls fn for each current result row, in order for ORDER BY queries;
  * rows are borrowed for the call. A nonzero return stops (LDB_ABORT). */
-int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx);
-int64_t ldb_live_count(ldb_live *q);
-int ldb_live_column_count(ldb_live *q);
-const char *ldb_live_column_name(ldb_live *q, int i);
+LDB_API int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx);
+LDB_API int64_t ldb_live_count(ldb_live *q);
+LDB_API int ldb_live_column_count(ldb_live *q);
+LDB_API const char *ldb_live_column_name(ldb_live *q, int i);
 /* LDB_OK, or the error that put q in its terminal error state (a failed
  * graph run: out of memory, integer overflow, duplicate key...); then
  * *msg (if msg is not NULL) says why. A failed query publishes nothing
  * more; close it and open a new one. */
-int ldb_live_error(ldb_live *q, const char **msg);
+LDB_API int ldb_live_error(ldb_live *q, const char **msg);
 
 /* Work and space counters of a live query. */
 typedef struct ldb_live_stats {
@@ -257,9 +270,9 @@ typedef struct ldb_live_stats {
     uint64_t retained_bytes;
     int64_t result_rows;
 } ldb_live_stats;
-void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
+LDB_API void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
 /* Closes q. Allowed inside its own callback. NULL is a no-op. */
-void ldb_live_close(ldb_live *q);
+LDB_API void ldb_live_close(ldb_live *q);
 
 /* ---- materialized views ------------------------------------------------------ */
 
@@ -289,7 +302,7 @@ typedef struct ldb_mv_stats {
 
 /* The counters of materialized view name; LDB_NOTFOUND when there is no
  * such view. */
-int ldb_mv_stats_get(ldb *db, const char *name, ldb_mv_stats *out);
+LDB_API int ldb_mv_stats_get(ldb *db, const char *name, ldb_mv_stats *out);
 
 /* ---- user-defined aggregates -------------------------------------------------- */
 
@@ -297,12 +310,12 @@ int ldb_mv_stats_get(ldb *db, const char *name, ldb_mv_stats *out);
  * the call; no call leaves NULL). Text and blobs are copied. The setters
  * return LDB_NOMEM when a copy fails, which the callback returns. */
 typedef struct ldb_result ldb_result;
-void ldb_result_null(ldb_result *r);
-void ldb_result_int64(ldb_result *r, int64_t v);
-void ldb_result_double(ldb_result *r, double v);
-void ldb_result_bool(ldb_result *r, int v);
-int ldb_result_text(ldb_result *r, const char *s, int n); /* n < 0: up to the NUL */
-int ldb_result_blob(ldb_result *r, const void *p, int n);
+LDB_API void ldb_result_null(ldb_result *r);
+LDB_API void ldb_result_int64(ldb_result *r, int64_t v);
+LDB_API void ldb_result_double(ldb_result *r, double v);
+LDB_API void ldb_result_bool(ldb_result *r, int v);
+LDB_API int ldb_result_text(ldb_result *r, const char *s, int n); /* n < 0: up to the NUL */
+LDB_API int ldb_result_blob(ldb_result *r, const void *p, int n);
 
 #define LDB_DETERMINISTIC 1 /* the result depends only on the arguments */
 
@@ -355,7 +368,7 @@ typedef struct ldb_aggregate {
  * LDB_MISUSE for a missing step/finalize, nargs outside 0..100, or
  * decompose with nargs != 1; LDB_NOMEM.
  */
-int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def);
+LDB_API int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def);
 
 #ifdef __cplusplus
 }

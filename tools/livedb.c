@@ -8,7 +8,7 @@
  * standard input: with line editing (libedit) when it is a terminal, else
  * as a script. Built without libedit (the Makefile finds no
  * editline/readline.h), the terminal gets a plain prompt and no history. A statement may span lines: input collects until it ends a
- * statement with ';' (sql_is_complete, which knows strings, comments and
+ * statement with ';' (ldb_complete, which knows strings, comments and
  * trigger bodies). Lines starting with '.' between statements are dot
  * commands (livedb_cmd.c).
  *
@@ -22,8 +22,6 @@
  */
 #include "livedb.h"
 #include "livedb_shell.h"
-
-#include "sql/parser.h"
 
 #ifdef LDB_SHELL_LIBEDIT
 #include <editline/readline.h>
@@ -211,7 +209,7 @@ static int run_input(shell *sh, input *in)
                 first_line = in->line;
             buf_append(&sql, line, strlen(line));
             buf_append(&sql, "\n", 1);
-            if (sql_is_complete(sql.s, sql.len))
+            if (ldb_complete(sql.s))
                 errors += flush_sql(sh, in, &sql, first_line);
         }
         free(line);

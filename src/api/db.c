@@ -467,6 +467,11 @@ int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
 
 /* ---- counters --------------------------------------------------------------------------------------- */
 
+int ldb_complete(const char *sql)
+{
+    return sql && sql_is_complete(sql, strlen(sql));
+}
+
 int64_t ldb_changes(ldb *db)
 {
     return db ? db->env.changes : 0;
