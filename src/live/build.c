@@ -280,6 +280,14 @@ bool pb_reads_outer(const struct plan *p)
 
 /* ---- plans ---------------------------------------------------------------------- */
 
+void *pb_array(plan_arena *pa, const void *src, size_t n, size_t room, size_t size)
+{
+    void *a = plan_alloc(pa, (room ? room : 1) * size);
+    if (a && n)
+        memcpy(a, src, n * size);
+    return a;
+}
+
 void pb_copy_cols(struct plan_col *dst, const struct plan *p)
 {
     if (p->ncols) /* a plan without columns (SELECT 1's source) may have none allocated */

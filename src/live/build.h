@@ -72,6 +72,11 @@ struct plan *pb_join(plan_arena *pa, enum join_kind kind, struct plan *left,
 struct plan *pb_aggregate(plan_arena *pa, struct plan *in, expr **groups,
                           uint32_t ngroups, struct plan_agg *aggs, uint32_t naggs);
 
+/* Room for max(room, 1) items of size bytes, the first n copied from src
+ * (which may be NULL when n is 0: an empty list of a plan node). NULL on
+ * LDB_NOMEM. */
+void *pb_array(plan_arena *pa, const void *src, size_t n, size_t room, size_t size);
+
 /* Copies the output columns' metadata of p into dst[0..p->ncols). */
 void pb_copy_cols(struct plan_col *dst, const struct plan *p);
 

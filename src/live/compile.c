@@ -825,10 +825,9 @@ static int peel_root(struct plan *p, struct root_shape *s)
 static int tie_by_key(plan_arena *pa, struct plan *sort, const struct keyed *k)
 {
     uint32_t n = sort->u.sort.nkeys;
-    struct sort_key *keys = plan_alloc(pa, (n + k->n + 1) * sizeof *keys);
+    struct sort_key *keys = pb_array(pa, sort->u.sort.keys, n, n + k->n, sizeof *keys);
     if (!keys)
         return LDB_NOMEM;
-    memcpy(keys, sort->u.sort.keys, n * sizeof *keys);
     for (uint32_t i = 0; i < k->n; i++) {
         uint32_t col = k->cols[i];
         keys[n + i] = (struct sort_key){ xb_column(pa, col, &sort->cols[col]), false, true,

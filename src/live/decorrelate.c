@@ -34,10 +34,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A node already rewritten: the tree is a DAG (an attached subquery's
+ * domain reads the node's input, which the node's rewrite also reads), so
+ * every reference to a node must get the same rewrite, and a rewrite is
+ * its own rewrite. */
+struct dc_done {
+    const struct plan *from;
+    struct plan *to;
+};
+
 struct dc {
     struct live_program *prog;
     plan_arena *pa;
     struct eval_error *err;
+    VEC(struct dc_done) done;
 };
 
 static int dc_fail(struct dc *d, int code, const char *msg)
@@ -758,10 +768,9 @@ static int dc_project(struct dc *d, struct plan *p, struct plan *in, struct plan
         *out = p;
         return LDB_OK;
     }
-    expr **es = plan_alloc(d->pa, (p->ncols ? p->ncols : 1) * sizeof *es);
+    expr **es = pb_array(d->pa, p->u.exprs, p->ncols, p->ncols, sizeof *es);
     if (!es)
         return LDB_NOMEM;
-    memcpy(es, p->u.exprs, p->ncols * sizeof *es);
     int rc = attach_list(d, &in, es, p->ncols);
     if (rc)
         return rc;
@@ -780,18 +789,17 @@ static int dc_aggregate(struct dc *d, struct plan *p, struct plan *in, struct pl
         *out = p;
         return LDB_OK;
     }
-    expr **groups = plan_alloc(d->pa, (ng ? ng : 1) * sizeof *groups);
-    struct plan_agg *aggs = plan_alloc(d->pa, (na ? na : 1) * sizeof *aggs);
+    expr **groups = pb_array(d->pa, p->u.agg.groups, ng, ng, sizeof *groups);
+    struct plan_agg *aggs = pb_array(d->pa, p->u.agg.aggs, na, na, sizeof *aggs);
     if (!groups || !aggs)
         return LDB_NOMEM;
-    memcpy(groups, p->u.agg.groups, ng * sizeof *groups);
-    memcpy(aggs, p->u.agg.aggs, na * sizeof *aggs);
     int rc = attach_list(d, &in, groups, ng);
     for (uint32_t i = 0; !rc && i < na; i++) {
-        expr **args = plan_alloc(d->pa, (aggs[i].nargs + 1) * sizeof *args);
+        /* the FILTER rides after the arguments */
+        expr **args = pb_array(d->pa, aggs[i].args, aggs[i].nargs, aggs[i].nargs + 1,
+                               sizeof *args);
         if (!args)
             return LDB_NOMEM;
-        memcpy(args, aggs[i].args, aggs[i].nargs * sizeof *args);
         args[aggs[i].nargs] = aggs[i].filter;
         rc = attach_list(d, &in, args, aggs[i].nargs + 1);
         aggs[i].args = args;
@@ -836,6 +844,17 @@ static int dc_sort(struct dc *d, const struct plan *p, struct plan *in, struct p
     return LDB_OK;
 }
 
+/* A LIMIT rewritten as c keeps its partition and its role as the
+ * result's window. */
+static void replace_limit(struct dc *d, const struct plan *p, const struct plan *c)
+{
+    for (size_t i = 0; i < d->prog->partitions.len; i++)
+        if (d->prog->partitions.data[i].limit == p)
+            d->prog->partitions.data[i].limit = c;
+    if (d->prog->root_limit == p)
+        d->prog->root_limit = c;
+}
+
 /* LIMIT over SORT stays one pair (the top-k pattern); columns the sort
  * keys attached are dropped above it. */
 static int dc_limit_sort(struct dc *d, struct plan *p, struct plan **out)
@@ -855,11 +874,7 @@ static int dc_limit_sort(struct dc *d, struct plan *p, struct plan **out)
     c->u = p->u;
     c->in = sort;
     pb_copy_cols(c->cols, sort);
-    for (size_t i = 0; i < d->prog->partitions.len; i++)
-        if (d->prog->partitions.data[i].limit == p)
-            d->prog->partitions.data[i].limit = c;
-    if (d->prog->root_limit == p)
-        d->prog->root_limit = c;
+    replace_limit(d, p, c);
     *out = c->ncols == p->ncols ? c : pb_prefix(d->pa, c, p->ncols);
     return *out ? LDB_OK : LDB_NOMEM;
 }
@@ -911,7 +926,7 @@ static int dc_join(struct dc *d, struct plan *p, struct plan *l, struct plan *r,
     return dc_filter(d, &f, j, out);
 }
 
-static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
+static int dc_rewrite(struct dc *d, struct plan *p, struct plan **out)
 {
     if (p->kind == PLAN_LIMIT && p->in->kind == PLAN_SORT)
         return dc_limit_sort(d, p, out);
@@ -965,18 +980,34 @@ static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
     c->in = in;
     c->left = l;
     c->right = r;
-    /* a LIMIT keeps its partition when its node is replaced */
-    for (size_t i = 0; i < d->prog->partitions.len; i++)
-        if (d->prog->partitions.data[i].limit == p)
-            d->prog->partitions.data[i].limit = c;
+    replace_limit(d, p, c);
     *out = c;
     return LDB_OK;
 }
 
+/* p rewritten once, whichever of its parents asks first. */
+static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
+{
+    for (size_t i = 0; i < d->done.len; i++) {
+        if (d->done.data[i].from == p) {
+            *out = d->done.data[i].to;
+            return LDB_OK;
+        }
+    }
+    int rc = dc_rewrite(d, p, out);
+    if (rc)
+        return rc;
+    struct dc_done self = { p, *out }, again = { *out, *out };
+    if ((rc = vec_push(&d->done, self)))
+        return rc;
+    return *out == p ? LDB_OK : vec_push(&d->done, again);
+}
+
 int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out, struct eval_error *err)
 {
-    struct dc d = { prog, &prog->pa, err };
+    struct dc d = { prog, &prog->pa, err, VEC_INIT };
     int rc = dc_plan(&d, p, out);
+    vec_free(&d.done);
     if (rc && err->code == LDB_OK)
         dc_fail(&d, rc, rc == LDB_NOMEM ? "out of memory" : "cannot decorrelate the query");
     return rc;

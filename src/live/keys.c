@@ -77,12 +77,10 @@ static int key_project(plan_arena *pa, struct plan *p, struct keyed *k)
     if (extra == 0 && in.plan == p->in) {
         k->plan = p;
     } else {
-        expr **es = plan_alloc(pa, (n + extra) * sizeof *es);
-        struct plan_col *meta = plan_alloc(pa, (n + extra) * sizeof *meta);
+        expr **es = pb_array(pa, p->u.exprs, n, n + extra, sizeof *es);
+        struct plan_col *meta = pb_array(pa, p->cols, n, n + extra, sizeof *meta);
         if (!es || !meta)
             return LDB_NOMEM;
-        memcpy(es, p->u.exprs, n * sizeof *es);
-        memcpy(meta, p->cols, n * sizeof *meta);
         for (uint32_t i = 0; i < in.n; i++) {
             if (pos[i] < n)
                 continue;
@@ -175,10 +173,10 @@ static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
     if (lx || rx) {
         /* keys and residual read left ++ right: shift right references
          * past the left side's hidden columns */
-        struct join_key *keys = plan_alloc(pa, (p->u.join.nkeys + 1) * sizeof *keys);
+        struct join_key *keys = pb_array(pa, p->u.join.keys, p->u.join.nkeys,
+                                         p->u.join.nkeys + 1, sizeof *keys);
         if (!keys)
             return LDB_NOMEM;
-        memcpy(keys, p->u.join.keys, p->u.join.nkeys * sizeof *keys);
         expr *res = NULL;
         if (p->u.join.residual) {
             struct plan *both = pb_join(pa, JOIN_CROSS, l.plan, r.plan, NULL, 0, NULL);
