@@ -90,7 +90,8 @@ LDB_API int ldb_open(const char *path, ldb **out);
 /*
  * Closes db and frees everything it owns, including prepared statements and
  * live queries not yet finalized/closed (their handles become invalid).
- * NULL is a no-op. Must not be called from inside a callback of db.
+ * NULL is a no-op. From inside a live query callback of db it does
+ * nothing but record LDB_MISUSE (ldb_errcode): db stays open.
  */
 LDB_API void ldb_close(ldb *db);
 
@@ -188,19 +189,23 @@ LDB_API int64_t ldb_last_insert_rowid(ldb *db);
  * every commit that changes it, its callback gets ONE batch saying exactly
  * how the result changed. A rolled-back transaction publishes nothing; a
  * commit that leaves the result unchanged publishes nothing; an unchanged
- * row is never reported.
+ * row is never reported: a row is reported when its visible values, its
+ * count or (ordered queries) its place among the rows that stay changed,
+ * not when only a hidden value did (say the ORDER BY value of a row that
+ * stays where it was).
  *
  * Every result row has a key: the primary key for a single-table query,
  * the combined keys for a join, the group columns for an aggregate, all
  * columns for DISTINCT and set operations (hidden key columns are carried
  * but not shown). A change reports one key.
  *
- * Positions (ordered queries only, else -1): before_pos is the row's
- * 0-based position in the result before the batch, after_pos in the
- * result after it. To replay a batch on a copy of the result: remove
- * every before row (descending before_pos), then insert every after row
- * (ascending after_pos). For ORDER BY ... LIMIT/OFFSET the positions are
- * within the visible window.
+ * Positions (queries with an ORDER BY of their own only, else -1; the
+ * ORDER BY of a subquery, view or CTE they read does not order their
+ * result): before_pos is the row's 0-based position in the result before
+ * the batch, after_pos in the result after it. To replay a batch on a
+ * copy of the result: remove every before row (descending before_pos),
+ * then insert every after row (ascending after_pos). For ORDER BY ...
+ * LIMIT/OFFSET the positions are within the visible window.
  */
 enum ldb_change_kind {
     LDB_CHANGE_INSERT = 1,
@@ -220,9 +225,20 @@ typedef struct ldb_change {
     int64_t after_pos;
 } ldb_change;
 
-/* Called with the batch of one commit; the changes and their rows are
- * borrowed for the call. The callback may read any live query and run
- * SELECTs; it must not write (LDB_MISUSE) and may close live queries. */
+/*
+ * Called with the batch of one commit; the changes and their rows are
+ * borrowed for the call. The rules for this callback and for the row
+ * function of ldb_live_read (both are "live query callbacks"):
+ * - allowed: reading any live query (ldb_live_read, ldb_live_count...),
+ *   SELECTs and reading PRAGMAs, and ldb_live_close of any query, this
+ *   one included (the query is freed when the outermost callback returns;
+ *   a closed query publishes nothing more, and its handle must not be
+ *   used again);
+ * - refused with LDB_MISUSE and a message in ldb_errmsg: any write (DML,
+ *   DDL, materialized views), transaction control, setting a PRAGMA,
+ *   ldb_live_open, ldb_live_set_window, and ldb_close (which then does
+ *   nothing).
+ */
 typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
                               size_t n);
 
@@ -230,12 +246,16 @@ typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
  * Opens a live query (a deterministic SELECT; LIMIT needs ORDER BY). The
  * initial result is delivered as the first batch (all inserts) before
  * this returns, and is readable at once (ldb_live_read). On LDB_OK the
- * caller owns *out and must ldb_live_close it.
- * Errors: LDB_ERROR/LDB_UNSUPPORTED with ldb_errmsg saying why: a
+ * caller owns *out and must ldb_live_close it; *out is NULL when the
+ * callback closed the query during that first batch. fn may be NULL (no
+ * batches; read the result with ldb_live_read).
+ * Errors, each with ldb_errmsg saying why: LDB_ERROR/LDB_UNSUPPORTED: a
  * non-deterministic function or user-defined aggregate, LIMIT without
  * ORDER BY, a scalar subquery that may give several rows per outer row
  * (it needs a unique key, an aggregate, or ORDER BY ... LIMIT 1);
- * LDB_MISUSE inside an explicit transaction.
+ * LDB_MISUSE: NULL sql or out, not a SELECT, inside an explicit
+ * transaction or a live query callback; LDB_NOMEM: nothing is left
+ * behind and fn was not called. On failure *out is NULL.
  */
 LDB_API int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, void *ctx,
                   ldb_live **out);
@@ -243,22 +263,35 @@ LDB_API int ldb_live_open(ldb *db, const char *select_sql, ldb_change_fn fn, voi
  * statement can be finalized afterwards; the query keeps copies). */
 LDB_API int ldb_live_open_stmt(ldb_stmt *stmt, ldb_change_fn fn, void *ctx, ldb_live **out);
 /*
- * Moves the window of an ORDER BY ... LIMIT query (limit < 0: no limit);
- * the callback gets the difference as one batch before this returns.
- * LDB_MISUSE for a query without ORDER BY ... LIMIT or inside an explicit
- * transaction.
+ * Moves the window of an ORDER BY ... LIMIT query (offset < 0: 0; limit <
+ * 0: no limit); the callback gets the difference as one batch before this
+ * returns (it may close q: this then returns LDB_OK). The window stays
+ * where it was moved, also when DDL rebuilds the query (DROP INDEX).
+ * LDB_MISUSE for a query without an ORDER BY ... LIMIT of its own, inside
+ * an explicit transaction or a live query callback. Any other error
+ * (LDB_NOMEM...) is the query's terminal error (ldb_live_error): its last
+ * published result stays readable, and it publishes nothing more.
+ * Every error sets ldb_errmsg of the query's database.
  */
 LDB_API int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit);
 /* Calls fn for each current result row, in order for ORDER BY queries;
- * rows are borrowed for the call. A nonzero return stops (LDB_ABORT). */
+ * rows are borrowed for the call. A nonzero return stops (LDB_ABORT).
+ * fn is a live query callback (see ldb_change_fn for what it may do); it
+ * sees one unchanging result. A failed query (ldb_live_error) shows its
+ * last published result. LDB_MISUSE when fn is NULL. */
 LDB_API int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx);
+/* Rows of the current result (copies counted); 0 for a NULL q. */
 LDB_API int64_t ldb_live_count(ldb_live *q);
+/* Visible columns and their names (borrowed while q is open); 0 and NULL
+ * for a NULL q or an i out of range. */
 LDB_API int ldb_live_column_count(ldb_live *q);
 LDB_API const char *ldb_live_column_name(ldb_live *q, int i);
 /* LDB_OK, or the error that put q in its terminal error state (a failed
  * graph run: out of memory, integer overflow, duplicate key...); then
- * *msg (if msg is not NULL) says why. A failed query publishes nothing
- * more; close it and open a new one. */
+ * *msg (if msg is not NULL) says why, else it is NULL. A failed query
+ * publishes nothing more; its last published result stays readable;
+ * close it and open a new one. Out of memory while a commit maintains a
+ * query fails the query, never the commit. LDB_MISUSE for a NULL q. */
 LDB_API int ldb_live_error(ldb_live *q, const char **msg);
 
 /* Work and space counters of a live query. */
@@ -270,8 +303,10 @@ typedef struct ldb_live_stats {
     uint64_t retained_bytes;
     int64_t result_rows;
 } ldb_live_stats;
+/* Fills *out (all zero for a NULL q); a NULL out is a no-op. */
 LDB_API void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
-/* Closes q. Allowed inside its own callback. NULL is a no-op. */
+/* Closes q. Allowed inside any live query callback (see ldb_change_fn).
+ * NULL is a no-op. */
 LDB_API void ldb_live_close(ldb_live *q);
 
 /* ---- materialized views ------------------------------------------------------ */

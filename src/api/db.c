@@ -84,7 +84,7 @@ int ldb_error_offset(ldb *db)
 
 int db_write_begin(ldb *db)
 {
-    if (live_publishing(db->live))
+    if (live_in_callback(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot write to the database");
     db->epoch++;
@@ -139,6 +139,13 @@ void ldb_close(ldb *db)
 {
     if (!db)
         return;
+    if (live_in_callback(db->live)) {
+        /* the callback's caller still uses db */
+        db_error(db, LDB_MISUSE, NULL, -1,
+                 "ldb_close cannot be called from inside a live query callback; "
+                 "the database stays open");
+        return;
+    }
     live_registry_free(db->live); /* releases the queries' statements */
     while (db->stmts)
         ldb_finalize(db->stmts);

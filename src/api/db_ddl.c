@@ -545,7 +545,7 @@ int db_run_txn(ldb_stmt *s)
     const ast_stmt *st = s->ast->stmt;
     struct store *store = s->db->store;
     int rc;
-    if (live_publishing(s->db->live))
+    if (live_in_callback(s->db->live))
         return db_error(s->db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot control transactions");
     s->db->epoch++;
@@ -629,6 +629,9 @@ int db_run_pragma(ldb_stmt *s)
         }
         return LDB_OK;
     }
+    if (live_in_callback(db->live))
+        return db_error(db, LDB_MISUSE, NULL, -1,
+                        "a live query callback cannot change a PRAGMA");
     value v;
     int rc;
     if (st->u.pragma.value) {

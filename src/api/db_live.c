@@ -5,7 +5,12 @@
  * A live query keeps its own private prepared statement: its bound plan
  * must stay valid for the query's whole life, whatever the program does
  * with the statement it opened the query from. The query releases that
- * statement when it is closed (live_open's owner).
+ * statement when it is closed (live_open's owner), and reaches its
+ * database through it.
+ *
+ * Every function that returns a result code records it on the database
+ * (ldb_errcode, ldb_errmsg) with a message saying why, and clears it on
+ * success; a NULL handle gives LDB_MISUSE with nothing to record it on.
  */
 #include "api/db_internal.h"
 
@@ -15,13 +20,27 @@
 
 static void release_stmt(void *owner) { ldb_finalize(owner); }
 
+/* The database of q: its private statement's. */
+static ldb *query_db(ldb_live *q)
+{
+    ldb_stmt *own = live_owner(q);
+    return own->db;
+}
+
+static int live_failed(ldb *db, int rc, const struct eval_error *err)
+{
+    return db_error(db, rc, NULL, -1, "%s", err->msg[0] ? err->msg : ldb_errstr(rc));
+}
+
 int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
-    if (!s || !out)
+    if (!s)
         return LDB_MISUSE;
-    *out = NULL;
     ldb *db = s->db;
     db_clear_error(db);
+    if (!out)
+        return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_open: out is NULL");
+    *out = NULL;
     if (s->ast->stmt->kind != AST_STMT_SELECT)
         return db_error(db, LDB_MISUSE, s->ast, s->ast->stmt->off,
                         "only a SELECT can be opened as a live query");
@@ -39,17 +58,20 @@ int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
     }
     struct eval_error err;
     memset(&err, 0, sizeof err);
-    rc = live_open(db->live, own->bound.u.select, own->params, own->nparams, release_stmt, own,
-                   fn, ctx, out, &err);
-    if (rc)
-        return db_error(db, rc, NULL, -1, "%s", err.msg[0] ? err.msg : ldb_errstr(rc));
-    return LDB_OK;
+    bool ordered = own->ast->stmt->u.select->order_by.n > 0;
+    rc = live_open(db->live, own->bound.u.select, ordered, own->params, own->nparams,
+                   release_stmt, own, fn, ctx, out, &err);
+    return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 
 int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
-    if (!db || !sql || !out)
+    if (!db)
         return LDB_MISUSE;
+    db_clear_error(db);
+    if (!sql || !out)
+        return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_open: %s is NULL",
+                        !sql ? "the SQL" : "out");
     *out = NULL;
     ldb_stmt *s;
     const char *tail;
@@ -65,12 +87,28 @@ int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_liv
 
 int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
 {
-    return q ? live_set_window(q, offset, limit) : LDB_MISUSE;
+    if (!q)
+        return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_clear_error(db);
+    struct eval_error err;
+    memset(&err, 0, sizeof err);
+    int rc = live_set_window(q, offset, limit, &err);
+    return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 
 int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
 {
-    return q && fn ? live_read(q, fn, ctx) : LDB_MISUSE;
+    if (!q)
+        return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_clear_error(db);
+    if (!fn)
+        return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_read: the row function is NULL");
+    int rc = live_read(q, fn, ctx);
+    if (rc == LDB_ABORT)
+        return db_error(db, rc, NULL, -1, "the row callback asked to stop");
+    return rc ? db_error(db, rc, NULL, -1, "%s", ldb_errstr(rc)) : LDB_OK;
 }
 
 int64_t ldb_live_count(ldb_live *q) { return q ? live_count(q) : 0; }
@@ -84,6 +122,8 @@ const char *ldb_live_column_name(ldb_live *q, int i)
 
 int ldb_live_error(ldb_live *q, const char **msg)
 {
+    if (msg)
+        *msg = NULL;
     if (!q)
         return LDB_MISUSE;
     return live_error(q, msg);
@@ -91,6 +131,8 @@ int ldb_live_error(ldb_live *q, const char **msg)
 
 void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out)
 {
+    if (!out)
+        return;
     memset(out, 0, sizeof *out);
     if (!q)
         return;

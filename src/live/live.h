@@ -49,28 +49,39 @@ void live_registry_free(struct live_registry *reg);
 
 /*
  * Opens a live query over plan (bound by the SQL layer, with parameters
- * params[0..nparams), copied). The plan must stay valid while the query
- * lives: it belongs to owner, which the query releases with
- * release(owner) when it is closed (also when live_open fails). The query
- * hydrates from the tables and delivers the initial result as its first
- * batch (all inserts) before returning; *out is then owned by the caller
- * (live_close). err says why it failed: LDB_UNSUPPORTED for a query that
- * cannot be kept live (non-deterministic, LIMIT without ORDER BY...),
- * LDB_MISUSE inside an explicit transaction, LDB_NOMEM.
+ * params[0..nparams), copied). ordered: the SELECT has an ORDER BY of its
+ * own (a plan's top SORT may also come from a derived table, whose order
+ * is not the result's), so changes report positions. The plan must stay
+ * valid while the query lives: it belongs to owner, which the query
+ * releases with release(owner) when it is closed (also when live_open
+ * fails). The query hydrates from the tables and delivers the initial
+ * result as its first batch (all inserts) before returning; *out is then
+ * owned by the caller (live_close), or NULL when that first callback
+ * closed the query. err says why it failed: LDB_UNSUPPORTED for a query
+ * that cannot be kept live (non-deterministic, LIMIT without ORDER
+ * BY...), LDB_MISUSE inside an explicit transaction or a callback,
+ * LDB_NOMEM (nothing is left behind).
  */
-int live_open(struct live_registry *reg, struct plan *plan, const value *params,
+int live_open(struct live_registry *reg, struct plan *plan, bool ordered, const value *params,
               uint32_t nparams, void (*release)(void *owner), void *owner,
               ldb_change_fn fn, void *ctx, ldb_live **out, struct eval_error *err);
-/* Closes q; allowed from inside a callback (freed after the flush). */
+/* Closes q; allowed from inside a callback (freed when the outermost
+ * callback returns). */
 void live_close(ldb_live *q);
 
 /* Delivers the batches prepared by commits, in commit order. */
 void live_flush(struct live_registry *reg);
-/* True while callbacks are running (the API rejects writes then). */
-bool live_publishing(const struct live_registry *reg);
+/* True while a callback runs (on_change, or ldb_live_read's row
+ * function): the API then refuses writes, transaction control and
+ * closing the database. */
+bool live_in_callback(const struct live_registry *reg);
+/* The owner given to live_open. */
+void *live_owner(const ldb_live *q);
 
-/* Moves an ORDER BY ... LIMIT window; the callback gets one batch. */
-int live_set_window(ldb_live *q, int64_t offset, int64_t limit);
+/* Moves an ORDER BY ... LIMIT window; the callback gets one batch. err
+ * says why it failed: LDB_MISUSE (no window, a transaction, a callback),
+ * or the error that failed the query (LDB_NOMEM...). */
+int live_set_window(ldb_live *q, int64_t offset, int64_t limit, struct eval_error *err);
 /* The query's state: LDB_OK, or the code it failed with (msg then says
  * why, else it is NULL). */
 int live_error(const ldb_live *q, const char **msg);

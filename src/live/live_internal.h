@@ -102,9 +102,17 @@ struct ldb_live {
     struct plan *plan;         /* the owner's */
     struct live_program *p;
     struct result_set rs;
+    struct {                   /* the staged batch's public views */
+        ldb_change *out;
+        void *rows;
+        value *keys;
+    } views;
     struct subscription *sub;
+    bool ordered;              /* the SELECT has its own ORDER BY: changes
+                                  report positions */
     bool pending;              /* a published batch waits for live_flush */
-    bool closing;              /* closed from a callback: free after flush */
+    bool closing;              /* closed from a callback: freed when the
+                                  outermost callback returns */
     ldb_live *next_pending;
 };
 
@@ -112,7 +120,8 @@ struct live_registry {
     struct store *store;
     VEC(ldb_live *) queries;
     ldb_live *pending_head, *pending_tail;
-    bool publishing;
+    bool publishing;           /* on_change callbacks are running */
+    uint32_t reading;          /* ldb_live_read scans under way */
 };
 
 /* ---- program.c / compile.c ----------------------------------------------------- */
@@ -142,6 +151,9 @@ int live_program_apply(struct live_program *prog, const struct delta *d, bool *t
 int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched);
 /* Runs whatever was pushed (e.g. after a window move) into prog->acc. */
 int live_program_run(struct live_program *prog);
+/* Moves the window of the root's ORDER BY ... LIMIT (limit DF_NO_LIMIT:
+ * none), before hydration or before a run. A failure fails prog. */
+int live_program_set_window(struct live_program *prog, int64_t offset, int64_t limit);
 /* After the output is published: windows unload rows far past them. */
 int live_program_trim(struct live_program *prog);
 /*

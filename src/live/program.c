@@ -126,6 +126,21 @@ int live_program_run(struct live_program *prog)
     return rc ? failed(prog, rc) : LDB_OK;
 }
 
+int live_program_set_window(struct live_program *prog, int64_t offset, int64_t limit)
+{
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    int rc = df_topk_set_window(prog->window, offset, limit);
+    if (rc)
+        return failed(prog, rc);
+    for (size_t i = 0; i < prog->sources.len; i++)
+        if (prog->sources.data[i].loader)
+            window_loader_resize(prog->sources.data[i].loader, offset, limit);
+    prog->offset = offset;
+    prog->limit = limit;
+    return LDB_OK;
+}
+
 int live_program_hydrate(struct live_program *prog)
 {
     int rc = live_hydrate(prog);

@@ -10,6 +10,12 @@
  * result, so a callback reading any live query sees the same commit
  * (law 9). A query whose graph fails stops there, in a terminal state; a
  * failure never cancels the commit.
+ *
+ * Callbacks (on_change, and ldb_live_read's row function) run while the
+ * registry is publishing or reading: then nothing may change a result
+ * (writes, window moves and opens are refused by the API or here), and a
+ * query closed from a callback is only marked, and freed when the
+ * outermost callback has returned.
  */
 #include "live/live_internal.h"
 
@@ -58,24 +64,58 @@ static void registry_remove(struct live_registry *reg, ldb_live *q)
 
 /* ---- applying ---------------------------------------------------------------------- */
 
+/* One change's rows as public views: key, before, after. */
+struct change_views {
+    struct ldb_row key, before, after;
+};
+
+/* Drops a staged or installed batch and its public views. */
+static void drop_batch(ldb_live *q)
+{
+    result_discard(&q->rs);
+    mem_free(q->views.out);
+    mem_free(q->views.rows);
+    mem_free(q->views.keys);
+    memset(&q->views, 0, sizeof q->views);
+}
+
+/* The memory the public views of n changes need, taken when they are
+ * staged, so that publishing a result once installed cannot fail. */
+static int reserve_views(ldb_live *q, size_t n)
+{
+    if (n == 0 || !q->fn)
+        return LDB_OK;
+    q->views.out = mem_alloc(n * sizeof *q->views.out);
+    q->views.rows = mem_alloc(n * sizeof(struct change_views));
+    q->views.keys = mem_alloc((n * q->rs.nkey + 1) * sizeof *q->views.keys);
+    return q->views.out && q->views.rows && q->views.keys ? LDB_OK : LDB_NOMEM;
+}
+
 /* Stages the program's accumulated output as the result's next changes. */
 static int stage(ldb_live *q)
 {
     struct live_program *prog = q->p;
+    drop_batch(q);
     int rc = result_stage(&q->rs, prog->acc.e, prog->acc.len);
     df_batch_clear(&prog->acc);
     if (rc == LDB_CONSTRAINT)
         return live_fail(prog, rc, "two different rows have the same result key");
-    if (rc)
+    if (!rc)
+        rc = reserve_views(q, q->rs.staged.len);
+    if (rc) {
+        drop_batch(q);
         return live_fail(prog, rc, rc == LDB_NOMEM ? "out of memory" : NULL);
+    }
     return LDB_OK;
 }
 
-/* After a result is installed: the window's prefix shrinks if it grew. */
-static void trim_windows(ldb_live *q)
+/* After a result is installed (and, but at open, published: a failure
+ * here fails the query, whose last published result must then be the
+ * one installed): the window's prefix shrinks if it grew. */
+static int trim_windows(ldb_live *q)
 {
     q->p->published = &q->rs;
-    live_program_trim(q->p);
+    return live_program_trim(q->p);
 }
 
 /* Adds every current result row with weight -1 (the result's negation). */
@@ -100,7 +140,10 @@ static void rebuild(ldb_live *q)
         live_fail(old, rc, err.msg);
         return;
     }
-    rc = live_program_hydrate(prog);
+    if (old->window && prog->window) /* the window as ldb_live_set_window left it */
+        rc = live_program_set_window(prog, old->offset, old->limit);
+    if (!rc)
+        rc = live_program_hydrate(prog);
     if (!rc)
         rc = result_scan(&q->rs, negate_visit, &prog->acc);
     if (!rc)
@@ -151,6 +194,17 @@ static void enqueue(struct live_registry *reg, ldb_live *q)
     reg->pending_tail = q;
 }
 
+/* Installs the staged changes; a failure leaves the result as it was
+ * and the query failed (its graph is already past that result). */
+static int install(ldb_live *q)
+{
+    if (result_commit(&q->rs)) {
+        drop_batch(q);
+        return live_fail(q->p, LDB_NOMEM, "out of memory");
+    }
+    return LDB_OK;
+}
+
 static void on_commit_finish(void *ctx, struct store *s, bool committed)
 {
     (void)s;
@@ -161,17 +215,19 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
         return;
     if (!committed) {
         /* the graph advanced for a commit that did not happen */
-        result_discard(&q->rs);
+        drop_batch(q);
         live_fail(q->p, LDB_ERROR, "the commit this query prepared for was cancelled");
         return;
     }
-    if (result_commit(&q->rs)) {
-        result_discard(&q->rs);
-        live_fail(q->p, LDB_NOMEM, "out of memory");
-        return;
+    if (install(q) == LDB_OK) {
+        result_changes(&q->rs, &n);
+        if (n) {
+            enqueue(q->reg, q); /* trimmed once published */
+            return;
+        }
+        trim_windows(q);
     }
-    enqueue(q->reg, q);
-    trim_windows(q);
+    drop_batch(q); /* nothing to report, or the query failed */
 }
 
 static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
@@ -189,11 +245,8 @@ static const struct store_hooks live_hooks = {
 
 /* ---- publication ---------------------------------------------------------------------- */
 
-/* One change's rows as public views: key, before, after. */
-struct change_views {
-    struct ldb_row key, before, after;
-};
-
+/* Calls q's callback with its installed batch (views reserved when it
+ * was staged). */
 static void publish(ldb_live *q)
 {
     size_t n;
@@ -201,16 +254,9 @@ static void publish(ldb_live *q)
     if (n == 0 || !q->fn || q->p->state != LIVE_OK)
         return;
     uint32_t nkey = q->rs.nkey;
-    ldb_change *out = mem_alloc(n * sizeof *out);
-    struct change_views *views = mem_alloc(n * sizeof *views);
-    value *keys = mem_alloc((n * nkey + 1) * sizeof *keys);
-    if (!out || !views || !keys) {
-        mem_free(out);
-        mem_free(views);
-        mem_free(keys);
-        live_fail(q->p, LDB_NOMEM, "out of memory while publishing");
-        return;
-    }
+    ldb_change *out = q->views.out;
+    struct change_views *views = q->views.rows;
+    value *keys = q->views.keys;
     uint32_t nvis = q->p->nvisible;
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
@@ -236,14 +282,28 @@ static void publish(ldb_live *q)
         };
     }
     q->fn(q->ctx, q, out, n);
-    mem_free(out);
-    mem_free(views);
-    mem_free(keys);
+}
+
+static bool in_callback(const struct live_registry *reg)
+{
+    return reg->publishing || reg->reading;
+}
+
+/* Frees the queries closed from callbacks, once none is running. */
+static void free_closed(struct live_registry *reg)
+{
+    if (in_callback(reg))
+        return;
+    for (size_t i = reg->queries.len; i-- > 0;) {
+        ldb_live *q = reg->queries.data[i];
+        if (q->closing)
+            query_free(q);
+    }
 }
 
 void live_flush(struct live_registry *reg)
 {
-    if (!reg || reg->publishing)
+    if (!reg || in_callback(reg))
         return;
     reg->publishing = true;
     while (reg->pending_head) {
@@ -254,18 +314,32 @@ void live_flush(struct live_registry *reg)
         q->pending = false;
         if (!q->closing)
             publish(q);
-        result_discard(&q->rs);
+        drop_batch(q);
+        if (!q->closing)
+            trim_windows(q);
     }
     reg->publishing = false;
-    /* queries closed from callbacks */
-    for (size_t i = reg->queries.len; i-- > 0;) {
-        ldb_live *q = reg->queries.data[i];
-        if (q->closing)
-            query_free(q);
-    }
+    free_closed(reg);
 }
 
-bool live_publishing(const struct live_registry *reg) { return reg->publishing; }
+bool live_in_callback(const struct live_registry *reg) { return in_callback(reg); }
+
+/*
+ * Publishes q's installed batch at once (an open or a window move, when
+ * nothing else is pending). Returns LDB_OK, LDB_ABORT when the callback
+ * closed q (q is freed), or the error that failed q.
+ */
+static int deliver(ldb_live *q)
+{
+    struct live_registry *reg = q->reg;
+    reg->publishing = true;
+    publish(q);
+    drop_batch(q);
+    reg->publishing = false;
+    int rc = q->closing ? LDB_ABORT : trim_windows(q);
+    free_closed(reg);
+    return rc;
+}
 
 /* ---- open and close -------------------------------------------------------------------- */
 
@@ -288,6 +362,7 @@ static void query_free(ldb_live *q)
             reg->pending_tail = prev;
     }
     live_program_free(q->p);
+    drop_batch(q);
     result_free(&q->rs);
     if (q->release)
         q->release(q->owner);
@@ -298,22 +373,23 @@ void live_close(ldb_live *q)
 {
     if (!q)
         return;
-    if (q->reg->publishing) {
-        q->closing = true; /* freed when the flush ends */
+    if (in_callback(q->reg)) {
+        q->closing = true; /* freed when the outermost callback returns */
         return;
     }
     query_free(q);
 }
 
-/* Compiles, subscribes and hydrates; the initial result is staged as the
- * first batch (all inserts). */
+/* Compiles, subscribes and hydrates; the initial result is installed as
+ * the first batch (all inserts). */
 static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval_error *err)
 {
     int rc = live_program_new(q->plan, params, nparams, true, &q->p, err);
     if (rc)
         return rc;
     struct live_program *prog = q->p;
-    rc = result_init(&q->rs, prog->key, prog->keycoll, prog->nkey, prog->sort, prog->nsort);
+    rc = result_init(&q->rs, prog->key, prog->keycoll, prog->nkey, prog->sort, prog->nsort,
+                     prog->nvisible, q->ordered);
     if (!rc)
         rc = store_subscribe(q->reg->store, SUB_COMMIT, &live_hooks, q, &q->sub);
     if (!rc)
@@ -321,15 +397,17 @@ static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval
     if (!rc)
         rc = stage(q);
     if (!rc)
-        rc = result_commit(&q->rs);
+        rc = install(q);
+    if (!rc) /* before anything is published: a failure leaves nothing */
+        rc = trim_windows(q);
     if (rc) {
-        result_discard(&q->rs);
+        drop_batch(q);
         live_error_out(err, rc, prog->state != LIVE_OK ? prog->err.msg : ldb_errstr(rc));
     }
     return rc;
 }
 
-int live_open(struct live_registry *reg, struct plan *plan, const value *params,
+int live_open(struct live_registry *reg, struct plan *plan, bool ordered, const value *params,
               uint32_t nparams, void (*release)(void *owner), void *owner,
               ldb_change_fn fn, void *ctx, ldb_live **out, struct eval_error *err)
 {
@@ -338,9 +416,9 @@ int live_open(struct live_registry *reg, struct plan *plan, const value *params,
     if (store_in_explicit_transaction(reg->store))
         rc = live_error_out(err, LDB_MISUSE,
                             "a live query cannot be opened inside a transaction");
-    else if (reg->publishing)
+    else if (in_callback(reg))
         rc = live_error_out(err, LDB_MISUSE,
-                            "a live query cannot be opened from a live query callback");
+                            "a live query cannot be opened from inside a live query callback");
     ldb_live *q = rc ? NULL : mem_calloc(1, sizeof *q);
     if (!rc && (!q || vec_reserve(&reg->queries, 1))) {
         mem_free(q);
@@ -356,6 +434,7 @@ int live_open(struct live_registry *reg, struct plan *plan, const value *params,
     q->fn = fn;
     q->ctx = ctx;
     q->plan = plan;
+    q->ordered = ordered;
     q->release = release;
     q->owner = owner;
     reg->queries.data[reg->queries.len++] = q;
@@ -363,10 +442,15 @@ int live_open(struct live_registry *reg, struct plan *plan, const value *params,
         query_free(q);
         return rc;
     }
+    rc = deliver(q);
+    if (rc == LDB_ABORT) /* closed by its first callback */
+        return LDB_OK;
+    if (rc) {
+        live_error_out(err, rc, q->p->err.msg);
+        query_free(q);
+        return rc;
+    }
     *out = q;
-    enqueue(reg, q);
-    trim_windows(q);
-    live_flush(reg);
     return LDB_OK;
 }
 
@@ -389,7 +473,12 @@ static int read_visit(void *ctx, row *r, int64_t pos)
 int live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
 {
     struct read_ctx rc = { q, fn, ctx };
-    return result_scan(&q->rs, read_visit, &rc);
+    struct live_registry *reg = q->reg;
+    reg->reading++; /* the scan's result must not change under it */
+    int code = result_scan(&q->rs, read_visit, &rc);
+    reg->reading--;
+    free_closed(reg);
+    return code;
 }
 
 int64_t live_count(const ldb_live *q) { return q->rs.rows; }
@@ -414,6 +503,8 @@ void live_stats(const ldb_live *q, struct live_stats *out)
     out->result_rows = q->rs.rows;
 }
 
+void *live_owner(const ldb_live *q) { return q->owner; }
+
 uint32_t live_columns(const ldb_live *q) { return q->p->nvisible; }
 
 const char *live_column_name(const ldb_live *q, uint32_t i)
@@ -423,35 +514,29 @@ const char *live_column_name(const ldb_live *q, uint32_t i)
 
 /* ---- windows ----------------------------------------------------------------------------------- */
 
-int live_set_window(ldb_live *q, int64_t offset, int64_t limit)
+int live_set_window(ldb_live *q, int64_t offset, int64_t limit, struct eval_error *err)
 {
     struct live_program *prog = q->p;
-    if (!prog->window)
-        return LDB_MISUSE;
-    if (store_in_explicit_transaction(q->reg->store) || q->reg->publishing)
-        return LDB_MISUSE;
+    if (!prog->window || !q->ordered)
+        return live_error_out(err, LDB_MISUSE,
+                              "only a query with ORDER BY ... LIMIT has a window to move");
+    if (store_in_explicit_transaction(q->reg->store))
+        return live_error_out(err, LDB_MISUSE, "a window cannot move inside a transaction");
+    if (in_callback(q->reg))
+        return live_error_out(err, LDB_MISUSE,
+                              "a window cannot move from inside a live query callback");
     if (prog->state != LIVE_OK)
-        return prog->errcode;
-    if (offset < 0)
-        offset = 0;
-    if (limit < 0)
-        limit = DF_NO_LIMIT;
-    int rc = df_topk_set_window(prog->window, offset, limit);
-    if (rc)
-        return live_fail(prog, rc, NULL);
-    for (size_t i = 0; i < prog->sources.len; i++)
-        if (prog->sources.data[i].loader)
-            window_loader_resize(prog->sources.data[i].loader, offset, limit);
-    prog->offset = offset;
-    prog->limit = limit;
-    if ((rc = live_program_run(prog)) || (rc = stage(q)))
-        return rc;
-    if (result_commit(&q->rs)) {
-        result_discard(&q->rs);
-        return live_fail(prog, LDB_NOMEM, "out of memory");
-    }
-    enqueue(q->reg, q);
-    trim_windows(q);
-    live_flush(q->reg);
-    return prog->state == LIVE_OK ? LDB_OK : prog->errcode;
+        return live_error_out(err, prog->errcode, prog->err.msg);
+    int rc = live_program_set_window(prog, offset < 0 ? 0 : offset, limit < 0 ? DF_NO_LIMIT : limit);
+    if (!rc)
+        rc = live_program_run(prog);
+    if (!rc)
+        rc = stage(q);
+    if (!rc)
+        rc = install(q);
+    if (!rc)
+        rc = deliver(q);
+    if (rc == LDB_ABORT) /* closed by its callback */
+        return LDB_OK;
+    return rc ? live_error_out(err, rc, prog->err.msg) : LDB_OK;
 }

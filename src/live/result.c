@@ -4,16 +4,24 @@
  *
  * Staging groups the delta by key in a scratch table, folds each key's
  * contributions (the current entry plus the delta rows) and records one
- * change per key whose visible state differs. Commit then edits the
- * entries and the order tree. Staging never edits anything, so a failed
- * stage leaves the published state whole.
+ * change per key whose state differs. Staging never edits anything, so a
+ * failed stage leaves the published state whole. Commit first makes
+ * every new entry and inserts its copies into the order tree beside the
+ * old ones (the only steps that allocate, undone on failure), then
+ * retires the old entries, which frees and never allocates; so a failed
+ * commit leaves the state whole too. Last, it drops the changes that
+ * report nothing (result.h).
  */
 #include "live/result.h"
 
 #include "base/hash.h"
 #include "base/mem.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* Scratch places kept between batches (more is freed after the batch). */
+#define RESULT_KEEP_PLACES 1024
 
 /* ---- order and keys --------------------------------------------------------- */
 
@@ -65,6 +73,8 @@ int result_row_cmp(const struct result_set *rs, const row *a, const row *b)
     return 0;
 }
 
+/* During a commit a key's old and new entries are both in the tree, and
+ * may sort the same: their addresses tell them apart. */
 static int copy_cmp(void *ctx, const void *a, const void *b)
 {
     const struct result_copy *x = a, *y = b;
@@ -72,6 +82,7 @@ static int copy_cmp(void *ctx, const void *a, const void *b)
         int c = result_row_cmp(ctx, x->e->r, y->e->r);
         if (c)
             return c;
+        return (uintptr_t)x->e < (uintptr_t)y->e ? -1 : 1;
     }
     return x->copy < y->copy ? -1 : x->copy > y->copy;
 }
@@ -80,7 +91,8 @@ static int copy_cmp(void *ctx, const void *a, const void *b)
 
 int result_init(struct result_set *rs, const uint32_t *key,
                 const enum ldb_collation *colls, uint32_t nkey,
-                const struct result_sort_term *sort, uint32_t nsort)
+                const struct result_sort_term *sort, uint32_t nsort, uint32_t nvisible,
+                bool positions)
 {
     if (nkey > RESULT_MAX_KEY || nsort > RESULT_MAX_SORT)
         return LDB_RANGE;
@@ -92,6 +104,8 @@ int result_init(struct result_set *rs, const uint32_t *key,
     if (nsort)
         memcpy(rs->sort, sort, nsort * sizeof *sort);
     rs->ordered = nsort > 0;
+    rs->positions = positions && rs->ordered;
+    rs->nvisible = nvisible;
     hmap_init(&rs->by_key);
     btree_init(&rs->order, copy_cmp, rs);
     pool_init(&rs->entries, sizeof(struct result_entry));
@@ -103,6 +117,7 @@ void result_free(struct result_set *rs)
 {
     result_discard(rs);
     vec_free(&rs->staged);
+    vec_free(&rs->places);
     uint32_t pos = 0;
     uint64_t *v;
     while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
@@ -185,6 +200,21 @@ static int fold_contribs(const struct contrib *cs, size_t n, row **r, int64_t *m
     return LDB_OK;
 }
 
+static bool visible_identical(const struct result_set *rs, const row *a, const row *b)
+{
+    for (uint32_t i = 0; i < rs->nvisible; i++)
+        if (!value_identical(&a->cols[i], &b->cols[i]))
+            return false;
+    return true;
+}
+
+/* An update that changed only hidden columns. */
+static bool hidden_only(const struct result_set *rs, const struct result_change *ch)
+{
+    return ch->kind == RESULT_UPDATE && ch->before_mult == ch->after_mult &&
+           visible_identical(rs, ch->before, ch->after);
+}
+
 static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
                         int64_t nm, uint64_t h)
 {
@@ -208,6 +238,8 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     if (!e && !nr)
         return LDB_OK;
     ch.kind = !e ? RESULT_INSERT : !nr ? RESULT_DELETE : RESULT_UPDATE;
+    ch.quiet = hidden_only(rs, &ch); /* maybe: commit decides */
+    rs->nquiet += ch.quiet;
     if (vec_push(&rs->staged, ch)) {
         row_release(ch.before);
         row_release(ch.after);
@@ -301,6 +333,9 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
     }
     mem_free(idx);
     mem_free(scratch);
+    /* commit sorts the befores and the afters of the batch here */
+    if (!rc && rs->positions && rs->nquiet)
+        rc = vec_reserve(&rs->places, 2 * rs->staged.len) ? LDB_NOMEM : LDB_OK;
     if (rc)
         result_discard(rs);
     return rc;
@@ -308,9 +343,9 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
 
 /* ---- commit ------------------------------------------------------------------------------ */
 
-static void remove_copies(struct result_set *rs, struct result_entry *e)
+static void remove_copies(struct result_set *rs, struct result_entry *e, int64_t n)
 {
-    for (int64_t c = 0; rs->ordered && c < e->mult; c++) {
+    for (int64_t c = 0; rs->ordered && c < n; c++) {
         struct result_copy probe = { e, c };
         struct result_copy *item = btree_delete(&rs->order, &probe);
         if (item)
@@ -322,91 +357,212 @@ static int add_copies(struct result_set *rs, struct result_entry *e)
 {
     for (int64_t c = 0; rs->ordered && c < e->mult; c++) {
         struct result_copy *item = pool_get(&rs->copies);
-        if (!item)
+        if (!item) {
+            remove_copies(rs, e, c);
             return LDB_NOMEM;
+        }
         item->e = e;
         item->copy = c;
         void *existing;
         int rc = btree_insert(&rs->order, item, &existing);
         if (rc) {
             pool_put(&rs->copies, item);
+            remove_copies(rs, e, c);
             return rc;
         }
     }
     return LDB_OK;
 }
 
-static void drop_entry(struct result_set *rs, struct result_entry *e)
+/* The new entry of a change and its copies in the order tree. */
+static int make_next(struct result_set *rs, struct result_change *ch)
 {
-    struct key_probe p = { rs, e->r };
-    uint64_t *v = hmap_get(&rs->by_key, e->hash, entry_matches, &p);
-    if (v)
-        hmap_del(&rs->by_key, v);
+    struct result_entry *e = pool_get(&rs->entries);
+    if (!e)
+        return LDB_NOMEM;
+    e->r = ch->after;
+    e->mult = ch->after_mult;
+    e->hash = ch->hash;
+    int rc = add_copies(rs, e);
+    if (rc) {
+        pool_put(&rs->entries, e);
+        return rc;
+    }
+    row_retain(e->r);
+    ch->next = e;
+    return LDB_OK;
+}
+
+static void free_entry(struct result_set *rs, struct result_entry *e)
+{
+    remove_copies(rs, e, e->mult);
     rs->rows -= e->mult;
     rs->row_bytes -= row_mem(e->r);
     row_release(e->r);
     pool_put(&rs->entries, e);
 }
 
-static int install_change(struct result_set *rs, struct result_change *ch)
+/* Undoes make_next for the first n changes. */
+static void unmake_next(struct result_set *rs, size_t n)
 {
-    struct result_entry *e = ch->entry;
-    if (e) {
-        /* its copies were taken out of the order tree already */
-        if (!ch->after) {
-            drop_entry(rs, e);
-            ch->entry = NULL;
-            return LDB_OK;
-        }
-        rs->rows -= e->mult;
-        rs->row_bytes -= row_mem(e->r);
-        row_release(e->r);
-    } else {
-        e = pool_get(&rs->entries);
-        if (!e)
-            return LDB_NOMEM;
-        e->hash = ch->hash;
-        struct key_probe p = { rs, ch->after };
-        uint64_t *v;
-        bool found;
-        if (hmap_put(&rs->by_key, ch->hash, entry_matches, &p, &v, &found)) {
-            pool_put(&rs->entries, e);
-            return LDB_NOMEM;
-        }
-        *v = (uint64_t)(uintptr_t)e;
-        ch->entry = e;
+    for (size_t i = 0; i < n; i++) {
+        struct result_change *ch = &rs->staged.data[i];
+        if (!ch->next)
+            continue;
+        remove_copies(rs, ch->next, ch->next->mult);
+        row_release(ch->next->r);
+        pool_put(&rs->entries, ch->next);
+        ch->next = NULL;
     }
-    e->r = row_retain(ch->after);
-    e->mult = ch->after_mult;
-    rs->rows += e->mult;
-    rs->row_bytes += row_mem(e->r);
-    return add_copies(rs, e);
+}
+
+/* Puts the new entry where the old one was (never allocates: a new key's
+ * slot was reserved). */
+static void retire_entry(struct result_set *rs, struct result_change *ch)
+{
+    uint64_t *v = NULL;
+    if (ch->entry) {
+        struct key_probe p = { rs, ch->entry->r };
+        v = hmap_get(&rs->by_key, ch->hash, entry_matches, &p);
+        free_entry(rs, ch->entry);
+    }
+    if (ch->next) {
+        if (!v) {
+            struct key_probe p = { rs, ch->after };
+            bool found;
+            hmap_put(&rs->by_key, ch->hash, entry_matches, &p, &v, &found);
+        }
+        *v = (uint64_t)(uintptr_t)ch->next;
+        rs->rows += ch->next->mult;
+        rs->row_bytes += row_mem(ch->next->r);
+    } else if (v) {
+        hmap_del(&rs->by_key, v);
+    }
+    ch->entry = ch->next;
+    ch->next = NULL;
+}
+
+static int place_cmp(const void *a, const void *b)
+{
+    const struct result_place *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Sorts places[0..n) by position and counts the copies through each. */
+static void sort_places(struct result_place *places, size_t n)
+{
+    qsort(places, n, sizeof *places, place_cmp);
+    int64_t through = 0;
+    for (size_t i = 0; i < n; i++)
+        places[i].through = through += places[i].mult;
+}
+
+/* Copies of the batch's rows (sorted places[0..n)) lying before pos. */
+static int64_t batch_copies_before(const struct result_place *places, size_t n, int64_t pos)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (places[mid].pos < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? places[lo - 1].through : 0;
+}
+
+/*
+ * Marks quiet the hidden-only updates that need not be reported: a
+ * reader who replays the rest of the batch keeps such a row where it
+ * was, so it must have as many unchanged rows before it after the batch
+ * as before, and the quiet rows must keep their order among themselves.
+ */
+static void find_quiet(struct result_set *rs)
+{
+    size_t n = rs->staged.len;
+    if (!rs->positions || !rs->nquiet)
+        return;
+    struct result_place *before = rs->places.data, *after = before + n;
+    size_t nb = 0, na = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct result_change *ch = &rs->staged.data[i];
+        if (ch->before)
+            before[nb++] = (struct result_place){ ch->before_pos, ch->before_mult, 0, i };
+        if (ch->after)
+            after[na++] = (struct result_place){ ch->after_pos, ch->after_mult, 0, i };
+    }
+    sort_places(before, nb);
+    sort_places(after, na);
+    int64_t last_after = -1;
+    for (size_t k = 0; k < nb; k++) {
+        struct result_change *ch = &rs->staged.data[before[k].change];
+        if (!ch->quiet)
+            continue;
+        int64_t stay_before = ch->before_pos - batch_copies_before(before, nb, ch->before_pos);
+        int64_t stay_after = ch->after_pos - batch_copies_before(after, na, ch->after_pos);
+        ch->quiet = stay_before == stay_after && ch->after_pos > last_after;
+        if (ch->quiet)
+            last_after = ch->after_pos;
+    }
+}
+
+/* Drops the changes that report nothing; positions become -1 when the
+ * result reports none. */
+static void drop_quiet(struct result_set *rs)
+{
+    find_quiet(rs);
+    size_t kept = 0;
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        struct result_change *ch = &rs->staged.data[i];
+        if (ch->quiet) {
+            row_release(ch->before);
+            row_release(ch->after);
+            continue;
+        }
+        if (!rs->positions)
+            ch->before_pos = ch->after_pos = -1;
+        rs->staged.data[kept++] = *ch;
+    }
+    rs->staged.len = kept;
+    rs->nquiet = 0;
+    if (rs->places.cap > RESULT_KEEP_PLACES) /* one big batch is no reason to keep it */
+        vec_free(&rs->places);
 }
 
 int result_commit(struct result_set *rs)
 {
-    /* Every removal happens before any insertion, so that entries whose
-     * order changes never meet their own stale copies. */
-    for (size_t i = 0; i < rs->staged.len; i++) {
+    size_t n = rs->staged.len, inserts = 0;
+    for (size_t i = 0; i < n; i++)
+        inserts += rs->staged.data[i].kind == RESULT_INSERT;
+    if (inserts > UINT32_MAX || hmap_reserve(&rs->by_key, (uint32_t)inserts))
+        return LDB_NOMEM;
+    for (size_t i = 0; i < n; i++) {
         struct result_change *ch = &rs->staged.data[i];
-        if (ch->entry)
-            remove_copies(rs, ch->entry);
-    }
-    for (size_t i = 0; i < rs->staged.len; i++) {
-        int rc = install_change(rs, &rs->staged.data[i]);
-        if (rc)
+        int rc = ch->after ? make_next(rs, ch) : LDB_OK;
+        if (rc) {
+            unmake_next(rs, i);
             return rc;
+        }
     }
-    for (size_t i = 0; rs->ordered && i < rs->staged.len; i++) {
+    /* nothing below allocates: new keys first, into the reserved slots */
+    for (size_t i = 0; i < n; i++)
+        if (rs->staged.data[i].kind == RESULT_INSERT)
+            retire_entry(rs, &rs->staged.data[i]);
+    for (size_t i = 0; i < n; i++)
+        if (rs->staged.data[i].kind != RESULT_INSERT)
+            retire_entry(rs, &rs->staged.data[i]);
+    for (size_t i = 0; rs->ordered && i < n; i++) {
         struct result_change *ch = &rs->staged.data[i];
         if (ch->after)
             ch->after_pos = entry_position(rs, ch->entry);
     }
+    drop_quiet(rs);
     return LDB_OK;
 }
 
 void result_discard(struct result_set *rs)
 {
+    rs->nquiet = 0;
     for (size_t i = 0; i < rs->staged.len; i++) {
         row_release(rs->staged.data[i].before);
         row_release(rs->staged.data[i].after);

@@ -20,6 +20,15 @@
  * without touching the state; result_commit installs them and fills the
  * positions after; result_discard drops a staged batch.
  *
+ * A row's visible columns are its first nvisible ones; the others (hidden
+ * order values and key columns) are the result's own. A change that
+ * leaves a row's visible values, its count and its place among the rows
+ * that stay as they were is installed but not reported (seed 000: an
+ * unchanged row is never reported), e.g. a new hidden ORDER BY value that
+ * does not move the row. Positions are reported only when the result has
+ * them to report (an ORDER BY of the query itself): an ordered result
+ * may keep its order for its own use (a window) and report -1.
+ *
  * Ownership: the result set holds one reference per entry row; staged
  * changes hold references to their rows until committed or discarded.
  */
@@ -66,6 +75,17 @@ struct result_change {
     int64_t before_pos, after_pos; /* -1 when unordered or absent */
     uint64_t hash;
     struct result_entry *entry;    /* the entry when it existed before */
+    struct result_entry *next;     /* the entry that replaces it (commit) */
+    bool quiet;                    /* reports nothing (staged: maybe,
+                                      when only hidden columns changed;
+                                      commit decides) */
+};
+
+/* A row's place in a batch, for telling moved rows from unmoved ones. */
+struct result_place {
+    int64_t pos, mult;
+    int64_t through; /* copies up to and including this row (sorted) */
+    size_t change;
 };
 
 struct result_set {
@@ -75,6 +95,8 @@ struct result_set {
     uint32_t nsort;
     struct result_sort_term sort[RESULT_MAX_SORT];
     bool ordered;
+    bool positions;     /* report positions (else -1) */
+    uint32_t nvisible;  /* columns a change reports */
     hmap by_key;        /* key hash -> struct result_entry * */
     btree order;        /* struct result_copy *, when ordered */
     pool entries;       /* struct result_entry */
@@ -82,12 +104,17 @@ struct result_set {
     int64_t rows;       /* total multiplicity */
     size_t row_bytes;   /* row_mem of the entries' rows */
     VEC(struct result_change) staged;
+    VEC(struct result_place) places; /* commit's scratch, reserved by stage */
+    size_t nquiet;      /* staged changes that may report nothing */
 };
 
-/* key: columns of the key; sort: ORDER BY terms (nsort 0: unordered). */
+/* key: columns of the key; sort: ORDER BY terms (nsort 0: unordered);
+ * the first nvisible columns are reported; positions: whether changes
+ * report positions (ordered results only). */
 int result_init(struct result_set *rs, const uint32_t *key,
                 const enum ldb_collation *colls, uint32_t nkey,
-                const struct result_sort_term *sort, uint32_t nsort);
+                const struct result_sort_term *sort, uint32_t nsort, uint32_t nvisible,
+                bool positions);
 void result_free(struct result_set *rs);
 
 /*
@@ -97,8 +124,9 @@ void result_free(struct result_set *rs);
  * On failure nothing stays staged.
  */
 int result_stage(struct result_set *rs, const df_entry *delta, size_t n);
-/* Installs the staged changes and fills their positions after. Only
- * allocates when ordered; LDB_NOMEM then leaves the state unchanged. */
+/* Installs the staged changes, fills their positions after, and drops
+ * from the batch the changes that report nothing. LDB_NOMEM leaves the
+ * state unchanged (and the batch staged). */
 int result_commit(struct result_set *rs);
 /* The staged (after stage) or installed (after commit) changes. */
 static inline const struct result_change *result_changes(const struct result_set *rs,
