@@ -26,6 +26,41 @@
  * changed. Relaxed: the check that no update is a no-op. */
 #define KNOWN_UNCHANGED_UPDATE 1
 
+/* A correlated ORDER BY ... LIMIT 1 scalar subquery gives NULL for some
+ * outer rows when another subquery of the query correlates on a value
+ * that is NULL for an outer row. Avoided: no such subquery in a query
+ * with another subquery. */
+#define KNOWN_TOP1_OTHER_SUBQUERY 1
+
+/* x || y with a NOCASE operand groups, deduplicates (DISTINCT, UNION,
+ * count(DISTINCT)) and sorts under NOCASE in livedb (one-shot too), while
+ * `=` compares it BINARY, as SQLite does everywhere. Avoided: the
+ * generator groups, shows and orders such an expression through
+ * lower(). */
+#define KNOWN_CONCAT_NOCASE 1
+
+/* (a scalar subquery) IN (SELECT ...) fails to open as a live query or
+ * a view with LDB_INTERNAL "a subquery cannot be evaluated here".
+ * Avoided: no subquery in the left operand of IN (subquery). */
+#define KNOWN_SUBQUERY_IN_OPERAND 1
+
+/* An uncorrelated (SELECT ... ORDER BY ... LIMIT 1) scalar subquery is
+ * refused by live queries as "may return several rows". Avoided: every
+ * ORDER BY ... LIMIT 1 scalar subquery is correlated. */
+#define KNOWN_UNCORRELATED_TOP1 1
+
+/* A commit that creates or drops an index a live query reads rebuilds
+ * the query with the window of its SQL text, undoing ldb_live_set_window
+ * (and publishing the difference). Relaxed: after a commit with index
+ * DDL, a result that matches the query's first window is accepted, and
+ * that window becomes the query's. */
+#define KNOWN_DDL_RESETS_WINDOW 1
+
+/* An unordered query whose FROM is an ORDER BY ... LIMIT derived table
+ * publishes the derived table's positions instead of -1. Relaxed: the
+ * positions of unordered queries are not checked. */
+#define KNOWN_UNORDERED_POSITIONS 1
+
 /* true when the oracle runs past bug `on` (a KNOWN_* switch). */
 static inline bool known_bug(int on)
 {
