@@ -221,7 +221,7 @@ typedef struct ogen {
 #define E_NOCASE 2 /* its collation is NOCASE (a bare NOCASE column) */
 #define E_CATNC 4  /* a || with a NOCASE operand: livedb groups, deduplicates
                       and orders it under NOCASE, SQLite under BINARY
-                      (KNOWN_CONCAT_NOCASE) */
+                      (KNOWN_COMPUTED_COLLATION) */
 
 static int gpick(ogen *g, int n) { return pick(g->r, n); }
 static bool gchance(ogen *g, unsigned num, unsigned den) { return chance(g->r, num, den); }
@@ -532,9 +532,12 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
     enum oty ty = value_type(g);
     int k = depth <= 0 ? gpick(g, 3) : gpick(g, 16), f;
     switch (k) {
-    case 0: case 1: case 2: case 3:
+    case 0: case 1: case 2: case 3: {
+        int op = gpick(g, 8);
+        bool no_sub = g->no_sub;
+        g->no_sub = no_sub || (op == 0 && g->cond && known_bug(KNOWN_SUBQUERY_JOIN_KEY));
         f = gen_operand(g, sc, ty, depth - 1, sb);
-        sb_printf(sb, " %s ", cmps[gpick(g, 8)]);
+        sb_printf(sb, " %s ", cmps[op]);
         if (ty == OT_TEXT && g->cond && gchance(g, 1, 5)) { /* the right operand's wins */
             sb_putc(sb, '(');
             f |= gen(g, sc, ty, depth - 1, sb);
@@ -542,18 +545,26 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
         } else {
             f |= gen(g, sc, ty, depth - 1, sb);
         }
+        g->no_sub = no_sub;
         return f & E_COL;
+    }
     case 4:
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 2) ? " IS NULL" : " IS NOT NULL");
         return f & E_COL;
-    case 5:
+    case 5: {
+        /* KNOWN_BETWEEN_COLLATION: TEXT bounds through lower(), so no
+         * operand has a NOCASE collation but x */
+        bool lower = ty == OT_TEXT && known_bug(KNOWN_BETWEEN_COLLATION);
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 3) ? " NOT BETWEEN " : " BETWEEN ");
+        sb_puts(sb, lower ? "lower(" : "");
         f |= gen(g, sc, ty, depth - 1, sb);
-        sb_puts(sb, " AND ");
+        sb_puts(sb, lower ? ") AND lower(" : " AND ");
         f |= gen(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, lower ? ")" : "");
         return f & E_COL;
+    }
     case 6: {
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 3) ? " NOT IN (" : " IN (");
@@ -664,16 +675,16 @@ static int gen_value(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *
  * NOCASE column is shown through lower() (oracle_gen.h). */
 static bool needs_lower(int f)
 {
-    return (f & E_NOCASE) || ((f & E_CATNC) && known_bug(KNOWN_CONCAT_NOCASE));
+    return (f & E_NOCASE) || ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION));
 }
 
 /* An expression grouped, deduplicated or ordered on: a || with a NOCASE
- * operand goes through lower() while KNOWN_CONCAT_NOCASE lasts. */
+ * operand goes through lower() while KNOWN_COMPUTED_COLLATION lasts. */
 static int gen_grouped_on(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
 {
     strbuf e = STRBUF_INIT;
     int f = gen(g, sc, ty, depth, &e);
-    if ((f & E_CATNC) && known_bug(KNOWN_CONCAT_NOCASE))
+    if ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION))
         sb_printf(sb, "lower(%s)", sb_str(&e));
     else
         sb_puts(sb, sb_str(&e));
@@ -829,7 +840,11 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
     const ocol *outer_key = form == 2 ? pick_col(g, sc, OT_INT) : NULL;
     if (form == 2 && !outer_key)
         form = 0;
-    sb_puts(sb, "(SELECT ");
+    /* KNOWN_COMPUTED_COLLATION: SQLite gives a scalar subquery no
+     * collation, livedb its column's (BINARY or NOCASE); substr(x, 1),
+     * the same value, has none in both */
+    bool plain = ty == OT_TEXT && known_bug(KNOWN_COMPUTED_COLLATION);
+    sb_puts(sb, plain ? "substr((SELECT " : "(SELECT ");
     if (form == 0) {
         sub_aggregate(g, &in, ty, sb);
         sb_printf(sb, " FROM %s AS %s", t->name, alias);
@@ -856,7 +871,7 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
          * constant (a limitation, in the findings) */
         sb_puts(sb, outer_key->ref);
     }
-    sb_putc(sb, ')');
+    sb_puts(sb, plain ? "), 1)" : ")");
     g->depth--;
 }
 
@@ -906,7 +921,7 @@ static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
               gchance(g, 1, 4) ? "DISTINCT " : "");
     oscope local = in;
     local.outer = NULL;
-    gen(g, &local, ty, 1, sb);
+    gen_grouped_on(g, &local, ty, 1, sb); /* its collation decides IN's */
     sb_printf(sb, " FROM %s AS %s", t->name, alias);
     sub_where(g, &in, gchance(g, 1, 2), sb);
     sb_putc(sb, ')');

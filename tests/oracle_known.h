@@ -32,12 +32,13 @@
  * with another subquery. */
 #define KNOWN_TOP1_OTHER_SUBQUERY 1
 
-/* x || y with a NOCASE operand groups, deduplicates (DISTINCT, UNION,
- * count(DISTINCT)) and sorts under NOCASE in livedb (one-shot too), while
- * `=` compares it BINARY, as SQLite does everywhere. Avoided: the
- * generator groups, shows and orders such an expression through
- * lower(). */
-#define KNOWN_CONCAT_NOCASE 1
+/* A computed value takes the NOCASE collation of a column inside it
+ * (livedb, one-shot too), where SQLite gives it none (BINARY): x || y
+ * with a NOCASE operand groups, deduplicates and sorts under NOCASE (`=`
+ * on it is BINARY, though), and a scalar subquery's value or a derived
+ * table's max(d) compares under NOCASE. Avoided: such a value is grouped,
+ * shown, ordered and returned from a scalar subquery through lower(). */
+#define KNOWN_COMPUTED_COLLATION 1
 
 /* (a scalar subquery) IN (SELECT ...) fails to open as a live query or
  * a view with LDB_INTERNAL "a subquery cannot be evaluated here".
@@ -56,10 +57,23 @@
  * that window becomes the query's. */
 #define KNOWN_DDL_RESETS_WINDOW 1
 
-/* An unordered query whose FROM is an ORDER BY ... LIMIT derived table
- * publishes the derived table's positions instead of -1. Relaxed: the
- * positions of unordered queries are not checked. */
-#define KNOWN_UNORDERED_POSITIONS 1
+/* A query whose FROM is an ORDER BY ... LIMIT derived table takes that
+ * window as its own: unordered, it publishes positions instead of -1, and
+ * ldb_live_set_window moves the inner window instead of failing with
+ * LDB_MISUSE. Relaxed: positions of unordered queries are not checked,
+ * and set_window is not tried on a query with a LIMIT only inside. */
+#define KNOWN_DERIVED_WINDOW 1
+
+/* x BETWEEN a AND b compares x <= b under a's NOCASE collation too
+ * (livedb, one-shot as well); SQLite and SQL.md: x >= a AND x <= b, each
+ * with its own collation. Avoided: BETWEEN over TEXT has no NOCASE
+ * operand. */
+#define KNOWN_BETWEEN_COLLATION 1
+
+/* WHERE t1.x = (subquery correlated to t2) over a join of t1 and t2 is
+ * refused by live queries ("a subquery in a join key"). Avoided: no
+ * subquery in an operand of = in a condition. */
+#define KNOWN_SUBQUERY_JOIN_KEY 1
 
 /* true when the oracle runs past bug `on` (a KNOWN_* switch). */
 static inline bool known_bug(int on)
