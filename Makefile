@@ -36,6 +36,12 @@ SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
 # Extra objects some test binaries link (TEST_EXTRA_<binary>).
 TEST_EXTRA_test_slt        := $(SLT_OBJS)
 TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
+# The comparison with SQLite, and the oracles' generator.
+CMP_OBJS    := $(O)/obj/tests/sqlite_cmp.o
+ORACLE_OBJS := $(CMP_OBJS) $(O)/obj/tests/oracle_gen.o
+TEST_EXTRA_test_differential := $(CMP_OBJS)
+TEST_EXTRA_test_live_sqlite  := $(ORACLE_OBJS)
+TEST_EXTRA_test_mv_sqlite    := $(ORACLE_OBJS)
 
 # The shared library is versioned from LDB_VERSION: liblivedb.so.X.Y.Z
 # with soname liblivedb.so.X, and exports only the LDB_API functions of

@@ -2,10 +2,12 @@
  * db_internal.h - the database handle and prepared statements behind the
  * public API (include/livedb.h), shared by the API files:
  *
- *   db.c      handle, errors, rows, ldb_exec, prepare/bind/step/reset
- *   db_run.c  compiling a statement and running each kind of statement
- *   db_ddl.c  CREATE/DROP, transactions, PRAGMA, REINDEX
- *   db_live.c live queries (ldb_live_*)
+ *   db.c           handle, errors, rows, ldb_exec, prepare/bind/step/reset
+ *   db_run.c       compiling a statement and running each kind of statement
+ *   db_ddl.c       CREATE/DROP, transactions, PRAGMA, REINDEX
+ *   db_live.c      live queries (ldb_live_*)
+ *   db_mv.c        CREATE/DROP/EXPLAIN MATERIALIZED VIEW, ldb_mv_stats_get
+ *   db_aggregate.c user-defined aggregates (ldb_create_aggregate)
  *
  * and by later layers (live queries, materialized views) that need the
  * store, the error slot or the pragma table of a handle.

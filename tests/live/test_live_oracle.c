@@ -9,7 +9,10 @@
  * replica must equal the one-shot result of the same SQL, in order for
  * ORDER BY queries (whose orders here are total), and equal what
  * ldb_live_read returns. Batch positions are checked as they are applied.
+ *
+ * Known livedb bugs run past (tests/oracle_known.h): KNOWN_UNCHANGED_UPDATE.
  */
+#include "oracle_known.h"
 #include "test.h"
 #include "test_db.h"
 
@@ -25,18 +28,18 @@
 #define MAXROWS 4096
 #define ROWLEN 256
 
+/* A row as text, each value with its type letter. A row too long for
+ * ROWLEN fails the test: cut text could make two different rows equal. */
 static void render(const ldb_row *r, char *out)
 {
     size_t len = 0;
     out[0] = '\0';
     for (int i = 0; i < ldb_row_columns(r); i++) {
-        char buf[96];
-        ldb_row_format(r, i, buf, sizeof buf);
-        int type = ldb_row_type(r, i);
-        len += (size_t)snprintf(out + len, ROWLEN - len, "%s%c:%s", i ? "|" : "",
-                                "NBIRTXAC"[type], buf);
-        if (len >= ROWLEN)
-            len = ROWLEN - 1;
+        len += (size_t)snprintf(out + len, ROWLEN - len, "%s%c:", i ? "|" : "",
+                                "NBIRTXAC"[ldb_row_type(r, i)]);
+        if (len < ROWLEN)
+            len += ldb_row_format(r, i, out + len, ROWLEN - len);
+        CHECKF(len < ROWLEN, "a row longer than %d bytes: %s...", ROWLEN, out);
     }
 }
 
@@ -53,11 +56,14 @@ static void rows_init(struct rows *rs)
 
 static void rows_free(struct rows *rs) { free(rs->r); }
 
+/* Collects rows; more than MAXROWS stops the statement (LDB_ABORT, which
+ * the callers check), never a silently shorter result. */
 static int collect(void *ctx, const ldb_row *row)
 {
     struct rows *rs = ctx;
-    if (rs->n < MAXROWS)
-        render(row, rs->r[rs->n++]);
+    if (rs->n == MAXROWS)
+        return 1;
+    render(row, rs->r[rs->n++]);
     return 0;
 }
 
@@ -102,6 +108,22 @@ static void check_counts(const ldb_change *c)
     CHECK(!c->before || c->before_count >= 1);
     CHECK(!c->after || c->after_count >= 1);
     CHECK(c->key != NULL);
+}
+
+/* An update changes something: a value (identity: 5 -> 5.0 and -0.0 ->
+ * 0.0 are changes), the count, or the position; "an unchanged row is
+ * never reported" (livedb.h). */
+static void check_real_update(const struct lq *l, const ldb_change *c)
+{
+    if (known_bug(KNOWN_UNCHANGED_UPDATE))
+        return;
+    char before[ROWLEN], after[ROWLEN];
+    render(c->before, before);
+    render(c->after, after);
+    CHECKF(strcmp(before, after) != 0 || c->before_count != c->after_count ||
+               c->before_pos != c->after_pos,
+           "%s: update of an unchanged row %s (count %lld, position %lld)", l->sql, before,
+           (long long)c->before_count, (long long)c->before_pos);
 }
 
 /* Ordered: remove befores by descending before_pos, then insert afters by
@@ -182,10 +204,7 @@ static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
     for (size_t i = 0; i < n; i++) {
         check_counts(&c[i]);
         if (c[i].kind == LDB_CHANGE_UPDATE)
-            CHECKF(c[i].before_count != c[i].after_count ||
-                       ldb_row_columns(c[i].before) != ldb_row_columns(c[i].after) ||
-                       c[i].before_pos != c[i].after_pos || 1,
-                   "%s: update", l->sql);
+            check_real_update(l, &c[i]);
     }
     if (l->ordered)
         apply_ordered(l, c, n);

@@ -18,28 +18,38 @@
 #include <string.h>
 
 #define MVT_ROWS 4096
-#define MVT_ROWLEN 160
+#define MVT_ROWLEN 256
 
+/* Rows as text. A result that does not fit (more than MVT_ROWS rows, or
+ * a row longer than MVT_ROWLEN) sets overflow and stops the statement:
+ * its text would be cut, and two different cut results could compare
+ * equal, so mvt_query fails the test instead. Zero the struct before
+ * collecting into it. */
 struct mvt_rows {
     int n;
+    int overflow;
     char r[MVT_ROWS][MVT_ROWLEN];
 };
 
 static inline int mvt_collect(void *ctx, const ldb_row *row)
 {
     struct mvt_rows *rs = ctx;
-    if (rs->n >= MVT_ROWS)
+    if (rs->n >= MVT_ROWS) {
+        rs->overflow = 1;
         return 1;
+    }
     char *out = rs->r[rs->n++];
     size_t len = 0;
     out[0] = '\0';
     for (int i = 0; i < ldb_row_columns(row); i++) {
-        char buf[96];
-        ldb_row_format(row, i, buf, sizeof buf);
-        len += (size_t)snprintf(out + len, MVT_ROWLEN - len, "%s%c:%s", i ? "|" : "",
-                                "NBIRTXAC"[ldb_row_type(row, i)], buf);
-        if (len >= MVT_ROWLEN)
-            len = MVT_ROWLEN - 1;
+        len += (size_t)snprintf(out + len, MVT_ROWLEN - len, "%s%c:", i ? "|" : "",
+                                "NBIRTXAC"[ldb_row_type(row, i)]);
+        if (len < MVT_ROWLEN)
+            len += ldb_row_format(row, i, out + len, MVT_ROWLEN - len);
+        if (len >= MVT_ROWLEN) {
+            rs->overflow = 1;
+            return 1;
+        }
     }
     return 0;
 }
@@ -47,13 +57,17 @@ static inline int mvt_collect(void *ctx, const ldb_row *row)
 static inline int mvt_cmp(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The rows of sql, sorted, joined by newlines (a static buffer), or
- * "error: ..." with the code in *rc. */
+ * "error: ..." with the code in *rc. A result too large for the buffers
+ * fails the test (see struct mvt_rows). */
 static inline const char *mvt_query(ldb *db, const char *sql, int *rc)
 {
     static struct mvt_rows rows;
     static char text[MVT_ROWS * 32];
     rows.n = 0;
+    rows.overflow = 0;
     int code = ldb_exec(db, sql, mvt_collect, &rows);
+    CHECKF(!rows.overflow, "%s: the result does not fit the test's buffers (%d rows of at "
+           "most %d bytes)", sql, MVT_ROWS, MVT_ROWLEN);
     if (rc)
         *rc = code;
     if (code != LDB_OK) {
@@ -63,8 +77,12 @@ static inline const char *mvt_query(ldb *db, const char *sql, int *rc)
     qsort(rows.r, (size_t)rows.n, MVT_ROWLEN, mvt_cmp);
     size_t len = 0;
     text[0] = '\0';
-    for (int i = 0; i < rows.n && len + MVT_ROWLEN + 2 < sizeof text; i++)
+    for (int i = 0; i < rows.n; i++) {
+        size_t need = strlen(rows.r[i]) + 1;
+        CHECKF(len + need < sizeof text, "%s: the result does not fit the test's buffer (%zu "
+               "bytes)", sql, sizeof text);
         len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", rows.r[i]);
+    }
     return text;
 }
 

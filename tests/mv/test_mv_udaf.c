@@ -177,8 +177,8 @@ static void live_queries(void)
     CHECK(ldb_live_open(db, "SELECT g, product(x) AS p, isum(x) AS s FROM t GROUP BY g", NULL,
                         NULL, &q) == LDB_OK);
     EXEC(db, "DELETE FROM t WHERE id = 2; INSERT INTO t VALUES (3, 1, 5, 1.0)");
-    struct mvt_rows rows;
-    rows.n = 0;
+    static struct mvt_rows rows;
+    memset(&rows, 0, sizeof rows);
     CHECK(ldb_live_read(q, mvt_collect, &rows) == LDB_OK);
     CHECK_INT(rows.n, 1);
     CHECK_STR(rows.r[0], "I:1|R:10.0|I:7");

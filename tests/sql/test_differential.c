@@ -15,7 +15,7 @@
  * expressions never divide, so every sum is exact in any order and avg is
  * one rounding in both engines: REALs are compared bit for bit (-0.0 as
  * 0.0, which SQLite does not keep apart). Booleans are compared as 1/0
- * (SQLite's form). Results are compared as sorted bags, or as lists under
+ * (SQLite's form): the text form of tests/sqlite_cmp.h. Results are compared as sorted bags, or as lists under
  * an ORDER BY of every output column (identical rows tie, so the order is
  * total). Integer division and modulo by zero give NULL in both.
  *
@@ -27,6 +27,7 @@
 
 #include "base/strbuf.h"
 #include "livedb.h"
+#include "sqlite_cmp.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -701,121 +702,6 @@ static void gen_query(gen *g, const scope *outer, int ncols, const enum ty *tys,
 
 /* ---- running on both engines -------------------------------------------------- */
 
-typedef struct result {
-    int ok; /* 1: rows below; 0: failed with msg */
-    char msg[256];
-    int unsupported;
-    char **rows;
-    size_t n, cap;
-} result;
-
-static void result_free(result *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        free(r->rows[i]);
-    free(r->rows);
-    memset(r, 0, sizeof *r);
-}
-
-static void add_row(result *r, strbuf *row)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->rows = realloc(r->rows, r->cap * sizeof *r->rows);
-        CHECK(r->rows);
-    }
-    r->rows[r->n++] = sb_take(row, NULL);
-}
-
-static void put_real(strbuf *sb, double v) { sb_printf(sb, "r:%.17g", v == 0 ? 0.0 : v); }
-
-static void run_sqlite(sqlite3 *db, const char *sql, result *r)
-{
-    sqlite3_stmt *st;
-    memset(r, 0, sizeof *r);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(r->msg, sizeof r->msg, "%s", sqlite3_errmsg(db));
-        return;
-    }
-    int rc, ncol = sqlite3_column_count(st);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        strbuf row = STRBUF_INIT;
-        for (int i = 0; i < ncol; i++) {
-            sb_puts(&row, i ? "|" : "");
-            switch (sqlite3_column_type(st, i)) {
-            case SQLITE_NULL: sb_puts(&row, "n"); break;
-            case SQLITE_INTEGER: sb_printf(&row, "i:%lld", (long long)sqlite3_column_int64(st, i)); break;
-            case SQLITE_FLOAT: put_real(&row, sqlite3_column_double(st, i)); break;
-            default: sb_printf(&row, "t:%s", (const char *)sqlite3_column_text(st, i));
-            }
-        }
-        add_row(r, &row);
-    }
-    r->ok = rc == SQLITE_DONE;
-    if (!r->ok)
-        snprintf(r->msg, sizeof r->msg, "%s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-}
-
-static void run_livedb(ldb *db, const char *sql, result *r)
-{
-    ldb_stmt *st;
-    memset(r, 0, sizeof *r);
-    int rc = ldb_prepare(db, sql, -1, &st, NULL);
-    if (rc != LDB_OK || !st) {
-        snprintf(r->msg, sizeof r->msg, "%s", ldb_errmsg(db));
-        r->unsupported = rc == LDB_UNSUPPORTED;
-        return;
-    }
-    int ncol = ldb_column_count(st);
-    while ((rc = ldb_step(st)) == LDB_ROW) {
-        const ldb_row *row = ldb_stmt_row(st);
-        strbuf s = STRBUF_INIT;
-        for (int i = 0; i < ncol; i++) {
-            sb_puts(&s, i ? "|" : "");
-            size_t len = 0;
-            const char *text;
-            switch (ldb_row_type(row, i)) {
-            case LDB_NULL: sb_puts(&s, "n"); break;
-            case LDB_BOOLEAN:
-            case LDB_INTEGER: sb_printf(&s, "i:%lld", (long long)ldb_row_int64(row, i)); break;
-            case LDB_REAL: put_real(&s, ldb_row_double(row, i)); break;
-            default:
-                text = ldb_row_text(row, i, &len);
-                sb_puts(&s, "t:");
-                sb_put(&s, text ? text : "", text ? len : 0);
-                break;
-            }
-        }
-        add_row(r, &s);
-    }
-    r->ok = rc == LDB_DONE;
-    if (!r->ok) {
-        snprintf(r->msg, sizeof r->msg, "%s", ldb_errmsg(db));
-        r->unsupported = rc == LDB_UNSUPPORTED;
-    }
-    ldb_finalize(st);
-}
-
-static int cmp_rows(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool same_rows(result *a, result *b, bool ordered)
-{
-    if (a->n != b->n)
-        return false;
-    if (!ordered && a->n > 1) {
-        qsort(a->rows, a->n, sizeof *a->rows, cmp_rows);
-        qsort(b->rows, b->n, sizeof *b->rows, cmp_rows);
-    }
-    for (size_t i = 0; i < a->n; i++)
-        if (strcmp(a->rows[i], b->rows[i]) != 0)
-            return false;
-    return true;
-}
-
 typedef struct round {
     gen g;
     uint64_t seed;
@@ -826,7 +712,7 @@ typedef struct round {
     strbuf log; /* the writes run so far in the round */
 } round;
 
-static void print_rows(const char *who, const result *r)
+static void print_rows(const char *who, const cmp_result *r)
 {
     if (!r->ok) {
         printf("#   %s: error: %s\n", who, r->msg);
@@ -854,8 +740,8 @@ static void print_lines(const char *title, const char *text)
 /* Mismatches still to print in the running case. */
 static int reports_left;
 
-static void mismatch(round *rd, const char *what, const char *sql, const result *s,
-                     const result *l)
+static void mismatch(round *rd, const char *what, const char *sql, const cmp_result *s,
+                     const cmp_result *l)
 {
     rd->mismatches++;
     if (reports_left <= 0)
@@ -873,9 +759,9 @@ static void mismatch(round *rd, const char *what, const char *sql, const result 
 /* Runs a query on both and compares. */
 static void check_query(round *rd, const char *sql, bool ordered)
 {
-    result s, l;
-    run_sqlite(rd->sq, sql, &s);
-    run_livedb(rd->ld, sql, &l);
+    cmp_result s, l;
+    cmp_run_sqlite(rd->sq, sql, &s);
+    cmp_run_livedb(rd->ld, sql, &l);
     rd->queries++;
     rd->rows += (long)s.n;
     if (!s.ok) {
@@ -885,11 +771,11 @@ static void check_query(round *rd, const char *sql, bool ordered)
     } else if (l.unsupported) {
         rd->unsupported++;
         mismatch(rd, "livedb: unsupported", sql, &s, &l);
-    } else if (!l.ok || !same_rows(&s, &l, ordered)) {
+    } else if (!l.ok || !cmp_same_rows(&s, &l, ordered)) {
         mismatch(rd, ordered ? "ordered result" : "result bag", sql, &s, &l);
     }
-    result_free(&s);
-    result_free(&l);
+    cmp_result_free(&s);
+    cmp_result_free(&l);
 }
 
 /* ---- writes ----------------------------------------------------------------------- */
@@ -975,7 +861,7 @@ static bool check_write(round *rd, const char *sql)
         rd->unsupported++;
         same = false;
     } else if (s_ok != (rc == LDB_OK)) {
-        result s = { .ok = s_ok }, l = { .ok = rc == LDB_OK };
+        cmp_result s = { .ok = s_ok }, l = { .ok = rc == LDB_OK };
         snprintf(s.msg, sizeof s.msg, "%s", err ? err : "");
         snprintf(l.msg, sizeof l.msg, "%s", ldb_errmsg(rd->ld));
         mismatch(rd, "statement outcome", sql, &s, &l);
@@ -985,18 +871,18 @@ static bool check_write(round *rd, const char *sql)
     for (int i = 0; i < rd->g.ntab && same; i++) {
         char q[64];
         snprintf(q, sizeof q, "SELECT * FROM %s", rd->g.tabs[i].name);
-        result a, b;
-        run_sqlite(rd->sq, q, &a);
-        run_livedb(rd->ld, q, &b);
-        if (!b.ok || !same_rows(&a, &b, false)) {
+        cmp_result a, b;
+        cmp_run_sqlite(rd->sq, q, &a);
+        cmp_run_livedb(rd->ld, q, &b);
+        if (!b.ok || !cmp_same_rows(&a, &b, false)) {
             char what[64];
             snprintf(what, sizeof what, "contents of %s after the statement",
                      rd->g.tabs[i].name);
             mismatch(rd, what, sql, &a, &b);
             same = false;
         }
-        result_free(&a);
-        result_free(&b);
+        cmp_result_free(&a);
+        cmp_result_free(&b);
     }
     sb_printf(&rd->log, "%s;\n", sql);
     return same;

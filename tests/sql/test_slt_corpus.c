@@ -11,7 +11,9 @@
  *   # <file>: N passed, N failed, N skipped (N unsupported), N known deviations
  * and the first failures of each file. The corpus lives outside the
  * repository, in ../shared/corpus/sqllogictest (LDB_SLT_CORPUS overrides
- * the path); without it every case says so and passes. Each part runs in
+ * the path); without it every case prints a SKIPPED line and passes,
+ * unless LDB_REQUIRE_CORPUS=1 (set by .ci/run), which makes a missing
+ * corpus fail every case. Each part runs in
  * a child process, so a crash is reported as such. Under sanitizers
  * only the evidence files and select1 run (LDB_SLT_FULL=1 runs all).
  */
@@ -42,6 +44,14 @@ static const char *corpus_dir(void)
 {
     const char *env = getenv("LDB_SLT_CORPUS");
     return env && *env ? env : "../shared/corpus/sqllogictest";
+}
+
+/* CI sets LDB_REQUIRE_CORPUS=1: there a missing corpus is a failure, not
+ * a run of zero records that passes. */
+static int corpus_required(void)
+{
+    const char *env = getenv("LDB_REQUIRE_CORPUS");
+    return env && *env && strcmp(env, "0") != 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -115,7 +125,9 @@ static void run_part(const char *sub, const char *prefix, int under_sanitizers)
     const char *root = corpus_dir();
     struct stat st;
     if (stat(root, &st) != 0) {
-        printf("#    corpus not found at %s: skipped\n", root);
+        CHECKF(!corpus_required(), "corpus not found at %s (LDB_REQUIRE_CORPUS is set)", root);
+        printf("#    SKIPPED: corpus not found at %s; NOTHING WAS TESTED "
+               "(LDB_REQUIRE_CORPUS=1 makes this a failure)\n", root);
         return;
     }
     if (SANITIZED && !under_sanitizers && !getenv("LDB_SLT_FULL")) {

@@ -1,0 +1,2094 @@
+/*
+ * oracle_gen.c - the oracles' two databases, histories and query
+ * generator (oracle_gen.h says what is generated and why it keeps the
+ * engines comparable).
+ *
+ * Generated text carries a reason with every shape it leaves out; the
+ * oracle never leaves a shape out to hide a livedb bug except through a
+ * KNOWN_* switch (oracle_known.h), passed in as ogen_opts.
+ */
+#include "oracle_gen.h"
+
+#include "base/mem.h"
+#include "oracle_known.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- the schema ------------------------------------------------------------ */
+
+struct otcol {
+    const char *name;
+    enum oty ty;
+    bool nocase;
+};
+
+struct otable {
+    const char *name;
+    int ncols;
+    struct otcol cols[5];
+    int nkey; /* cols[0..nkey) order the rows totally */
+};
+
+static const struct otable otables[] = {
+    { "t1", 5, { { "id", OT_INT, 0 }, { "a", OT_INT, 0 }, { "b", OT_TEXT, 0 }, { "c", OT_REAL, 0 },
+                 { "d", OT_TEXT, 1 } }, 1 },
+    { "t2", 5, { { "id", OT_INT, 0 }, { "t1id", OT_INT, 0 }, { "x", OT_INT, 0 },
+                 { "s", OT_TEXT, 1 }, { "f", OT_FLT, 0 } }, 1 },
+    /* no key: all three columns order it (identical rows look alike) */
+    { "t3", 3, { { "k", OT_INT, 0 }, { "v", OT_INT, 0 }, { "w", OT_TEXT, 0 } }, 3 },
+    { "t4", 4, { { "p", OT_INT, 0 }, { "q", OT_TEXT, 0 }, { "n", OT_INT, 0 }, { "r", OT_REAL, 0 } },
+      2 },
+};
+#define NTABLES 4
+
+static const char *const schema_sql =
+    "CREATE TABLE t1(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL, d TEXT COLLATE NOCASE);\n"
+    "CREATE TABLE t2(id INTEGER PRIMARY KEY, t1id INTEGER, x INTEGER, s TEXT COLLATE NOCASE, "
+    "f REAL);\n"
+    "CREATE TABLE t3(k INTEGER, v INTEGER, w TEXT);\n"
+    "CREATE TABLE t4(p INTEGER, q TEXT, n INTEGER, r REAL, PRIMARY KEY(p, q));\n";
+
+/* Indexes (livedb only), created and dropped by the history. */
+static const char *const index_defs[][2] = {
+    { "i_t1a", "t1(a)" },
+    { "i_t1ba", "t1(b, a)" },
+    { "i_t1c", "t1(c DESC)" },
+    { "i_t1d", "t1(d)" },
+    { "i_t1dn", "t1(d DESC NULLS FIRST, id)" },
+    { "i_t2t1", "t2(t1id)" },
+    { "i_t2h", "t2(t1id) USING HASH" },
+    { "i_t2xs", "t2(x, s)" },
+    { "i_t2s", "t2(s DESC)" },
+    { "i_t2f", "t2(f)" },
+    { "i_t3k", "t3(k)" },
+    { "i_t3vk", "t3(v DESC, k)" },
+    { "i_t4n", "t4(n)" },
+    { "i_t4rp", "t4(r, p)" },
+};
+#define NINDEXES (int)(sizeof index_defs / sizeof index_defs[0])
+
+/* ---- values ------------------------------------------------------------------ */
+
+static const char *const texts[] = { "a", "b", "B", "ab", "A b", "", "ba" };
+#define NTEXTS 7
+static const double reals[] = { -1.5, -0.25, 0.0, -0.0, 0.25, 1.0, 1.5, 2.5, 3.0 };
+#define NREALS 9
+
+static int pick(rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
+static bool chance(rng *r, unsigned num, unsigned den) { return rng_chance(r, num, den); }
+
+static oval random_value(rng *r, enum oty ty, bool nullable)
+{
+    oval v;
+    memset(&v, 0, sizeof v);
+    v.ty = ty;
+    if (nullable && chance(r, 1, 7)) {
+        v.null = true;
+        return v;
+    }
+    switch (ty) {
+    case OT_INT: v.i = rng_range(r, -2, 6); break;
+    case OT_TEXT: v.t = texts[pick(r, NTEXTS)]; break;
+    case OT_FLT:
+        if (chance(r, 1, 6)) {
+            v.nan = true;
+            break;
+        }
+        v.d = reals[pick(r, NREALS)];
+        break;
+    case OT_BOOL: v.i = pick(r, 2); break;
+    default: v.d = reals[pick(r, NREALS)]; break;
+    }
+    return v;
+}
+
+static oval int_value(int64_t i)
+{
+    oval v;
+    memset(&v, 0, sizeof v);
+    v.ty = OT_INT;
+    v.i = i;
+    return v;
+}
+
+/* The value as SQL text (for logs and reports): NaN cannot be written,
+ * so it shows as a comment. */
+static void put_value(strbuf *sb, const oval *v)
+{
+    if (v->null)
+        sb_puts(sb, "NULL");
+    else if (v->nan)
+        sb_puts(sb, "/*NaN*/NULL");
+    else if (v->ty == OT_INT)
+        sb_printf(sb, "%lld", (long long)v->i);
+    else if (v->ty == OT_TEXT)
+        sb_printf(sb, "'%s'", v->t);
+    else if (v->ty == OT_BOOL)
+        sb_puts(sb, v->i ? "TRUE" : "FALSE");
+    else if (v->d == 0 && signbit(v->d))
+        sb_puts(sb, "-0.0");
+    else
+        sb_printf(sb, "%.2f", v->d);
+}
+
+static void bind_livedb(ldb_stmt *st, int i, const oval *v)
+{
+    int rc;
+    if (v->null)
+        rc = ldb_bind_null(st, i);
+    else if (v->nan)
+        rc = ldb_bind_double(st, i, NAN);
+    else if (v->ty == OT_INT)
+        rc = ldb_bind_int64(st, i, v->i);
+    else if (v->ty == OT_TEXT)
+        rc = ldb_bind_text(st, i, v->t, -1);
+    else if (v->ty == OT_BOOL)
+        rc = ldb_bind_bool(st, i, (int)v->i);
+    else
+        rc = ldb_bind_double(st, i, v->d);
+    CHECK_INT(rc, LDB_OK);
+}
+
+static void bind_sqlite(sqlite3_stmt *st, int i, const oval *v)
+{
+    int rc;
+    if (v->null)
+        rc = sqlite3_bind_null(st, i);
+    else if (v->nan)
+        rc = sqlite3_bind_double(st, i, INFINITY);
+    else if (v->ty == OT_INT || v->ty == OT_BOOL)
+        rc = sqlite3_bind_int64(st, i, v->i);
+    else if (v->ty == OT_TEXT)
+        rc = sqlite3_bind_text(st, i, v->t, -1, SQLITE_STATIC);
+    else
+        rc = sqlite3_bind_double(st, i, v->d);
+    CHECK_INT(rc, SQLITE_OK);
+}
+
+/* Parameters whose text the generator dropped (a retried GROUP BY key)
+ * are numbered past the statement's last one: not bound. */
+void oq_bind_livedb(const oquery *q, ldb_stmt *st)
+{
+    int n = ldb_bind_parameter_count(st);
+    for (int i = 0; i < q->nparams && i < n; i++)
+        bind_livedb(st, i + 1, &q->params[i]);
+}
+
+void oq_bind_sqlite(const oquery *q, sqlite3_stmt *st)
+{
+    int n = sqlite3_bind_parameter_count(st);
+    for (int i = 0; i < q->nparams && i < n; i++)
+        bind_sqlite(st, i + 1, &q->params[i]);
+}
+
+/* ---- the query generator: scopes -------------------------------------------- */
+
+typedef struct ocol {
+    char ref[40]; /* alias.column */
+    enum oty ty;
+    int coll;     /* E_NOCASE for a NOCASE column, else 0 */
+} ocol;
+
+#define SCOPE_MAX 32
+
+/* The columns an expression may use; outer is the enclosing query's. */
+typedef struct oscope {
+    int n;
+    ocol c[SCOPE_MAX];
+    const struct oscope *outer;
+} oscope;
+
+typedef struct ogen {
+    rng *r;
+    const ogen_opts *o;
+    oquery *q;
+    strbuf with;  /* the top query's CTEs */
+    int alias;    /* next alias number: unique in the statement */
+    int depth;    /* subquery nesting: 0 in the top query */
+    int subs;     /* subqueries in the statement */
+    int top1s;    /* ORDER BY ... LIMIT 1 scalar subqueries */
+    bool no_sub;  /* no subquery here (aggregate arguments) */
+    bool no_avg;  /* no avg here (a derived table: see oracle_gen.h) */
+    bool in_derived; /* inside a derived table: no derived table in it */
+    bool cond;    /* generating a WHERE/ON/HAVING condition's own AND/OR/NOT
+                     tree, outside any value expression */
+    bool in_key;  /* generating a GROUP BY key */
+} ogen;
+
+/* Expression flags. */
+#define E_COL 1    /* reads a column */
+#define E_NOCASE 2 /* its collation is NOCASE (a bare NOCASE column) */
+#define E_CATNC 4  /* a || with a NOCASE operand: livedb groups, deduplicates
+                      and orders it under NOCASE, SQLite under BINARY
+                      (KNOWN_COMPUTED_COLLATION) */
+
+static int gpick(ogen *g, int n) { return pick(g->r, n); }
+static bool gchance(ogen *g, unsigned num, unsigned den) { return chance(g->r, num, den); }
+
+static void scope_add(oscope *sc, const char *alias, const char *col, enum oty ty, int coll)
+{
+    CHECK(sc->n < SCOPE_MAX);
+    ocol *c = &sc->c[sc->n++];
+    snprintf(c->ref, sizeof c->ref, "%s.%s", alias, col);
+    c->ty = ty;
+    c->coll = coll;
+}
+
+static void scope_add_table(oscope *sc, const struct otable *t, const char *alias)
+{
+    for (int i = 0; i < t->ncols; i++)
+        scope_add(sc, alias, t->cols[i].name, t->cols[i].ty, t->cols[i].nocase ? E_NOCASE : 0);
+}
+
+/* Appends t's key columns (as alias.col) to keys. */
+static void table_keys(const struct otable *t, const char *alias, strbuf *keys)
+{
+    for (int i = 0; i < t->nkey; i++)
+        sb_printf(keys, "%s%s.%s", keys->len ? ", " : "", alias, t->cols[i].name);
+}
+
+static const ocol *scope_pick(ogen *g, const oscope *sc, enum oty ty)
+{
+    int idx[SCOPE_MAX], n = 0;
+    for (int i = 0; i < sc->n; i++)
+        if (sc->c[i].ty == ty)
+            idx[n++] = i;
+    return n ? &sc->c[idx[gpick(g, n)]] : NULL;
+}
+
+/* A column of type ty: of sc, or (one time in three) of an outer scope. */
+static const ocol *pick_col(ogen *g, const oscope *sc, enum oty ty)
+{
+    const oscope *s = sc;
+    while (s->outer && gchance(g, 1, 3))
+        s = s->outer;
+    const ocol *c = scope_pick(g, s, ty);
+    return c ? c : scope_pick(g, sc, ty);
+}
+
+static void new_alias(ogen *g, char out[16]) { snprintf(out, 16, "a%d", g->alias++); }
+
+static const struct otable *pick_table(ogen *g) { return &otables[gpick(g, NTABLES)]; }
+
+/* ---- expressions ------------------------------------------------------------- */
+
+static int gen(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb);
+static int gen_value(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb);
+static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb);
+static void exists_subquery(ogen *g, const oscope *sc, strbuf *sb);
+static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb);
+
+static bool can_sub(const ogen *g)
+{
+    if (g->o->avoid_top1_with_other_subquery && g->top1s) /* KNOWN_TOP1_OTHER_SUBQUERY */
+        return false;
+    return !g->no_sub && g->depth < 2 && g->subs < 4;
+}
+
+static void literal(ogen *g, enum oty ty, strbuf *sb)
+{
+    oval v = random_value(g->r, ty == OT_FLT ? OT_REAL : ty, false);
+    put_value(sb, &v);
+}
+
+/* A parameter (?N) of type ty, or a literal in a view body. */
+static void param(ogen *g, enum oty ty, strbuf *sb)
+{
+    if (g->o->mv || g->q->nparams == OQ_MAXPARAMS) {
+        literal(g, ty, sb);
+        return;
+    }
+    g->q->params[g->q->nparams++] = random_value(g->r, ty, true);
+    sb_printf(sb, "?%d", g->q->nparams);
+}
+
+/* A column of type ty, else a literal. */
+static int column_or_literal(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
+{
+    const ocol *c = pick_col(g, sc, ty);
+    if (!c) {
+        literal(g, ty, sb);
+        return 0;
+    }
+    sb_puts(sb, c->ref);
+    return E_COL | c->coll;
+}
+
+/* The forms every type shares: CASE, COALESCE, NULL, a scalar subquery.
+ * Returns -1 when k names none of them. */
+static int gen_shared(ogen *g, const oscope *sc, enum oty ty, int depth, int k, strbuf *sb)
+{
+    int f = 0;
+    switch (k) {
+    case 0:
+        sb_puts(sb, "CASE WHEN ");
+        f |= gen(g, sc, OT_BOOL, depth - 1, sb);
+        sb_puts(sb, " THEN ");
+        f |= gen(g, sc, ty, depth - 1, sb);
+        if (gchance(g, 2, 3)) {
+            sb_puts(sb, " ELSE ");
+            f |= gen(g, sc, ty, depth - 1, sb);
+        }
+        sb_puts(sb, " END");
+        return f & E_COL;
+    case 1:
+        sb_puts(sb, "COALESCE(");
+        f |= gen(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, ", ");
+        f |= gen(g, sc, ty, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 2:
+        if (gchance(g, 1, 3)) {
+            sb_puts(sb, "NULL");
+            return 0;
+        }
+        return column_or_literal(g, sc, ty, sb);
+    case 3:
+        if (!can_sub(g))
+            return column_or_literal(g, sc, ty, sb);
+        scalar_subquery(g, sc, ty, sb);
+        return E_COL;
+    default:
+        return -1;
+    }
+}
+
+static int gen_int(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? 4 + gpick(g, 3) : gpick(g, 14), f;
+    int shared = gen_shared(g, sc, OT_INT, depth, k, sb);
+    if (shared >= 0)
+        return shared;
+    static const char *const ops[] = { "+", "-", "*", "/", "%" };
+    switch (k) {
+    case 4: case 5: return column_or_literal(g, sc, OT_INT, sb);
+    case 6:
+        if (gchance(g, 1, 2))
+            literal(g, OT_INT, sb);
+        else
+            param(g, OT_INT, sb);
+        return 0;
+    case 7: case 8: case 9:
+        sb_putc(sb, '(');
+        f = gen_int(g, sc, depth - 1, sb);
+        sb_printf(sb, " %s ", ops[gpick(g, 5)]);
+        f |= gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 10:
+        sb_puts(sb, "-(");
+        f = gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 11:
+        sb_puts(sb, "abs(");
+        f = gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 12:
+        sb_puts(sb, "length(");
+        f = gen(g, sc, OT_TEXT, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    default:
+        sb_puts(sb, "iif(");
+        f = gen(g, sc, OT_BOOL, depth - 1, sb);
+        sb_puts(sb, ", ");
+        f |= gen_int(g, sc, depth - 1, sb);
+        sb_puts(sb, ", ");
+        f |= gen_int(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    }
+}
+
+static int gen_real(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? 4 + gpick(g, 3) : gpick(g, 12), f;
+    int shared = gen_shared(g, sc, OT_REAL, depth, k, sb);
+    if (shared >= 0)
+        return shared;
+    static const char *const ops[] = { "+", "-", "*" };
+    switch (k) {
+    case 4: case 5: return column_or_literal(g, sc, OT_REAL, sb);
+    case 6:
+        if (gchance(g, 1, 2))
+            literal(g, OT_REAL, sb);
+        else
+            param(g, OT_REAL, sb);
+        return 0;
+    case 7: case 8:
+        sb_putc(sb, '(');
+        f = gen_real(g, sc, depth - 1, sb);
+        sb_printf(sb, " %s ", ops[gpick(g, 3)]);
+        f |= gchance(g, 1, 3) ? gen_int(g, sc, depth - 1, sb) : gen_real(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 9:
+        sb_puts(sb, "-(");
+        f = gen_real(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 10:
+        sb_puts(sb, "abs(");
+        f = gen_real(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    default:
+        sb_puts(sb, "CAST(");
+        f = gen_int(g, sc, depth - 1, sb);
+        sb_puts(sb, " AS REAL)");
+        return f & E_COL;
+    }
+}
+
+static int gen_text(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? 4 + gpick(g, 3) : gpick(g, 13), f;
+    int shared = gen_shared(g, sc, OT_TEXT, depth, k, sb);
+    if (shared >= 0)
+        return shared;
+    switch (k) {
+    case 4: case 5: return column_or_literal(g, sc, OT_TEXT, sb);
+    case 6:
+        if (gchance(g, 1, 2))
+            literal(g, OT_TEXT, sb);
+        else
+            param(g, OT_TEXT, sb);
+        return 0;
+    case 7: case 8:
+        sb_putc(sb, '(');
+        f = gen_text(g, sc, depth - 1, sb);
+        sb_puts(sb, " || ");
+        f |= gen_text(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return (f & E_COL) | (f & (E_NOCASE | E_CATNC) ? E_CATNC : 0);
+    case 9:
+        sb_puts(sb, gchance(g, 1, 2) ? "upper(" : "lower(");
+        f = gen_text(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 10:
+        sb_puts(sb, "substr(");
+        f = gen_text(g, sc, depth - 1, sb);
+        sb_printf(sb, ", %d, %d)", 1 + gpick(g, 2), 1 + gpick(g, 2));
+        return f & E_COL;
+    case 11:
+        sb_puts(sb, "CAST(");
+        f = gen_int(g, sc, depth - 1, sb);
+        sb_puts(sb, " AS TEXT)");
+        return f & E_COL;
+    default:
+        sb_puts(sb, "replace(");
+        f = gen_text(g, sc, depth - 1, sb);
+        sb_puts(sb, ", 'a', 'x')");
+        return f & E_COL;
+    }
+}
+
+/* NaN-capable REAL: t2.f bare, REAL literals and parameters, and forms
+ * without arithmetic (oracle_gen.h). */
+static int gen_flt(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    int k = depth <= 0 ? 4 + gpick(g, 3) : gpick(g, 7);
+    int shared = gen_shared(g, sc, OT_FLT, depth, k, sb);
+    if (shared >= 0)
+        return shared;
+    if (k == 6 && gchance(g, 1, 2)) {
+        param(g, OT_FLT, sb);
+        return 0;
+    }
+    return column_or_literal(g, sc, OT_FLT, sb);
+}
+
+static enum oty value_type(ogen *g)
+{
+    static const enum oty tys[] = { OT_INT, OT_INT, OT_REAL, OT_TEXT, OT_TEXT, OT_FLT };
+    return tys[gpick(g, 6)];
+}
+
+/* The left operand of a condition: one that reads a column, when a few
+ * tries find one (a condition over constants never changes). */
+static int gen_operand(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
+{
+    strbuf e = STRBUF_INIT;
+    int f = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        sb_truncate(&e, 0);
+        f = gen(g, sc, ty, depth, &e);
+        if (f & E_COL)
+            break;
+    }
+    sb_puts(sb, sb_str(&e));
+    sb_free(&e);
+    return f;
+}
+
+static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    static const char *const cmps[] = { "=", "<>", "<", "<=", ">", ">=", "IS", "IS NOT" };
+    enum oty ty = value_type(g);
+    int k = depth <= 0 ? gpick(g, 3) : gpick(g, 16), f;
+    switch (k) {
+    case 0: case 1: case 2: case 3: {
+        int op = gpick(g, 8);
+        bool no_sub = g->no_sub;
+        g->no_sub = no_sub || (op == 0 && g->cond && known_bug(KNOWN_SUBQUERY_JOIN_KEY));
+        f = gen_operand(g, sc, ty, depth - 1, sb);
+        sb_printf(sb, " %s ", cmps[op]);
+        if (ty == OT_TEXT && g->cond && gchance(g, 1, 5)) { /* the right operand's wins */
+            sb_putc(sb, '(');
+            f |= gen(g, sc, ty, depth - 1, sb);
+            sb_puts(sb, gchance(g, 1, 2) ? ") COLLATE NOCASE" : ") COLLATE BINARY");
+        } else {
+            f |= gen(g, sc, ty, depth - 1, sb);
+        }
+        g->no_sub = no_sub;
+        return f & E_COL;
+    }
+    case 4:
+        f = gen_operand(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, gchance(g, 1, 2) ? " IS NULL" : " IS NOT NULL");
+        return f & E_COL;
+    case 5: {
+        /* KNOWN_BETWEEN_COLLATION: TEXT bounds through lower(), so no
+         * operand has a NOCASE collation but x */
+        bool lower = ty == OT_TEXT && known_bug(KNOWN_BETWEEN_COLLATION);
+        f = gen_operand(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, gchance(g, 1, 3) ? " NOT BETWEEN " : " BETWEEN ");
+        sb_puts(sb, lower ? "lower(" : "");
+        f |= gen(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, lower ? ") AND lower(" : " AND ");
+        f |= gen(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, lower ? ")" : "");
+        return f & E_COL;
+    }
+    case 6: {
+        f = gen_operand(g, sc, ty, depth - 1, sb);
+        sb_puts(sb, gchance(g, 1, 3) ? " NOT IN (" : " IN (");
+        int n = gpick(g, 4);
+        for (int i = 0; i < n; i++) {
+            sb_puts(sb, i ? ", " : "");
+            if (gchance(g, 1, 8))
+                sb_puts(sb, "NULL");
+            else
+                literal(g, ty, sb);
+        }
+        sb_putc(sb, ')');
+        return f & E_COL;
+    }
+    case 7: {
+        if (!can_sub(g))
+            break;
+        bool no_sub = g->no_sub;
+        g->no_sub = no_sub || known_bug(KNOWN_SUBQUERY_IN_OPERAND);
+        f = gen_operand(g, sc, ty, depth - 1, sb);
+        g->no_sub = no_sub;
+        in_subquery(g, sc, ty, sb);
+        return f & E_COL;
+    }
+    case 8:
+        if (!can_sub(g))
+            break;
+        exists_subquery(g, sc, sb);
+        return E_COL;
+    case 9:
+        sb_puts(sb, "NOT (");
+        f = gen_bool(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 10: case 11: case 12:
+        sb_putc(sb, '(');
+        f = gen_bool(g, sc, depth - 1, sb);
+        sb_puts(sb, gchance(g, 1, 2) ? " AND " : " OR ");
+        f |= gen_bool(g, sc, depth - 1, sb);
+        sb_putc(sb, ')');
+        return f & E_COL;
+    case 13: {
+        static const char *const pats[] = { "'a%'", "'%b'", "'_'", "'B%'", "'%A b%'" };
+        f = gen_operand(g, sc, OT_TEXT, depth - 1, sb);
+        sb_printf(sb, "%s LIKE %s", gchance(g, 1, 4) ? " NOT" : "", pats[gpick(g, 5)]);
+        return f & E_COL;
+    }
+    case 14: {
+        const ocol *c = pick_col(g, sc, OT_BOOL); /* a boolean column of a derived table */
+        if (c) {
+            sb_puts(sb, c->ref);
+            return E_COL;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    f = gen(g, sc, ty, 0, sb);
+    sb_puts(sb, " IS NULL");
+    return f & E_COL;
+}
+
+/* A WHERE, ON or HAVING condition: the only place an explicit COLLATE
+ * goes. SQLite gives a CASE, a function or an operator the collation of
+ * an explicit COLLATE anywhere inside it (CASE WHEN a <= b COLLATE NOCASE
+ * THEN x END compares as NOCASE); livedb takes COLLATE from the operands
+ * of a comparison only (SQL.md "Collations"). */
+static int gen_condition(ogen *g, const oscope *sc, int depth, strbuf *sb)
+{
+    bool cond = g->cond;
+    g->cond = true;
+    int f = gen_bool(g, sc, depth, sb);
+    g->cond = cond;
+    return f;
+}
+
+static int gen(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
+{
+    if (ty != OT_BOOL || !g->cond)
+        return gen_value(g, sc, ty, depth, sb);
+    /* a boolean operand of a comparison is a value again */
+    g->cond = false;
+    int f = gen_value(g, sc, ty, depth, sb);
+    g->cond = true;
+    return f;
+}
+
+static int gen_value(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
+{
+    bool cond = g->cond;
+    if (ty != OT_BOOL)
+        g->cond = false;
+    int f;
+    switch (ty) {
+    case OT_INT: f = gen_int(g, sc, depth, sb); break;
+    case OT_REAL: f = gen_real(g, sc, depth, sb); break;
+    case OT_TEXT: f = gen_text(g, sc, depth, sb); break;
+    case OT_FLT: f = gen_flt(g, sc, depth, sb); break;
+    default: f = gen_bool(g, sc, depth, sb); break;
+    }
+    g->cond = cond;
+    return f;
+}
+
+/* An expression whose value may be chosen among NOCASE-equal ones (a
+ * group key, a DISTINCT or compound column, a min/max argument): a bare
+ * NOCASE column is shown through lower() (oracle_gen.h). */
+static bool needs_lower(int f)
+{
+    return (f & E_NOCASE) || ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION));
+}
+
+/* An expression grouped, deduplicated or ordered on: a || with a NOCASE
+ * operand goes through lower() while KNOWN_COMPUTED_COLLATION lasts. */
+static int gen_grouped_on(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
+{
+    strbuf e = STRBUF_INIT;
+    int f = gen(g, sc, ty, depth, &e);
+    if ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION))
+        sb_printf(sb, "lower(%s)", sb_str(&e));
+    else
+        sb_puts(sb, sb_str(&e));
+    sb_free(&e);
+    return f & (E_COL | E_NOCASE);
+}
+
+static int gen_shown(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
+{
+    strbuf e = STRBUF_INIT;
+    int f = gen(g, sc, ty, depth, &e);
+    if (needs_lower(f))
+        sb_printf(sb, "lower(%s)", sb_str(&e));
+    else
+        sb_puts(sb, sb_str(&e));
+    sb_free(&e);
+    return f & E_COL;
+}
+
+/* ---- subqueries ----------------------------------------------------------------- */
+
+/* A local scope over one table t with alias, nested in outer. */
+static void table_scope(oscope *sc, const struct otable *t, const char *alias, const oscope *outer)
+{
+    sc->n = 0;
+    sc->outer = outer;
+    scope_add_table(sc, t, alias);
+}
+
+/* inner.col = outer.col of one type (an enclosing query's column, one or
+ * two levels out), when the scopes share a type; false otherwise. */
+static bool correlation(ogen *g, const oscope *in, strbuf *sb)
+{
+    const ocol *pairs[2 * SCOPE_MAX * SCOPE_MAX][2];
+    int n = 0;
+    for (int i = 0; i < in->n; i++) {
+        int levels = 0;
+        for (const oscope *o = in->outer; o && levels < 2; o = o->outer, levels++)
+            for (int k = 0; k < o->n; k++)
+                if (o->c[k].ty == in->c[i].ty && in->c[i].ty != OT_BOOL) {
+                    pairs[n][0] = &in->c[i];
+                    pairs[n][1] = &o->c[k];
+                    n++;
+                }
+    }
+    if (!sb)
+        return n > 0;
+    if (n == 0)
+        return false;
+    int k = gpick(g, n), swap = gpick(g, 2);
+    sb_printf(sb, "%s = %s", pairs[k][swap]->ref, pairs[k][!swap]->ref);
+    return true;
+}
+
+static bool can_correlate(ogen *g, const oscope *in) { return correlation(g, in, NULL); }
+
+/* WHERE for a subquery over in: a correlation and/or a condition. */
+static void sub_where(ogen *g, const oscope *in, bool correlate, strbuf *sb)
+{
+    strbuf c = STRBUF_INIT;
+    bool corr = correlate && correlation(g, in, &c);
+    bool cond = !corr || gchance(g, 1, 2);
+    if (!corr && !cond) {
+        sb_free(&c);
+        return;
+    }
+    sb_puts(sb, " WHERE ");
+    if (corr)
+        sb_puts(sb, sb_str(&c));
+    if (corr && cond)
+        sb_puts(sb, " AND ");
+    if (cond)
+        gen_condition(g, in, 1, sb);
+    sb_free(&c);
+}
+
+/* ORDER BY terms of sc's columns, then keys: a total order. */
+static void total_order(ogen *g, const oscope *sc, const char *keys, strbuf *sb)
+{
+    sb_puts(sb, " ORDER BY ");
+    int n = gpick(g, 3);
+    for (int i = 0; i < n; i++) {
+        const ocol *c = &sc->c[gpick(g, sc->n)];
+        sb_printf(sb, "%s%s", c->ref, gchance(g, 1, 2) ? " DESC, " : ", ");
+    }
+    sb_puts(sb, keys);
+}
+
+/* An aggregate's argument: no subquery, no outer column (oracle_gen.h). */
+static int agg_arg(ogen *g, const oscope *sc, enum oty ty, bool shown, strbuf *sb)
+{
+    oscope local = *sc;
+    local.outer = NULL;
+    bool no_sub = g->no_sub;
+    g->no_sub = true;
+    int f = shown ? gen_shown(g, &local, ty, 1, sb) : gen(g, &local, ty, 1, sb);
+    g->no_sub = no_sub;
+    return f;
+}
+
+/* A one-row aggregate of type ty for a scalar subquery. */
+static void sub_aggregate(ogen *g, const oscope *in, enum oty ty, strbuf *sb)
+{
+    switch (ty) {
+    case OT_INT:
+        switch (gpick(g, 4)) {
+        case 0: sb_puts(sb, "count(*)"); return;
+        case 1: sb_puts(sb, "count("); agg_arg(g, in, value_type(g), false, sb); break;
+        case 2: sb_puts(sb, "sum("); agg_arg(g, in, OT_INT, false, sb); break;
+        default:
+            sb_puts(sb, gchance(g, 1, 2) ? "min(" : "max(");
+            agg_arg(g, in, OT_INT, false, sb);
+        }
+        break;
+    case OT_REAL: {
+        static const char *const f[] = { "avg(", "total(", "sum(", "min(", "max(" };
+        int k = g->no_avg ? 1 + gpick(g, 4) : gpick(g, 5);
+        sb_puts(sb, f[k]);
+        agg_arg(g, in, k < 2 && gchance(g, 1, 2) ? OT_INT : OT_REAL, false, sb);
+        break;
+    }
+    case OT_TEXT:
+        sb_puts(sb, gchance(g, 1, 2) ? "min(" : "max(");
+        agg_arg(g, in, OT_TEXT, true, sb);
+        break;
+    default:
+        sb_puts(sb, gchance(g, 1, 2) ? "min(" : "max(");
+        agg_arg(g, in, OT_FLT, false, sb);
+        break;
+    }
+    sb_putc(sb, ')');
+}
+
+/* A scalar subquery that livedb can prove single-row: an aggregate, an
+ * ORDER BY ... LIMIT 1 under a total order, or a lookup by primary key. */
+static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
+{
+    const struct otable *t = pick_table(g);
+    char alias[16];
+    new_alias(g, alias);
+    oscope in;
+    table_scope(&in, t, alias, sc);
+    g->depth++;
+    g->subs++;
+    int form = gpick(g, 3);
+    bool others = g->subs > 1;
+    /* a correlation needs an outer column of a type the table has */
+    if (form == 1 && known_bug(KNOWN_UNCORRELATED_TOP1) && !can_correlate(g, &in))
+        form = 0;
+    /* a GROUP BY key is written out twice or more: several instances */
+    if (form == 1 && g->o->avoid_top1_with_other_subquery && (others || g->in_key))
+        form = 0;
+    const ocol *outer_key = form == 2 ? pick_col(g, sc, OT_INT) : NULL;
+    if (form == 2 && !outer_key)
+        form = 0;
+    /* KNOWN_COMPUTED_COLLATION: SQLite gives a scalar subquery no
+     * collation, livedb its column's (BINARY or NOCASE); substr(x, 1),
+     * the same value, has none in both */
+    bool plain = ty == OT_TEXT && known_bug(KNOWN_COMPUTED_COLLATION);
+    sb_puts(sb, plain ? "substr((SELECT " : "(SELECT ");
+    if (form == 0) {
+        sub_aggregate(g, &in, ty, sb);
+        sb_printf(sb, " FROM %s AS %s", t->name, alias);
+        sub_where(g, &in, gchance(g, 3, 4), sb);
+    } else if (form == 1) {
+        g->top1s++;
+        gen(g, &in, ty, 1, sb);
+        sb_printf(sb, " FROM %s AS %s", t->name, alias);
+        sub_where(g, &in, gchance(g, 3, 4) || known_bug(KNOWN_UNCORRELATED_TOP1), sb);
+        strbuf keys = STRBUF_INIT;
+        table_keys(t, alias, &keys);
+        total_order(g, &in, sb_str(&keys), sb);
+        sb_free(&keys);
+        sb_puts(sb, " LIMIT 1");
+    } else {
+        /* by primary key: t1 or t2, keyed by an INTEGER of the outer row */
+        const struct otable *kt = &otables[gpick(g, 2)];
+        in.n = 0;
+        scope_add_table(&in, kt, alias);
+        gen(g, &in, ty, 1, sb);
+        sb_printf(sb, " FROM %s AS %s WHERE %s.id = ", kt->name, alias, alias);
+        /* an INTEGER column of the outer row: livedb proves one row from
+         * key = outer column only, and refuses key = expression or
+         * constant (a limitation, in the findings) */
+        sb_puts(sb, outer_key->ref);
+    }
+    sb_puts(sb, plain ? "), 1)" : ")");
+    g->depth--;
+}
+
+static void exists_subquery(ogen *g, const oscope *sc, strbuf *sb)
+{
+    const struct otable *t = pick_table(g);
+    char alias[16];
+    new_alias(g, alias);
+    oscope in;
+    table_scope(&in, t, alias, sc);
+    g->depth++;
+    g->subs++;
+    sb_printf(sb, "%sEXISTS (SELECT 1 FROM %s AS %s", gchance(g, 1, 3) ? "NOT " : "", t->name,
+              alias);
+    if (gchance(g, 1, 4)) { /* a join inside */
+        const struct otable *u = pick_table(g);
+        char ua[16];
+        new_alias(g, ua);
+        int before = in.n;
+        scope_add_table(&in, u, ua);
+        sb_printf(sb, " JOIN %s AS %s ON ", u->name, ua);
+        const ocol *r = &in.c[before + gpick(g, u->ncols)];
+        oscope left = in;
+        left.n = before;
+        left.outer = NULL;
+        const ocol *l = scope_pick(g, &left, r->ty);
+        if (l)
+            sb_printf(sb, "%s = %s", l->ref, r->ref);
+        else
+            sb_printf(sb, "%s IS NOT NULL", r->ref);
+    }
+    sub_where(g, &in, gchance(g, 4, 5), sb);
+    sb_putc(sb, ')');
+    g->depth--;
+}
+
+static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
+{
+    const struct otable *t = pick_table(g);
+    char alias[16];
+    new_alias(g, alias);
+    oscope in;
+    table_scope(&in, t, alias, sc);
+    g->depth++;
+    g->subs++;
+    sb_printf(sb, "%s IN (SELECT %s", gchance(g, 1, 3) ? " NOT" : "",
+              gchance(g, 1, 4) ? "DISTINCT " : "");
+    oscope local = in;
+    local.outer = NULL;
+    gen_grouped_on(g, &local, ty, 1, sb); /* its collation decides IN's */
+    sb_printf(sb, " FROM %s AS %s", t->name, alias);
+    sub_where(g, &in, gchance(g, 1, 2), sb);
+    sb_putc(sb, ')');
+    g->depth--;
+}
+
+/* ---- FROM ------------------------------------------------------------------------- */
+
+/* What a FROM clause gives its query. */
+typedef struct ofrom {
+    oscope sc;
+    strbuf keys;                   /* its rows' key, for a total ORDER BY */
+    const struct otable *first;    /* the first item, when a table */
+    char first_alias[16];
+    int items;
+} ofrom;
+
+static void gen_grouped_body(ogen *g, const oscope *outer, int ncols, const enum oty *tys,
+                             const char *const *names, strbuf *sb, strbuf *order_keys);
+
+/* A derived table over one table: a projection that keeps the table's
+ * key (sometimes a window of it), a GROUP BY, or a DISTINCT. Its columns
+ * c0.. join sc under alias; its key goes to keys. */
+static void gen_derived(ogen *g, const char *alias, strbuf *sb, oscope *sc, strbuf *keys)
+{
+    const struct otable *t = pick_table(g);
+    char in_alias[16];
+    new_alias(g, in_alias);
+    oscope in;
+    table_scope(&in, t, in_alias, NULL);
+    bool no_avg = g->no_avg;
+    g->no_avg = true;
+    g->in_derived = true;
+    int form = gpick(g, 3);
+    if (form == 0) {
+        sb_puts(sb, "SELECT ");
+        int n = 0;
+        for (int i = 0; i < t->nkey; i++, n++) {
+            sb_printf(sb, "%s%s.%s AS c%d", n ? ", " : "", in_alias, t->cols[i].name, n);
+            char col[16];
+            snprintf(col, sizeof col, "c%d", n);
+            scope_add(sc, alias, col, t->cols[i].ty, t->cols[i].nocase ? E_NOCASE : 0);
+            sb_printf(keys, "%s%s.%s", keys->len ? ", " : "", alias, col);
+        }
+        int extra = 1 + gpick(g, 2);
+        for (int i = 0; i < extra; i++, n++) {
+            static const enum oty tys[] = { OT_INT, OT_REAL, OT_TEXT, OT_BOOL, OT_FLT };
+            enum oty ty = tys[gpick(g, 5)];
+            sb_puts(sb, ", ");
+            int f = gen_grouped_on(g, &in, ty, 1, sb);
+            sb_printf(sb, " AS c%d", n);
+            char col[16];
+            snprintf(col, sizeof col, "c%d", n);
+            scope_add(sc, alias, col, ty, f & E_NOCASE);
+        }
+        sb_printf(sb, " FROM %s AS %s", t->name, in_alias);
+        if (gchance(g, 1, 2)) {
+            sb_puts(sb, " WHERE ");
+            gen_condition(g, &in, 1, sb);
+        }
+        if (gchance(g, 1, 4)) {
+            strbuf tk = STRBUF_INIT;
+            table_keys(t, in_alias, &tk);
+            total_order(g, &in, sb_str(&tk), sb);
+            sb_free(&tk);
+            sb_printf(sb, " LIMIT %d", 1 + gpick(g, 6));
+            if (gchance(g, 1, 2))
+                sb_printf(sb, " OFFSET %d", gpick(g, 3));
+        }
+    } else if (form == 1) {
+        enum oty tys[3];
+        const char *names[3] = { "c0", "c1", "c2" };
+        int ncols = 2 + gpick(g, 2);
+        for (int i = 0; i < ncols; i++) {
+            static const enum oty vt[] = { OT_INT, OT_REAL, OT_TEXT, OT_FLT };
+            tys[i] = vt[gpick(g, 4)];
+        }
+        strbuf body = STRBUF_INIT, okeys = STRBUF_INIT;
+        gen_grouped_body(g, NULL, ncols, tys, names, &body, &okeys);
+        sb_puts(sb, sb_str(&body));
+        for (int i = 0; i < ncols; i++)
+            scope_add(sc, alias, names[i], tys[i], 0);
+        /* the group keys are the first columns; okeys counts them */
+        int nkeys = (int)strtol(sb_str(&okeys), NULL, 10);
+        for (int i = 0; i < (nkeys ? nkeys : ncols); i++)
+            sb_printf(keys, "%s%s.c%d", keys->len ? ", " : "", alias, i);
+        sb_free(&body);
+        sb_free(&okeys);
+    } else {
+        int ncols = 1 + gpick(g, 2);
+        sb_puts(sb, "SELECT DISTINCT ");
+        for (int i = 0; i < ncols; i++) {
+            static const enum oty tys[] = { OT_INT, OT_REAL, OT_TEXT, OT_FLT };
+            enum oty ty = tys[gpick(g, 4)];
+            sb_puts(sb, i ? ", " : "");
+            gen_shown(g, &in, ty, 1, sb);
+            sb_printf(sb, " AS c%d", i);
+            char col[16];
+            snprintf(col, sizeof col, "c%d", i);
+            scope_add(sc, alias, col, ty, 0);
+            sb_printf(keys, "%s%s.%s", keys->len ? ", " : "", alias, col);
+        }
+        sb_printf(sb, " FROM %s AS %s", t->name, in_alias);
+        if (gchance(g, 1, 2)) {
+            sb_puts(sb, " WHERE ");
+            gen_condition(g, &in, 1, sb);
+        }
+    }
+    g->no_avg = no_avg;
+    g->in_derived = false;
+}
+
+/* One FROM item: a table, or (at the top) a derived table or CTE. */
+static void from_item(ogen *g, ofrom *fr, bool derived_ok, strbuf *sb)
+{
+    char alias[16];
+    new_alias(g, alias);
+    if (derived_ok && !g->in_derived && g->depth == 0 && gchance(g, 1, 5)) {
+        strbuf body = STRBUF_INIT;
+        gen_derived(g, alias, &body, &fr->sc, &fr->keys);
+        if (gchance(g, 1, 3)) {
+            sb_printf(&g->with, "%s%s_cte AS (%s)", g->with.len ? ", " : "WITH ", alias,
+                      sb_str(&body));
+            sb_printf(sb, "%s_cte AS %s", alias, alias);
+        } else {
+            sb_printf(sb, "(%s) AS %s", sb_str(&body), alias);
+        }
+        sb_free(&body);
+        return;
+    }
+    const struct otable *t = pick_table(g);
+    if (fr->items == 0) {
+        fr->first = t;
+        memcpy(fr->first_alias, alias, sizeof alias);
+    }
+    scope_add_table(&fr->sc, t, alias);
+    table_keys(t, alias, &fr->keys);
+    sb_printf(sb, "%s AS %s", t->name, alias);
+}
+
+/* An equality between a column of the item that starts at column `from`
+ * and an earlier column of the same type. */
+static bool join_equality(ogen *g, const ofrom *fr, int from, strbuf *sb)
+{
+    for (int tries = 0; tries < 12; tries++) {
+        const ocol *r = &fr->sc.c[from + gpick(g, fr->sc.n - from)];
+        if (r->ty == OT_BOOL)
+            continue;
+        oscope left = fr->sc;
+        left.n = from;
+        left.outer = NULL;
+        const ocol *l = scope_pick(g, &left, r->ty);
+        if (l) {
+            sb_printf(sb, "%s = %s", l->ref, r->ref);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* FROM with 1..max_items items joined by every kind of join. Every ON
+ * term reads a column: SQLite 3.40 loses the rows of "a JOIN b ON <a
+ * constant false term> RIGHT JOIN c ..." (a bug fixed later; see
+ * tests/sql/test_differential.c). Comma and CROSS joins past the second
+ * item get an equality in WHERE (where), to keep results small. */
+static void gen_from(ogen *g, ofrom *fr, int max_items, bool derived_ok, strbuf *sb,
+                     strbuf *where)
+{
+    static const char *const joins[] = { ", ", " CROSS JOIN ", " JOIN ", " LEFT JOIN ",
+                                         " RIGHT JOIN ", " FULL JOIN ", " INNER JOIN ",
+                                         " LEFT JOIN " };
+    memset(fr, 0, sizeof *fr);
+    int n = 1 + gpick(g, max_items);
+    sb_puts(sb, " FROM ");
+    for (int i = 0; i < n; i++) {
+        int j = i == 0 ? -1 : gpick(g, 8);
+        if (i)
+            sb_puts(sb, joins[j]);
+        int from = fr->sc.n;
+        from_item(g, fr, derived_ok, sb);
+        fr->items++;
+        if (j >= 2) {
+            sb_puts(sb, " ON ");
+            if (!join_equality(g, fr, from, sb))
+                sb_printf(sb, "%s IS NOT NULL", fr->sc.c[from].ref);
+            if (gchance(g, 1, 4)) {
+                oscope both = fr->sc;
+                both.outer = NULL;
+                bool no_sub = g->no_sub;
+                g->no_sub = true; /* no subquery in ON */
+                sb_puts(sb, " AND (");
+                gen_condition(g, &both, 1, sb);
+                sb_printf(sb, " OR %s IS NULL)", fr->sc.c[from].ref);
+                g->no_sub = no_sub;
+            }
+        } else if (i >= 2) {
+            strbuf eq = STRBUF_INIT;
+            if (join_equality(g, fr, from, &eq))
+                sb_printf(where, "%s%s", where->len ? " AND " : "", sb_str(&eq));
+            sb_free(&eq);
+        }
+    }
+}
+
+/* " WHERE " + where's conjuncts and (sometimes) a random condition. */
+static void gen_where(ogen *g, const oscope *sc, strbuf *where, unsigned chance_num,
+                      unsigned chance_den, strbuf *sb)
+{
+    bool cond = gchance(g, chance_num, chance_den);
+    if (!where->len && !cond)
+        return;
+    sb_puts(sb, " WHERE ");
+    sb_puts(sb, sb_str(where));
+    if (where->len && cond)
+        sb_puts(sb, " AND ");
+    if (cond) {
+        sb_putc(sb, '(');
+        gen_condition(g, sc, 3, sb);
+        sb_putc(sb, ')');
+    }
+}
+
+/* ---- queries -------------------------------------------------------------------- */
+
+static void order_term_suffix(ogen *g, strbuf *sb)
+{
+    if (gchance(g, 1, 2))
+        sb_puts(sb, " DESC");
+    if (gchance(g, 1, 4))
+        sb_puts(sb, gchance(g, 1, 2) ? " NULLS FIRST" : " NULLS LAST");
+}
+
+/* The aggregate call of a top-level output of type ty (a string_agg
+ * column sets *sep). */
+static void top_aggregate(ogen *g, const oscope *sc, enum oty ty, bool list_ok, char *sep,
+                          strbuf *sb)
+{
+    strbuf call = STRBUF_INIT;
+    *sep = 0;
+    switch (ty) {
+    case OT_INT:
+        switch (gpick(g, 6)) {
+        case 0: sb_puts(&call, "count(*)"); break;
+        case 1:
+            sb_puts(&call, "count(");
+            agg_arg(g, sc, value_type(g), false, &call);
+            sb_putc(&call, ')');
+            break;
+        case 2:
+            sb_puts(&call, "count(DISTINCT ");
+            agg_arg(g, sc, value_type(g), true, &call);
+            sb_putc(&call, ')');
+            break;
+        case 3:
+            sb_puts(&call, "sum(");
+            agg_arg(g, sc, OT_INT, false, &call);
+            sb_putc(&call, ')');
+            break;
+        default:
+            sb_puts(&call, gchance(g, 1, 2) ? "min(" : "max(");
+            agg_arg(g, sc, OT_INT, false, &call);
+            sb_putc(&call, ')');
+        }
+        break;
+    case OT_REAL: {
+        static const char *const f[] = { "avg(", "total(", "sum(", "min(", "max(" };
+        int k = g->no_avg ? 1 + gpick(g, 4) : gpick(g, 5);
+        sb_puts(&call, f[k]);
+        agg_arg(g, sc, k < 2 && gchance(g, 1, 2) ? OT_INT : OT_REAL, false, &call);
+        sb_putc(&call, ')');
+        break;
+    }
+    case OT_FLT: {
+        static const char *const f[] = { "min(", "max(", "sum(", "total(", "avg(" };
+        sb_puts(&call, f[g->no_avg ? gpick(g, 4) : gpick(g, 5)]);
+        agg_arg(g, sc, OT_FLT, false, &call);
+        sb_putc(&call, ')');
+        break;
+    }
+    default:
+        if (list_ok && gchance(g, 1, 2)) {
+            int k = gpick(g, 3);
+            *sep = gchance(g, 1, 2) ? ',' : ';';
+            enum oty at = gchance(g, 1, 3) ? OT_INT : OT_TEXT;
+            if (k == 0) {
+                sb_puts(&call, "string_agg(");
+                agg_arg(g, sc, at, false, &call);
+                sb_printf(&call, ", '%c')", *sep);
+            } else if (k == 1) {
+                sb_puts(&call, "group_concat(");
+                agg_arg(g, sc, at, false, &call);
+                sb_printf(&call, ", '%c')", *sep);
+            } else {
+                *sep = ',';
+                sb_puts(&call, "group_concat(DISTINCT ");
+                agg_arg(g, sc, at, true, &call);
+                sb_putc(&call, ')');
+            }
+        } else {
+            sb_puts(&call, gchance(g, 1, 2) ? "min(" : "max(");
+            agg_arg(g, sc, OT_TEXT, true, &call);
+            sb_putc(&call, ')');
+        }
+        break;
+    }
+    if (gchance(g, 1, 6)) {
+        oscope local = *sc;
+        local.outer = NULL;
+        bool no_sub = g->no_sub;
+        g->no_sub = true;
+        sb_puts(&call, " FILTER (WHERE ");
+        gen_bool(g, &local, 1, &call);
+        sb_putc(&call, ')');
+        g->no_sub = no_sub;
+    }
+    if (!*sep && ty == OT_INT && gchance(g, 1, 5))
+        sb_printf(sb, "(%s + %d)", sb_str(&call), gpick(g, 3));
+    else if (!*sep && ty != OT_FLT && gchance(g, 1, 6)) {
+        sb_printf(sb, "COALESCE(%s, ", sb_str(&call));
+        literal(g, ty, sb);
+        sb_putc(sb, ')');
+    } else {
+        sb_puts(sb, sb_str(&call));
+    }
+    sb_free(&call);
+}
+
+/* A GROUP BY key over sc: reads a column (a constant integer would be a
+ * column number), no outer column (SQLite cannot resolve one there);
+ * may hold a scalar subquery correlated to the grouped rows unless
+ * subqueries is false. */
+static int gen_key(ogen *g, const oscope *sc, enum oty ty, bool subqueries, strbuf *key)
+{
+    oscope local = *sc;
+    local.outer = NULL;
+    bool no_sub = g->no_sub;
+    g->no_sub = !subqueries;
+    g->in_key = true;
+    int f;
+    do {
+        sb_truncate(key, 0);
+        f = gen_grouped_on(g, &local, ty, gchance(g, 1, 2) ? 0 : 1, key);
+    } while (!(f & E_COL));
+    g->no_sub = no_sub;
+    g->in_key = false;
+    return f;
+}
+
+/* SELECT k1, .., agg, .. FROM .. [WHERE] GROUP BY k1, .. [HAVING]: the
+ * first columns are the group keys (maybe none: a scalar aggregate).
+ * order_keys gets the number of keys, then a space and the ORDER BY list
+ * that orders the groups totally (the key expressions). */
+static void gen_grouped_body(ogen *g, const oscope *outer, int ncols, const enum oty *tys,
+                             const char *const *names, strbuf *sb, strbuf *order_keys)
+{
+    ofrom fr;
+    strbuf from = STRBUF_INIT, where = STRBUF_INIT, keys[OQ_MAXCOLS];
+    gen_from(g, &fr, 2, true, &from, &where);
+    fr.sc.outer = outer;
+    int nkeys = gpick(g, ncols + 1);
+    if (nkeys == ncols && gchance(g, 1, 2))
+        nkeys--;
+    /* No subquery in a key when a key is REAL: SQLite 3.40 evaluates a
+     * subquery key again for the result, and an index probe there
+     * converts an outer REAL column in place (see test_differential.c). */
+    bool sub_keys = gchance(g, 1, 4);
+    for (int i = 0; i < nkeys; i++)
+        sub_keys = sub_keys && tys[i] != OT_REAL && tys[i] != OT_FLT;
+    sb_puts(sb, "SELECT ");
+    sb_printf(order_keys, "%d ", nkeys);
+    for (int i = 0; i < ncols; i++) {
+        sb_puts(sb, i ? ", " : "");
+        char sep = 0;
+        if (i < nkeys) {
+            sb_init(&keys[i]);
+            int f = gen_key(g, &fr.sc, tys[i], sub_keys, &keys[i]);
+            if (f & E_NOCASE)
+                sb_printf(sb, "lower(%s)", sb_str(&keys[i]));
+            else
+                sb_puts(sb, sb_str(&keys[i]));
+            sb_printf(order_keys, "%s%s", i ? ", " : "", sb_str(&keys[i]));
+        } else {
+            top_aggregate(g, &fr.sc, tys[i], false, &sep, sb);
+        }
+        if (names)
+            sb_printf(sb, " AS %s", names[i]);
+    }
+    sb_puts(sb, sb_str(&from));
+    gen_where(g, &fr.sc, &where, 1, 2, sb);
+    if (nkeys) {
+        sb_puts(sb, " GROUP BY ");
+        for (int i = 0; i < nkeys; i++)
+            sb_printf(sb, "%s%s", i ? ", " : "", sb_str(&keys[i]));
+        if (gchance(g, 1, 3)) {
+            char sep;
+            sb_puts(sb, " HAVING ");
+            top_aggregate(g, &fr.sc, OT_INT, false, &sep, sb);
+            sb_printf(sb, " %s %d", gchance(g, 1, 2) ? ">" : "<=", gpick(g, 3));
+        }
+        for (int i = 0; i < nkeys; i++)
+            sb_free(&keys[i]);
+    }
+    sb_free(&from);
+    sb_free(&where);
+    sb_free(&fr.keys);
+}
+
+/* ---- top-level queries -------------------------------------------------------------- */
+
+static const char *const out_names[OQ_MAXCOLS] = { "o0", "o1", "o2", "o3", "o4", "o5" };
+
+static void random_types(ogen *g, int n, enum oty *tys, bool bools)
+{
+    static const enum oty all[] = { OT_INT, OT_INT, OT_REAL, OT_TEXT, OT_TEXT, OT_FLT, OT_BOOL };
+    for (int i = 0; i < n; i++)
+        tys[i] = all[gpick(g, bools ? 7 : 6)];
+}
+
+static void window_of(ogen *g, oquery *q)
+{
+    q->window = true;
+    q->offset = gchance(g, 1, 2) ? 0 : gpick(g, 5);
+    q->limit = gchance(g, 1, 8) ? -1 : gpick(g, 9);
+}
+
+/* SELECT [DISTINCT] ... FROM 1-3 items [WHERE] [ORDER BY ... [LIMIT]]. */
+static void gen_plain(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
+{
+    ofrom fr;
+    strbuf from = STRBUF_INIT, where = STRBUF_INIT;
+    gen_from(g, &fr, 3, true, &from, &where);
+    bool distinct = gchance(g, 1, 6);
+    q->ncols = 1 + gpick(g, 4);
+    random_types(g, q->ncols, q->tys, true);
+    sb_puts(sb, distinct ? "SELECT DISTINCT " : "SELECT ");
+    for (int i = 0; i < q->ncols; i++) {
+        sb_puts(sb, i ? ", " : "");
+        if (distinct)
+            gen_shown(g, &fr.sc, q->tys[i], 2, sb);
+        else
+            gen(g, &fr.sc, q->tys[i], 2, sb);
+        sb_printf(sb, " AS %s", out_names[i]);
+    }
+    sb_puts(sb, sb_str(&from));
+    gen_where(g, &fr.sc, &where, 3, 4, sb);
+    if (ordered_ok && gchance(g, 1, 2)) {
+        q->ordered = true;
+        sb_puts(sb, " ORDER BY ");
+        if (distinct) {
+            for (int i = 0; i < q->ncols; i++) {
+                sb_printf(sb, "%s%d", i ? ", " : "", i + 1);
+                order_term_suffix(g, sb);
+            }
+        } else {
+            /* a leading column of the first table: an index may serve a
+             * prefix of the order, with ties at the window's boundary */
+            if (fr.first && gchance(g, 2, 3)) {
+                const struct otable *t = fr.first;
+                sb_printf(sb, "%s.%s", fr.first_alias, t->cols[gpick(g, t->ncols)].name);
+                order_term_suffix(g, sb);
+                sb_puts(sb, ", ");
+            }
+            int n = gpick(g, 2);
+            for (int i = 0; i < n; i++) {
+                enum oty ty = value_type(g);
+                bool no_sub = g->no_sub;
+                g->no_sub = true;
+                bool collate = ty == OT_TEXT && gchance(g, 1, 4);
+                strbuf term = STRBUF_INIT; /* with a column: a constant is a column number */
+                while (!(gen_grouped_on(g, &fr.sc, ty, 1, &term) & E_COL))
+                    sb_truncate(&term, 0);
+                sb_printf(sb, collate ? "(%s) COLLATE NOCASE" : "%s", sb_str(&term));
+                sb_free(&term);
+                g->no_sub = no_sub;
+                order_term_suffix(g, sb);
+                sb_puts(sb, ", ");
+            }
+            sb_puts(sb, sb_str(&fr.keys));
+        }
+        if (gchance(g, 2, 3))
+            window_of(g, q);
+    }
+    sb_free(&from);
+    sb_free(&where);
+    sb_free(&fr.keys);
+}
+
+static void gen_grouped(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
+{
+    q->ncols = 1 + gpick(g, 4);
+    static const enum oty vt[] = { OT_INT, OT_INT, OT_REAL, OT_TEXT, OT_TEXT, OT_FLT };
+    for (int i = 0; i < q->ncols; i++)
+        q->tys[i] = vt[gpick(g, 6)];
+    strbuf body = STRBUF_INIT, okeys = STRBUF_INIT;
+    gen_grouped_body(g, NULL, q->ncols, q->tys, out_names, &body, &okeys);
+    sb_puts(sb, sb_str(&body));
+    char *rest;
+    int nkeys = (int)strtol(sb_str(&okeys), &rest, 10);
+    if (nkeys && ordered_ok && gchance(g, 1, 2)) {
+        q->ordered = true;
+        sb_puts(sb, " ORDER BY ");
+        if (nkeys < q->ncols && gchance(g, 1, 2)) {
+            sb_printf(sb, "%d", nkeys + 1 + gpick(g, q->ncols - nkeys));
+            order_term_suffix(g, sb);
+            sb_puts(sb, ", ");
+        }
+        sb_puts(sb, rest + 1);
+        if (gchance(g, 2, 3))
+            window_of(g, q);
+    }
+    sb_free(&body);
+    sb_free(&okeys);
+}
+
+/* A grouped query whose aggregate columns include string_agg lists:
+ * made separately so the list columns are known. */
+static void gen_lists(ogen *g, oquery *q, strbuf *sb)
+{
+    ofrom fr;
+    strbuf from = STRBUF_INIT, where = STRBUF_INIT, key = STRBUF_INIT;
+    gen_from(g, &fr, 2, true, &from, &where);
+    static const enum oty kt[] = { OT_INT, OT_TEXT };
+    enum oty kty = kt[gpick(g, 2)];
+    bool grouped = gchance(g, 3, 4);
+    int f = grouped ? gen_key(g, &fr.sc, kty, false, &key) : 0;
+    q->ncols = grouped + 1 + gpick(g, 2);
+    sb_puts(sb, "SELECT ");
+    for (int i = 0; i < q->ncols; i++) {
+        sb_puts(sb, i ? ", " : "");
+        if (grouped && i == 0) {
+            q->tys[0] = kty;
+            sb_printf(sb, (f & E_NOCASE) ? "lower(%s)" : "%s", sb_str(&key));
+        } else {
+            q->tys[i] = gchance(g, 3, 4) ? OT_TEXT : OT_INT;
+            top_aggregate(g, &fr.sc, q->tys[i], true, &q->list_sep[i], sb);
+        }
+        sb_printf(sb, " AS %s", out_names[i]);
+    }
+    sb_puts(sb, sb_str(&from));
+    gen_where(g, &fr.sc, &where, 1, 2, sb);
+    if (grouped)
+        sb_printf(sb, " GROUP BY %s", sb_str(&key));
+    sb_free(&from);
+    sb_free(&where);
+    sb_free(&key);
+    sb_free(&fr.keys);
+}
+
+/* arm op arm [op arm] [ORDER BY every column [LIMIT]]: text columns never
+ * NOCASE (the rows of a compound are chosen among equals). */
+static void gen_compound(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
+{
+    static const char *const ops[] = { " UNION ", " UNION ALL ", " INTERSECT ", " EXCEPT " };
+    q->ncols = 1 + gpick(g, 3);
+    random_types(g, q->ncols, q->tys, false);
+    int arms = 2 + gchance(g, 1, 4);
+    for (int a = 0; a < arms; a++) {
+        if (a)
+            sb_puts(sb, ops[gpick(g, 4)]);
+        if (gchance(g, 1, 3)) {
+            strbuf okeys = STRBUF_INIT;
+            gen_grouped_body(g, NULL, q->ncols, q->tys, a ? NULL : out_names, sb, &okeys);
+            sb_free(&okeys);
+            continue;
+        }
+        ofrom fr;
+        strbuf from = STRBUF_INIT, where = STRBUF_INIT;
+        gen_from(g, &fr, 2, false, &from, &where);
+        sb_puts(sb, "SELECT ");
+        for (int i = 0; i < q->ncols; i++) {
+            sb_puts(sb, i ? ", " : "");
+            gen_shown(g, &fr.sc, q->tys[i], 2, sb);
+            if (!a)
+                sb_printf(sb, " AS %s", out_names[i]);
+        }
+        sb_puts(sb, sb_str(&from));
+        gen_where(g, &fr.sc, &where, 2, 3, sb);
+        sb_free(&from);
+        sb_free(&where);
+        sb_free(&fr.keys);
+    }
+    if (ordered_ok && gchance(g, 1, 2)) {
+        q->ordered = true;
+        sb_puts(sb, " ORDER BY ");
+        for (int i = 0; i < q->ncols; i++) {
+            sb_printf(sb, "%s%d", i ? ", " : "", i + 1);
+            order_term_suffix(g, sb);
+        }
+        if (gchance(g, 2, 3))
+            window_of(g, q);
+    }
+}
+
+void oq_generate(rng *r, const ogen_opts *o, oquery *q)
+{
+    memset(q, 0, sizeof *q);
+    ogen g;
+    memset(&g, 0, sizeof g);
+    g.r = r;
+    g.o = o;
+    g.q = q;
+    strbuf body = STRBUF_INIT;
+    int k = pick(r, 20);
+    if (k < 9)
+        gen_plain(&g, q, true, &body);
+    else if (k < 14)
+        gen_grouped(&g, q, true, &body);
+    else if (k < 16)
+        gen_lists(&g, q, &body);
+    else
+        gen_compound(&g, q, true, &body);
+    strbuf all = STRBUF_INIT;
+    if (g.with.len)
+        sb_printf(&all, "%s ", sb_str(&g.with));
+    sb_puts(&all, sb_str(&body));
+    CHECK(!sb_error(&all));
+    q->sql = sb_take(&all, NULL);
+    sb_free(&body);
+    sb_free(&g.with);
+}
+
+void oq_free(oquery *q)
+{
+    mem_free(q->sql);
+    q->sql = NULL;
+}
+
+char *oq_text(const oquery *q, bool sqlite, int64_t offset, int64_t limit)
+{
+    strbuf sb = STRBUF_INIT;
+    const char *p = q->sql;
+    for (const char *m; sqlite && (m = strstr(p, "string_agg(")); p = m + 11) {
+        sb_put(&sb, p, (size_t)(m - p));
+        sb_puts(&sb, "group_concat(");
+    }
+    sb_puts(&sb, p);
+    if (q->window)
+        sb_printf(&sb, " LIMIT %lld OFFSET %lld", (long long)limit, (long long)offset);
+    CHECK(!sb_error(&sb));
+    return sb_take(&sb, NULL);
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts the items of one "t:a,b,c" value (in place: same length). */
+static void sort_items(char *v, size_t len, char sep)
+{
+    if (len < 2 || v[0] != 't')
+        return;
+    char *text = v + 2;
+    size_t tlen = len - 2, n = 0;
+    char *copy = malloc(tlen + 1), **items = malloc((tlen + 1) * sizeof *items);
+    CHECK(copy && items);
+    memcpy(copy, text, tlen);
+    copy[tlen] = '\0';
+    for (char *s = copy;;) {
+        items[n++] = s;
+        char *e = strchr(s, sep);
+        if (!e)
+            break;
+        *e = '\0';
+        s = e + 1;
+    }
+    qsort(items, n, sizeof *items, cmp_items);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(items[i]);
+        if (i)
+            text[at++] = sep;
+        memcpy(text + at, items[i], l);
+        at += l;
+    }
+    free(copy);
+    free(items);
+}
+
+void oq_normalize(const oquery *q, char **row)
+{
+    bool any = false;
+    for (int i = 0; i < q->ncols; i++)
+        any = any || q->list_sep[i];
+    if (!any)
+        return;
+    /* values are separated by '|', which no value here contains */
+    char *p = *row;
+    for (int i = 0; i < q->ncols && p; i++) {
+        char *end = strchr(p, '|');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (q->list_sep[i])
+            sort_items(p, len, q->list_sep[i]);
+        p = end ? end + 1 : NULL;
+    }
+}
+
+/* ---- the two databases -------------------------------------------------------------- */
+
+/* sql with each ?N replaced by the value it is bound to. */
+static void put_inlined(strbuf *sb, const char *sql, const oval *params, int n)
+{
+    for (const char *p = sql; *p;) {
+        if (*p == '?') {
+            char *end;
+            long k = strtol(p + 1, &end, 10);
+            CHECK(k >= 1 && k <= n);
+            put_value(sb, &params[k - 1]);
+            p = end;
+        } else {
+            sb_putc(sb, *p++);
+        }
+    }
+}
+
+static void log_stmt(oworld *w, const char *sql, const oval *params, int n)
+{
+    put_inlined(&w->log, sql, params, n);
+    sb_puts(&w->log, ";\n");
+}
+
+void ow_log_query(oworld *w, int id, const oquery *q, int64_t offset, int64_t limit)
+{
+    char *sql = oq_text(q, false, offset, limit);
+    sb_printf(&w->log, "-- .live@%d ", id);
+    put_inlined(&w->log, sql, q->params, q->nparams);
+    sb_putc(&w->log, '\n');
+    mem_free(sql);
+}
+
+static int run_livedb(oworld *w, const char *sql, const oval *params, int n)
+{
+    ldb_stmt *st;
+    int rc = ldb_prepare(w->ld, sql, -1, &st, NULL);
+    CHECKF(rc == LDB_OK && st, "%s: %s", sql, ldb_errmsg(w->ld));
+    for (int i = 0; i < n; i++)
+        bind_livedb(st, i + 1, &params[i]);
+    while ((rc = ldb_step(st)) == LDB_ROW)
+        ;
+    ldb_finalize(st);
+    return rc;
+}
+
+static int run_sqlite(oworld *w, const char *sql, const oval *params, int n)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
+    CHECKF(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(w->sq));
+    for (int i = 0; i < n; i++)
+        bind_sqlite(st, i + 1, &params[i]);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+bool ow_both(oworld *w, const char *sql, const oval *params, int n)
+{
+    size_t at = w->log.len;
+    log_stmt(w, sql, params, n);
+    w->statements++;
+    int lrc = run_livedb(w, sql, params, n);
+    if (lrc != LDB_DONE) { /* the log stays a script that runs to its end */
+        strbuf line = STRBUF_INIT;
+        sb_puts(&line, sb_str(&w->log) + at);
+        sb_truncate(&w->log, at);
+        sb_printf(&w->log, "-- failed: %s", sb_str(&line));
+        sb_free(&line);
+    }
+    char lmsg[256];
+    snprintf(lmsg, sizeof lmsg, "%s", ldb_errmsg(w->ld));
+    int src = run_sqlite(w, sql, params, n);
+    bool lok = lrc == LDB_DONE, sok = src == SQLITE_DONE;
+    if (lok != sok || (!lok && lrc != LDB_CONSTRAINT)) {
+        ow_report_history(w);
+        CHECKF(0, "history seed %llu: the engines disagree on the last statement: livedb %s "
+               "(%d: %s), SQLite %s (%s)",
+               (unsigned long long)w->seed, lok ? "ok" : "failed", lrc, lmsg,
+               sok ? "ok" : "failed", sqlite3_errmsg(w->sq));
+    }
+    w->failed += !lok;
+    return lok;
+}
+
+/* A statement only livedb runs (index DDL). */
+static void livedb_only(oworld *w, const char *sql)
+{
+    sb_printf(&w->log, "%s;\n", sql);
+    w->statements++;
+    w->ddl = true;
+    int rc = ldb_exec(w->ld, sql, NULL, NULL);
+    CHECKF(rc == LDB_OK, "%s: %s", sql, ldb_errmsg(w->ld));
+}
+
+static void index_ddl(oworld *w)
+{
+    int i = pick(&w->r, NINDEXES);
+    char sql[128];
+    if (chance(&w->r, 1, 2))
+        snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s ON %s", index_defs[i][0],
+                 index_defs[i][1]);
+    else
+        snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %s", index_defs[i][0]);
+    livedb_only(w, sql);
+}
+
+/* ---- writes --------------------------------------------------------------------------- */
+
+typedef struct owrite {
+    char sql[320];
+    oval p[24];
+    int n;
+} owrite;
+
+static void add(owrite *wr, oval v) { wr->p[wr->n++] = v; }
+
+/* Rows for t1/t2/t3/t4 with the key from the small ranges (collisions
+ * happen and must fail, or be ignored or replaced, in both). */
+static void row_values(rng *r, int table, owrite *wr)
+{
+    const struct otable *t = &otables[table];
+    for (int c = 0; c < t->ncols; c++) {
+        if (c == 0 && table < 2)
+            add(wr, int_value(rng_range(r, 1, 24)));
+        else if (table == 3 && c == 0)
+            add(wr, int_value(rng_range(r, 0, 4)));
+        else if (table == 3 && c == 1)
+            add(wr, random_value(r, OT_TEXT, false));
+        else if (table == 1 && c == 1)
+            add(wr, chance(r, 1, 8) ? random_value(r, OT_INT, true)
+                                    : int_value(rng_range(r, 0, 25)));
+        else
+            add(wr, random_value(r, t->cols[c].ty, true));
+    }
+}
+
+static void gen_insert(rng *r, int table, owrite *wr)
+{
+    static const char *const verbs[] = { "INSERT", "INSERT OR IGNORE", "INSERT OR REPLACE" };
+    const struct otable *t = &otables[table];
+    size_t len = (size_t)snprintf(wr->sql, sizeof wr->sql, "%s INTO %s VALUES ",
+                                  verbs[table == 3 ? 1 + pick(r, 2) : pick(r, 3)], t->name);
+    int rows = 1 + pick(r, 3);
+    for (int i = 0; i < rows; i++) {
+        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s(", i ? ", " : "");
+        for (int c = 0; c < t->ncols; c++)
+            len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s?%d", c ? ", " : "",
+                                    wr->n + c + 1);
+        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, ")");
+        row_values(r, table, wr);
+    }
+}
+
+static void gen_update(rng *r, int table, owrite *wr)
+{
+    switch (table * 10 + pick(r, 6)) {
+    case 0:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = ?1 WHERE id = ?2");
+        add(wr, random_value(r, OT_INT, true));
+        add(wr, int_value(rng_range(r, 1, 24)));
+        break;
+    case 1:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET b = ?1, d = ?2 WHERE a = ?3");
+        add(wr, random_value(r, OT_TEXT, true));
+        add(wr, random_value(r, OT_TEXT, true));
+        add(wr, random_value(r, OT_INT, false));
+        break;
+    case 2:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET c = ?1 WHERE id %% 3 = ?2");
+        add(wr, random_value(r, OT_REAL, true));
+        add(wr, int_value(rng_range(r, 0, 2)));
+        break;
+    case 3:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a + 1 WHERE d = ?1");
+        add(wr, random_value(r, OT_TEXT, false));
+        break;
+    case 4: /* a key moves (one row: SQL.md differences 10) */
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET id = ?1 WHERE id = ?2");
+        add(wr, int_value(rng_range(r, 1, 24)));
+        add(wr, int_value(rng_range(r, 1, 24)));
+        break;
+    case 5: /* changes nothing */
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a, c = c WHERE a >= ?1");
+        add(wr, random_value(r, OT_INT, false));
+        break;
+    case 10:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = ?1, s = ?2 WHERE id = ?3");
+        add(wr, random_value(r, OT_INT, true));
+        add(wr, random_value(r, OT_TEXT, true));
+        add(wr, int_value(rng_range(r, 1, 24)));
+        break;
+    case 11:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET f = ?1 WHERE id %% 4 = ?2");
+        add(wr, random_value(r, OT_FLT, true));
+        add(wr, int_value(rng_range(r, 0, 3)));
+        break;
+    case 12:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET t1id = ?1 WHERE id = ?2");
+        add(wr, int_value(rng_range(r, 0, 25)));
+        add(wr, int_value(rng_range(r, 1, 24)));
+        break;
+    case 13:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = x - 1 WHERE s = ?1 OR f = ?2");
+        add(wr, random_value(r, OT_TEXT, false));
+        add(wr, random_value(r, OT_FLT, false));
+        break;
+    case 14:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET id = ?1 WHERE id = ?2");
+        add(wr, int_value(rng_range(r, 1, 24)));
+        add(wr, int_value(rng_range(r, 1, 24)));
+        break;
+    case 15:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET s = s, f = f WHERE x <= ?1");
+        add(wr, random_value(r, OT_INT, false));
+        break;
+    case 20: case 21:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET v = v + 1 WHERE k = ?1");
+        add(wr, random_value(r, OT_INT, false));
+        break;
+    case 22: case 23:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET w = ?1 WHERE v = ?2");
+        add(wr, random_value(r, OT_TEXT, true));
+        add(wr, random_value(r, OT_INT, false));
+        break;
+    case 24: case 25:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET k = ?1 WHERE w = ?2");
+        add(wr, random_value(r, OT_INT, true));
+        add(wr, random_value(r, OT_TEXT, false));
+        break;
+    case 30: case 31: case 32:
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET n = ?1, r = ?2 WHERE p = ?3");
+        add(wr, random_value(r, OT_INT, true));
+        add(wr, random_value(r, OT_REAL, true));
+        add(wr, int_value(rng_range(r, 0, 4)));
+        break;
+    default: /* a key moves */
+        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET q = ?1 WHERE p = ?2 AND q = ?3");
+        add(wr, random_value(r, OT_TEXT, false));
+        add(wr, int_value(rng_range(r, 0, 4)));
+        add(wr, random_value(r, OT_TEXT, false));
+        break;
+    }
+}
+
+static void gen_delete(rng *r, int table, owrite *wr)
+{
+    static const char *const forms[4][3] = {
+        { "DELETE FROM t1 WHERE id = ?1", "DELETE FROM t1 WHERE a = ?1",
+          "DELETE FROM t1 WHERE b IS NULL AND a > ?1" },
+        { "DELETE FROM t2 WHERE id = ?1", "DELETE FROM t2 WHERE t1id = ?1",
+          "DELETE FROM t2 WHERE f >= ?1" },
+        { "DELETE FROM t3 WHERE k = ?1", "DELETE FROM t3 WHERE v > ?1",
+          "DELETE FROM t3 WHERE k IS NULL OR v = ?1" },
+        { "DELETE FROM t4 WHERE p = ?1", "DELETE FROM t4 WHERE n = ?1",
+          "DELETE FROM t4 WHERE r IS NULL AND n < ?1" },
+    };
+    int k = pick(r, 3);
+    snprintf(wr->sql, sizeof wr->sql, "%s", forms[table][k]);
+    if (table == 1 && k == 2)
+        add(wr, random_value(r, OT_FLT, false));
+    else if (k == 0 && table < 2)
+        add(wr, int_value(rng_range(r, 1, 24)));
+    else
+        add(wr, random_value(r, OT_INT, false));
+}
+
+/* One random write; returns whether it succeeded. */
+static bool random_write(oworld *w)
+{
+    owrite wr;
+    memset(&wr, 0, sizeof wr);
+    int table = pick(&w->r, 4), k = pick(&w->r, 10);
+    if (k < 4)
+        gen_insert(&w->r, table, &wr);
+    else if (k < 8)
+        gen_update(&w->r, table, &wr);
+    else
+        gen_delete(&w->r, table, &wr);
+    return ow_both(w, wr.sql, wr.p, wr.n);
+}
+
+/* ---- histories ------------------------------------------------------------------------ */
+
+void ow_open(oworld *w, uint64_t seed)
+{
+    memset(w, 0, sizeof w[0]);
+    w->seed = seed;
+    rng_seed(&w->r, seed);
+    CHECK(ldb_open(NULL, &w->ld) == LDB_OK);
+    CHECK(sqlite3_open(":memory:", &w->sq) == SQLITE_OK);
+    sb_puts(&w->log, schema_sql);
+    CHECKF(ldb_exec(w->ld, schema_sql, NULL, NULL) == LDB_OK, "%s", ldb_errmsg(w->ld));
+    CHECK(sqlite3_exec(w->sq, schema_sql, NULL, NULL, NULL) == SQLITE_OK);
+    for (int i = 0; i < NINDEXES; i++)
+        if (chance(&w->r, 1, 3))
+            index_ddl(w);
+    int rows = 15 + pick(&w->r, 25);
+    for (int i = 0; i < rows; i++) {
+        owrite wr;
+        memset(&wr, 0, sizeof wr);
+        gen_insert(&w->r, i % 4, &wr);
+        ow_both(w, wr.sql, wr.p, wr.n);
+    }
+}
+
+void ow_close(oworld *w)
+{
+    ldb_close(w->ld);
+    sqlite3_close(w->sq);
+    sb_free(&w->log);
+}
+
+static void after(oworld *w, const ow_hooks *h, enum ow_point p)
+{
+    if (h->after)
+        h->after(h->ctx, w, p);
+    if (p != OW_IN_TXN)
+        w->ddl = false;
+}
+
+static void control(oworld *w, const ow_hooks *h, const char *sql, enum ow_point p)
+{
+    CHECK(ow_both(w, sql, NULL, 0));
+    after(w, h, p);
+}
+
+/* Writes inside a transaction, with savepoints and index DDL. */
+static void transaction_body(oworld *w, const ow_hooks *h, int depth)
+{
+    int n = 1 + pick(&w->r, 4);
+    for (int i = 0; i < n; i++) {
+        int k = pick(&w->r, 10);
+        if (k < 7) {
+            random_write(w);
+            after(w, h, OW_IN_TXN);
+        } else if (k < 9 && depth < 2) {
+            char sp[32];
+            snprintf(sp, sizeof sp, "SAVEPOINT s%d", depth);
+            control(w, h, sp, OW_IN_TXN);
+            transaction_body(w, h, depth + 1);
+            if (chance(&w->r, 1, 2)) {
+                snprintf(sp, sizeof sp, "ROLLBACK TO s%d", depth);
+                control(w, h, sp, OW_IN_TXN);
+            }
+            if (chance(&w->r, 2, 3)) {
+                snprintf(sp, sizeof sp, "RELEASE s%d", depth);
+                control(w, h, sp, OW_IN_TXN);
+            }
+        } else {
+            index_ddl(w);
+            after(w, h, OW_IN_TXN);
+        }
+    }
+}
+
+void ow_step(oworld *w, const ow_hooks *h)
+{
+    int k = pick(&w->r, 20);
+    if (h->between && chance(&w->r, 1, 4))
+        h->between(h->ctx, w);
+    if (k < 7) {
+        bool ok = random_write(w);
+        after(w, h, ok ? OW_COMMITTED : OW_ROLLED_BACK);
+    } else if (k < 13) {
+        control(w, h, "BEGIN", OW_IN_TXN);
+        w->in_txn = true;
+        transaction_body(w, h, 0);
+        w->in_txn = false;
+        if (chance(&w->r, 2, 3))
+            control(w, h, "COMMIT", OW_COMMITTED);
+        else
+            control(w, h, "ROLLBACK", OW_ROLLED_BACK);
+    } else if (k < 15) {
+        /* SAVEPOINT outside BEGIN starts the transaction; its RELEASE
+         * commits it */
+        control(w, h, "SAVEPOINT outer_sp", OW_IN_TXN);
+        w->in_txn = true;
+        transaction_body(w, h, 1);
+        if (chance(&w->r, 1, 3))
+            control(w, h, "ROLLBACK TO outer_sp", OW_IN_TXN);
+        w->in_txn = false;
+        control(w, h, "RELEASE outer_sp", OW_COMMITTED);
+    } else if (k < 16) {
+        /* a transaction whose writes cancel out, or change nothing */
+        control(w, h, "BEGIN", OW_IN_TXN);
+        w->in_txn = true;
+        oval p[5] = { int_value(90 + pick(&w->r, 5)), random_value(&w->r, OT_INT, true),
+                      random_value(&w->r, OT_TEXT, true), random_value(&w->r, OT_REAL, true),
+                      random_value(&w->r, OT_TEXT, true) };
+        ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5)", p, 5);
+        after(w, h, OW_IN_TXN);
+        ow_both(w, "UPDATE t2 SET x = x WHERE id > ?2", p, 2);
+        after(w, h, OW_IN_TXN);
+        ow_both(w, "DELETE FROM t1 WHERE id = ?1", p, 1);
+        after(w, h, OW_IN_TXN);
+        w->in_txn = false;
+        control(w, h, "COMMIT", OW_COMMITTED);
+    } else if (k < 18) {
+        index_ddl(w);
+        after(w, h, OW_COMMITTED);
+    } else {
+        /* fails at its second row, after writing the first */
+        oval p[10];
+        for (int i = 0; i < 10; i++)
+            p[i] = random_value(&w->r, otables[0].cols[i % 5].ty, true);
+        p[0] = p[5] = int_value(40 + pick(&w->r, 5));
+        CHECK(!ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5), (?6, ?7, ?8, ?9, ?10)",
+                       p, 10));
+        after(w, h, OW_ROLLED_BACK);
+    }
+}
+
+void ow_sqlite_rows(oworld *w, const oquery *q, int64_t offset, int64_t limit, cmp_result *r)
+{
+    char *sql = oq_text(q, true, offset, limit);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
+    CHECKF(rc == SQLITE_OK, "SQLite rejects %s: %s", sql, sqlite3_errmsg(w->sq));
+    oq_bind_sqlite(q, st);
+    cmp_step_sqlite(w->sq, st, r);
+    sqlite3_finalize(st);
+    CHECKF(r->ok, "SQLite fails %s: %s", sql, r->msg);
+    for (size_t i = 0; i < r->n; i++)
+        oq_normalize(q, &r->rows[i]);
+    mem_free(sql);
+}
+
+void ow_report_history(const oworld *w)
+{
+    const char *text = sb_str(&w->log);
+    const char *path = getenv("LDB_ORACLE_LOG");
+    if (path && *path) {
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(text, f);
+            fclose(f);
+            printf("# the whole history is in %s\n", path);
+        }
+    }
+    int lines = 0;
+    const char *start = text + strlen(text);
+    while (start > text && lines < 41)
+        if (*--start == '\n')
+            lines++;
+    printf("# history seed %llu (replay: LDB_SEED=%llu; LDB_ORACLE_LOG=file saves the whole "
+           "history), its last statements:\n",
+           (unsigned long long)w->seed, (unsigned long long)w->seed);
+    for (const char *p = start + (start > text); *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("#   %.*s\n", n, p);
+        p += n + (nl != NULL);
+    }
+}
+
+void oq_report(const oquery *q, int64_t offset, int64_t limit)
+{
+    char *sql = oq_text(q, false, offset, limit);
+    printf("# query: %s\n", sql);
+    mem_free(sql);
+    if (q->nparams) {
+        strbuf sb = STRBUF_INIT;
+        for (int i = 0; i < q->nparams; i++) {
+            sb_printf(&sb, "%s?%d = ", i ? ", " : "", i + 1);
+            put_value(&sb, &q->params[i]);
+        }
+        printf("# parameters: %s\n", sb_str(&sb));
+        sb_free(&sb);
+    }
+}
