@@ -252,7 +252,8 @@ typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
  * Errors, each with ldb_errmsg saying why: LDB_ERROR/LDB_UNSUPPORTED: a
  * non-deterministic function or user-defined aggregate, LIMIT without
  * ORDER BY, a scalar subquery that may give several rows per outer row
- * (it needs a unique key, an aggregate, or ORDER BY ... LIMIT 1);
+ * (it needs an aggregate, ORDER BY ... LIMIT 1, or an equality fixing a
+ * unique key to a constant, a parameter or a value of the outer row);
  * LDB_MISUSE: NULL sql or out, not a SELECT, inside an explicit
  * transaction or a live query callback; LDB_NOMEM: nothing is left
  * behind and fn was not called. On failure *out is NULL.

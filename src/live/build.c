@@ -203,6 +203,27 @@ expr *xb_shift(plan_arena *pa, const expr *e, const struct plan *in, int64_t del
     return xb_rewrite(pa, e, &m);
 }
 
+struct past_ctx {
+    plan_arena *pa;
+    const struct plan *both;
+    uint32_t nl, lx;
+};
+
+static expr *past_col(void *ctx, uint32_t c)
+{
+    struct past_ctx *s = ctx;
+    uint32_t nc = c < s->nl ? c : c + s->lx;
+    return xb_column(s->pa, nc, &s->both->cols[nc]);
+}
+
+expr *xb_residual_past(plan_arena *pa, const expr *e, const struct plan *both, uint32_t nl,
+                       uint32_t lx)
+{
+    struct past_ctx s = { pa, both, nl, lx };
+    struct xb_remap m = { past_col, NULL, &s };
+    return xb_rewrite(pa, e, &m);
+}
+
 bool xb_has_subquery(const expr *e)
 {
     if (e->kind == EXPR_SUBQUERY)

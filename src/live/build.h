@@ -44,6 +44,11 @@ struct xb_remap {
 expr *xb_rewrite(plan_arena *pa, const expr *e, const struct xb_remap *m);
 /* Shifts column references by delta (a common remap). */
 expr *xb_shift(plan_arena *pa, const expr *e, const struct plan *in, int64_t delta);
+/* A join residual over left ++ right (nl left columns), rewritten for a
+ * join whose left side gained lx columns at its end: references to the
+ * right side move past them; both is the new join's input. */
+expr *xb_residual_past(plan_arena *pa, const expr *e, const struct plan *both, uint32_t nl,
+                       uint32_t lx);
 
 /* True when e (not entering subquery bodies) contains a subquery. */
 bool xb_has_subquery(const expr *e);

@@ -10,11 +10,13 @@
  *   2. P' = S's plan evaluated for every tuple of D at once: the "domain
  *      push" below rewrites the plan so that its output starts with the
  *      domain column and every capture reference reads it; a subtree that
- *      reads no capture is crossed with D, and an equality between a
- *      capture and a column becomes a join key instead of a filter;
- *   3. I joined (LEFT) with what P' says per tuple: the scalar value, an
- *      existence flag, or for IN the match flag and the row and non-NULL
- *      counts that SQL's three-valued IN needs;
+ *      reads no capture is crossed with D, and an equality between an
+ *      expression of the captures and one of the columns becomes a join
+ *      key instead of a filter;
+ *   3. I joined (LEFT) with what P' says per tuple: the scalar value (when
+ *      S gives at most one row per tuple), an existence flag, or for IN
+ *      the match flag and the row and non-NULL counts that SQL's
+ *      three-valued IN needs;
  *   4. S replaced by an expression over the new columns.
  * Nested subqueries inside S are handled after the push, when their
  * captures have become plain columns. The result is the unnesting of
@@ -106,25 +108,33 @@ static expr *domain_col(plan_arena *pa, const struct plan *p)
     return xb_column(pa, 0, &p->cols[0]);
 }
 
-/* True when e is FIELD(COLUMN 0, j): a capture read through the domain. */
-static bool is_capture(const expr *e)
+/* Which columns e reads: column 0 (the domain: captures) and others. */
+static void columns_read(const expr *e, bool *zero, bool *other)
 {
-    return e->kind == EXPR_FIELD && e->args[0]->kind == EXPR_COLUMN &&
-           e->args[0]->u.index == 0;
+    if (e->kind == EXPR_COLUMN) {
+        *(e->u.index == 0 ? zero : other) = true;
+        return;
+    }
+    if (e->kind == EXPR_SUBQUERY)
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            columns_read(e->u.sq.captures[i], zero, other);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        columns_read(e->args[i], zero, other);
+}
+
+/* True when e is computed from the capture tuple alone. */
+static bool reads_domain_only(const expr *e)
+{
+    bool zero = false, other = false;
+    columns_read(e, &zero, &other);
+    return zero && !other && !xb_has_subquery(e) && !(e->flags & EXPR_NONDET);
 }
 
 static bool reads_column_zero(const expr *e)
 {
-    if (e->kind == EXPR_COLUMN)
-        return e->u.index == 0;
-    if (e->kind == EXPR_SUBQUERY)
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            if (reads_column_zero(e->u.sq.captures[i]))
-                return true;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (reads_column_zero(e->args[i]))
-            return true;
-    return false;
+    bool zero = false, other = false;
+    columns_read(e, &zero, &other);
+    return zero;
 }
 
 /* Splits pred into conjuncts. */
@@ -140,8 +150,9 @@ static void conjuncts(expr *e, expr **out, uint32_t *n, uint32_t max)
 }
 
 /*
- * FILTER(CROSS(D, X), pred) where conjuncts "capture = expression over X"
- * become join keys of JOIN(D, X). pred reads [d] ++ X's columns.
+ * FILTER(CROSS(D, X), pred) where conjuncts "expression of the captures =
+ * expression over X" become join keys of JOIN(D, X). pred reads [d] ++
+ * X's columns.
  */
 static struct plan *filter_to_join(plan_arena *pa, struct plan *cross, expr *pred)
 {
@@ -156,12 +167,13 @@ static struct plan *filter_to_join(plan_arena *pa, struct plan *cross, expr *pre
         expr *c = cs[i];
         if (c->kind == EXPR_BINARY && c->op == EOP_EQ) {
             expr *a = c->args[0], *b = c->args[1];
-            if (!is_capture(a) && is_capture(b)) {
+            if (!reads_domain_only(a) && reads_domain_only(b)) {
                 expr *t = a;
                 a = b;
                 b = t;
             }
-            if (is_capture(a) && !reads_column_zero(b) && !xb_has_subquery(b)) {
+            if (reads_domain_only(a) && !reads_column_zero(b) && !xb_has_subquery(b) &&
+                !(b->flags & EXPR_NONDET)) {
                 keys[nk].left = a; /* reads column 0 of D: the same position */
                 keys[nk].right = xb_shift(pa, b, x, -1);
                 keys[nk].aff = (enum col_type)c->aff;
@@ -551,6 +563,114 @@ static bool one_row_per_tuple(const struct dc *d, const struct plan *p)
     return n == 0 || (n == 1 && key[0] == 0);
 }
 
+/* True when e reads no column, so that it is one value for the whole
+ * node: constants, parameters, captures (fixed per capture tuple). */
+static bool fixed_value(const expr *e)
+{
+    bool zero = false, other = false;
+    columns_read(e, &zero, &other);
+    return !zero && !other && !xb_has_subquery(e) && !(e->flags & EXPR_NONDET);
+}
+
+/* True when a conjunct of pred is "column c = a fixed value" under a
+ * collation no coarser than the column's: at most one value of c passes. */
+static bool pins_column(const expr *pred, const struct plan *in, uint32_t c)
+{
+    if (pred->kind == EXPR_BINARY && pred->op == EOP_AND)
+        return pins_column(pred->args[0], in, c) || pins_column(pred->args[1], in, c);
+    if (pred->kind != EXPR_BINARY || pred->op != EOP_EQ)
+        return false;
+    if (pred->coll != LDB_COLL_BINARY && pred->coll != in->cols[c].coll)
+        return false;
+    for (int side = 0; side < 2; side++) {
+        const expr *col = pred->args[side], *other = pred->args[1 - side];
+        if (col->kind == EXPR_COLUMN && col->u.index == c && fixed_value(other))
+            return true;
+    }
+    return false;
+}
+
+/* True when every column of a unique key of join j's right (or left)
+ * side is a plain-column join key under a collation no coarser than the
+ * column's: a row of the other side meets at most one row of that side. */
+static bool joined_on_unique_key(const struct plan *j, bool right)
+{
+    const struct plan *side = right ? j->right : j->left;
+    uint32_t key[256], n;
+    if (side->ncols > 256 || !plan_unique_key(side, key, &n))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        bool found = false;
+        for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
+            const struct join_key *k = &j->u.join.keys[x];
+            const expr *e = right ? k->right : k->left;
+            found = e->kind == EXPR_COLUMN && e->u.index == key[i] &&
+                    (k->coll == LDB_COLL_BINARY || k->coll == side->cols[key[i]].coll);
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static bool at_most_one_row(const struct plan *p);
+
+/*
+ * True when the bound plan p gives at most one row for any values of its
+ * captures and parameters: a LIMIT of 0 or 1, a scalar aggregate, a
+ * filter fixing every column of its input's unique key, or nodes that
+ * keep that from their inputs. Read on the plan as bound, before any
+ * rewrite, where a LIMIT is never per partition.
+ */
+static bool at_most_one_row(const struct plan *p)
+{
+    switch (p->kind) {
+    case PLAN_LIMIT: {
+        const expr *n = p->u.limit.limit;
+        if (n && n->kind == EXPR_CONST && value_type(&n->u.v) == LDB_INTEGER &&
+            n->u.v.h.u.i >= 0 && n->u.v.h.u.i <= 1)
+            return true;
+        return at_most_one_row(p->in);
+    }
+    case PLAN_AGGREGATE:
+        return p->u.agg.ngroups == 0 || at_most_one_row(p->in);
+    case PLAN_VALUES:
+        return p->u.values.nrows <= 1;
+    case PLAN_FILTER: {
+        if (at_most_one_row(p->in))
+            return true;
+        uint32_t key[256], n;
+        if (p->in->ncols > 256 || !plan_unique_key(p->in, key, &n))
+            return false;
+        for (uint32_t i = 0; i < n; i++)
+            if (!pins_column(p->u.pred, p->in, key[i]))
+                return false;
+        return true;
+    }
+    case PLAN_PROJECT:
+    case PLAN_SORT:
+    case PLAN_DISTINCT:
+        return at_most_one_row(p->in);
+    case PLAN_JOIN: {
+        enum join_kind k = p->u.join.kind;
+        if (k == JOIN_SEMI || k == JOIN_ANTI)
+            return at_most_one_row(p->left);
+        if (k == JOIN_FULL)
+            return false;
+        bool l1 = at_most_one_row(p->left), r1 = at_most_one_row(p->right);
+        /* one row of a side meets at most one of the other */
+        return (k != JOIN_RIGHT && l1 && (r1 || joined_on_unique_key(p, true))) ||
+               (k != JOIN_LEFT && r1 && (l1 || joined_on_unique_key(p, false)));
+    }
+    case PLAN_SETOP:
+        return p->u.setop != SETOP_UNION && p->u.setop != SETOP_UNION_ALL &&
+               at_most_one_row(p->left);
+    case PLAN_SCAN:
+        return false;
+    }
+    return false;
+}
+
 static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t lcol,
                                   const struct plan *r)
 {
@@ -559,10 +679,12 @@ static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t
     return k;
 }
 
-static expr *attach_scalar(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *pp)
+/* pp: the subquery sq pushed down the domain. */
+static expr *attach_scalar(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *pp,
+                           const struct expr_subquery *sq)
 {
     plan_arena *pa = a->d->pa;
-    if (!one_row_per_tuple(a->d, pp)) {
+    if (!at_most_one_row(sq->plan) && !one_row_per_tuple(a->d, pp)) {
         dc_fail(a->d, LDB_UNSUPPORTED,
                 "a scalar subquery that may return several rows cannot be kept live; use an "
                 "aggregate, or ORDER BY with LIMIT 1");
@@ -661,6 +783,8 @@ static expr *attach_in(struct attach *a, struct plan *ext, uint32_t dcol, struct
     return (s->flags & EXPR_NEGATED) ? xb_unary(pa, EOP_NOT, res) : res;
 }
 
+static expr *attach_expr(struct attach *a, const expr *e);
+
 /* Attaches subquery s to a->in; returns the expression that replaces it. */
 static expr *attach_one(struct attach *a, const expr *s)
 {
@@ -673,13 +797,15 @@ static expr *attach_one(struct attach *a, const expr *s)
             return NULL;
         }
     }
-    /* the input with the capture tuple (and the IN operand) appended */
+    /* the input with the capture tuple (and the IN operand) appended; a
+     * subquery in the operand is attached first, so the operand becomes
+     * an expression over plain columns of the input */
     expr *extra[2];
     uint32_t nextra = 1;
+    if (sq->kind == SUBQ_IN && !(extra[nextra++] = attach_expr(a, s->args[0])))
+        return NULL;
     if (!(extra[0] = xb_array(pa, sq->captures, sq->ncaptures)))
         return NULL;
-    if (sq->kind == SUBQ_IN)
-        extra[nextra++] = s->args[0];
     struct plan *ext = with_columns(pa, a->in, extra, nextra);
     if (!ext)
         return NULL;
@@ -694,7 +820,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     if ((a->rc = dc_plan(d, pp, &pp)))
         return NULL;
     switch (sq->kind) {
-    case SUBQ_SCALAR: return attach_scalar(a, ext, dcol, pp);
+    case SUBQ_SCALAR: return attach_scalar(a, ext, dcol, pp, sq);
     case SUBQ_EXISTS: return attach_exists(a, ext, dcol, pp);
     case SUBQ_IN: return attach_in(a, ext, dcol, pp, s);
     }
@@ -893,35 +1019,84 @@ static int dc_children(struct dc *d, struct plan *p, struct plan **in, struct pl
     return rc;
 }
 
+/* A join whose keys hold subqueries: each side's key expressions are
+ * attached to that side (attaching keeps a side's rows and appends
+ * columns), the join matches on them, and a projection drops the attached
+ * columns again. residual (over left ++ right) has no subquery. */
+static int join_key_subqueries(struct dc *d, const struct plan *p, struct plan *l,
+                               struct plan *r, expr *residual, struct plan **out)
+{
+    plan_arena *pa = d->pa;
+    uint32_t nk = p->u.join.nkeys, nl = p->left->ncols;
+    struct join_key *keys = pb_array(pa, p->u.join.keys, nk, nk, sizeof *keys);
+    expr **sides = plan_alloc(pa, 2 * nk * sizeof *sides);
+    if (!keys || !sides)
+        return LDB_NOMEM;
+    for (uint32_t i = 0; i < nk; i++) {
+        sides[i] = keys[i].left;
+        sides[nk + i] = keys[i].right;
+    }
+    int rc = attach_list(d, &l, sides, nk);
+    if (!rc)
+        rc = attach_list(d, &r, sides + nk, nk);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < nk; i++) {
+        keys[i].left = sides[i];
+        keys[i].right = sides[nk + i];
+    }
+    uint32_t lx = l->ncols - nl;
+    expr *res = NULL;
+    if (residual) {
+        struct plan *both = pb_join(pa, JOIN_CROSS, l, r, NULL, 0, NULL);
+        if (!both || !(res = xb_residual_past(pa, residual, both, nl, lx)))
+            return LDB_NOMEM;
+    }
+    struct plan *j = pb_join(pa, p->u.join.kind, l, r, keys, nk, res);
+    expr **es = plan_alloc(pa, (p->ncols ? p->ncols : 1) * sizeof *es);
+    if (!j || !es)
+        return LDB_NOMEM;
+    for (uint32_t i = 0; i < p->ncols; i++) {
+        uint32_t c = i < nl ? i : i + lx;
+        if (!(es[i] = xb_column(pa, c, &j->cols[c])))
+            return LDB_NOMEM;
+    }
+    *out = pb_project(pa, j, es, p->ncols, p->cols);
+    return *out ? LDB_OK : LDB_NOMEM;
+}
+
 static int dc_join(struct dc *d, struct plan *p, struct plan *l, struct plan *r,
                    struct plan **out)
 {
-    bool sub = p->u.join.residual && xb_has_subquery(p->u.join.residual);
+    bool key_sub = false, res_sub = p->u.join.residual && xb_has_subquery(p->u.join.residual);
     for (uint32_t i = 0; i < p->u.join.nkeys; i++)
-        sub |= xb_has_subquery(p->u.join.keys[i].left) ||
-               xb_has_subquery(p->u.join.keys[i].right);
-    if (!sub) {
-        if (l == p->left && r == p->right) {
-            *out = p;
-            return LDB_OK;
-        }
-        *out = pb_join(d->pa, p->u.join.kind, l, r, p->u.join.keys, p->u.join.nkeys,
-                       p->u.join.residual);
-        if (*out)
-            pb_copy_cols((*out)->cols, p);
-        return *out ? LDB_OK : LDB_NOMEM;
+        key_sub |= xb_has_subquery(p->u.join.keys[i].left) ||
+                   xb_has_subquery(p->u.join.keys[i].right);
+    if (!key_sub && !res_sub && l == p->left && r == p->right) {
+        *out = p;
+        return LDB_OK;
     }
     enum join_kind k = p->u.join.kind;
-    if (k != JOIN_INNER && k != JOIN_CROSS)
+    if (res_sub && k != JOIN_INNER && k != JOIN_CROSS)
         return dc_fail(d, LDB_UNSUPPORTED,
                        "a subquery in the ON condition of an outer join cannot be kept live");
-    /* inner join: the condition may as well be a filter above it */
-    struct plan *j = pb_join(d->pa, k, l, r, p->u.join.keys, p->u.join.nkeys, NULL);
-    if (!j)
-        return LDB_NOMEM;
-    for (uint32_t i = 0; i < p->u.join.nkeys; i++)
-        if (xb_has_subquery(p->u.join.keys[i].left) || xb_has_subquery(p->u.join.keys[i].right))
-            return dc_fail(d, LDB_UNSUPPORTED, "a subquery in a join key cannot be kept live");
+    /* an inner join's residual may as well be a filter above it */
+    expr *res = res_sub ? NULL : p->u.join.residual;
+    struct plan *j;
+    if (key_sub) {
+        int rc = join_key_subqueries(d, p, l, r, res, &j);
+        if (rc)
+            return rc;
+    } else {
+        j = pb_join(d->pa, k, l, r, p->u.join.keys, p->u.join.nkeys, res);
+        if (!j)
+            return LDB_NOMEM;
+        pb_copy_cols(j->cols, p);
+    }
+    if (!res_sub) {
+        *out = j;
+        return LDB_OK;
+    }
     struct plan f = { .kind = PLAN_FILTER, .in = j, .u.pred = p->u.join.residual };
     return dc_filter(d, &f, j, out);
 }

@@ -132,28 +132,6 @@ static int key_all_columns(struct plan *p, struct keyed *k)
     return LDB_OK;
 }
 
-struct residual_shift {
-    plan_arena *pa;
-    const struct plan *both; /* the join's new input: left' ++ right' */
-    uint32_t nl, lx;
-};
-
-static expr *shift_right_col(void *ctx, uint32_t c)
-{
-    struct residual_shift *s = ctx;
-    uint32_t nc = c < s->nl ? c : c + s->lx;
-    return xb_column(s->pa, nc, &s->both->cols[nc]);
-}
-
-/* A residual over left ++ right, rewritten for left ++ lx hidden ++ right. */
-static expr *remap_residual(plan_arena *pa, const expr *e, const struct plan *both,
-                            uint32_t nl, uint32_t lx)
-{
-    struct residual_shift s = { pa, both, nl, lx };
-    struct xb_remap m = { shift_right_col, NULL, &s };
-    return xb_rewrite(pa, e, &m);
-}
-
 /* Moves the hidden columns of a keyed join side after both sides'
  * declared columns: left ++ right ++ left hidden ++ right hidden. */
 static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
@@ -180,7 +158,7 @@ static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
         expr *res = NULL;
         if (p->u.join.residual) {
             struct plan *both = pb_join(pa, JOIN_CROSS, l.plan, r.plan, NULL, 0, NULL);
-            if (!both || !(res = remap_residual(pa, p->u.join.residual, both, nl, lx)))
+            if (!both || !(res = xb_residual_past(pa, p->u.join.residual, both, nl, lx)))
                 return LDB_NOMEM;
         }
         j = pb_join(pa, p->u.join.kind, l.plan, r.plan, keys, p->u.join.nkeys, res);

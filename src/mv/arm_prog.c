@@ -88,9 +88,9 @@ int mv_prog_fill(struct mv_view *v)
 {
     struct live_program *prog = v->arm.prog.prog;
     int rc = live_program_hydrate(prog);
-    if (rc)
-        return rc;
-    return write_output(v, prog);
+    if (rc) /* the program's message, not the store's last one */
+        snprintf(v->err.msg, sizeof v->err.msg, "%s", prog->err.msg);
+    return rc ? rc : write_output(v, prog);
 }
 
 int mv_prog_apply(struct mv_view *v, const struct delta *d)

@@ -96,15 +96,19 @@ static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
 }
 
 /* True when every column of side's key k[0..nk) is joined by a plain
- * column key of the join (so each row of the other side meets at most one
- * row of this side). */
+ * column key of the join under a collation no coarser than the column's
+ * (so each row of the other side meets at most one row of this side: a
+ * NOCASE key over a BINARY column meets 'a' and 'A'). */
 static bool joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk)
 {
+    const struct plan *side = right ? j->right : j->left;
     for (uint32_t i = 0; i < nk; i++) {
         bool found = false;
         for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
-            const struct expr *e = right ? j->u.join.keys[x].right : j->u.join.keys[x].left;
-            found = e->kind == EXPR_COLUMN && e->u.index == k[i];
+            const struct join_key *jk = &j->u.join.keys[x];
+            const struct expr *e = right ? jk->right : jk->left;
+            found = e->kind == EXPR_COLUMN && e->u.index == k[i] &&
+                    (jk->coll == LDB_COLL_BINARY || jk->coll == side->cols[k[i]].coll);
         }
         if (!found)
             return false;
