@@ -207,13 +207,11 @@ typedef struct ogen {
     int alias;    /* next alias number: unique in the statement */
     int depth;    /* subquery nesting: 0 in the top query */
     int subs;     /* subqueries in the statement */
-    int top1s;    /* ORDER BY ... LIMIT 1 scalar subqueries */
     bool no_sub;  /* no subquery here (aggregate arguments) */
     bool no_avg;  /* no avg here (a derived table: see oracle_gen.h) */
     bool in_derived; /* inside a derived table: no derived table in it */
     bool cond;    /* generating a WHERE/ON/HAVING condition's own AND/OR/NOT
                      tree, outside any value expression */
-    bool in_key;  /* generating a GROUP BY key */
 } ogen;
 
 /* Expression flags. */
@@ -281,8 +279,6 @@ static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb);
 
 static bool can_sub(const ogen *g)
 {
-    if (g->o->avoid_top1_with_other_subquery && g->top1s) /* KNOWN_TOP1_OTHER_SUBQUERY */
-        return false;
     return !g->no_sub && g->depth < 2 && g->subs < 4;
 }
 
@@ -534,8 +530,6 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
     switch (k) {
     case 0: case 1: case 2: case 3: {
         int op = gpick(g, 8);
-        bool no_sub = g->no_sub;
-        g->no_sub = no_sub || (op == 0 && g->cond && known_bug(KNOWN_SUBQUERY_JOIN_KEY));
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_printf(sb, " %s ", cmps[op]);
         if (ty == OT_TEXT && g->cond && gchance(g, 1, 5)) { /* the right operand's wins */
@@ -545,7 +539,6 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
         } else {
             f |= gen(g, sc, ty, depth - 1, sb);
         }
-        g->no_sub = no_sub;
         return f & E_COL;
     }
     case 4:
@@ -582,10 +575,7 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
     case 7: {
         if (!can_sub(g))
             break;
-        bool no_sub = g->no_sub;
-        g->no_sub = no_sub || known_bug(KNOWN_SUBQUERY_IN_OPERAND);
         f = gen_operand(g, sc, ty, depth - 1, sb);
-        g->no_sub = no_sub;
         in_subquery(g, sc, ty, sb);
         return f & E_COL;
     }
@@ -730,16 +720,12 @@ static bool correlation(ogen *g, const oscope *in, strbuf *sb)
                     n++;
                 }
     }
-    if (!sb)
-        return n > 0;
     if (n == 0)
         return false;
     int k = gpick(g, n), swap = gpick(g, 2);
     sb_printf(sb, "%s = %s", pairs[k][swap]->ref, pairs[k][!swap]->ref);
     return true;
 }
-
-static bool can_correlate(ogen *g, const oscope *in) { return correlation(g, in, NULL); }
 
 /* WHERE for a subquery over in: a correlation and/or a condition. */
 static void sub_where(ogen *g, const oscope *in, bool correlate, strbuf *sb)
@@ -830,13 +816,6 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
     g->depth++;
     g->subs++;
     int form = gpick(g, 3);
-    bool others = g->subs > 1;
-    /* a correlation needs an outer column of a type the table has */
-    if (form == 1 && known_bug(KNOWN_UNCORRELATED_TOP1) && !can_correlate(g, &in))
-        form = 0;
-    /* a GROUP BY key is written out twice or more: several instances */
-    if (form == 1 && g->o->avoid_top1_with_other_subquery && (others || g->in_key))
-        form = 0;
     const ocol *outer_key = form == 2 ? pick_col(g, sc, OT_INT) : NULL;
     if (form == 2 && !outer_key)
         form = 0;
@@ -850,10 +829,9 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
         sb_printf(sb, " FROM %s AS %s", t->name, alias);
         sub_where(g, &in, gchance(g, 3, 4), sb);
     } else if (form == 1) {
-        g->top1s++;
         gen(g, &in, ty, 1, sb);
         sb_printf(sb, " FROM %s AS %s", t->name, alias);
-        sub_where(g, &in, gchance(g, 3, 4) || known_bug(KNOWN_UNCORRELATED_TOP1), sb);
+        sub_where(g, &in, gchance(g, 3, 4), sb);
         strbuf keys = STRBUF_INIT;
         table_keys(t, alias, &keys);
         total_order(g, &in, sb_str(&keys), sb);
@@ -866,9 +844,7 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
         scope_add_table(&in, kt, alias);
         gen(g, &in, ty, 1, sb);
         sb_printf(sb, " FROM %s AS %s WHERE %s.id = ", kt->name, alias, alias);
-        /* an INTEGER column of the outer row: livedb proves one row from
-         * key = outer column only, and refuses key = expression or
-         * constant (a limitation, in the findings) */
+        /* an INTEGER column of the outer row */
         sb_puts(sb, outer_key->ref);
     }
     sb_puts(sb, plain ? "), 1)" : ")");
@@ -1259,14 +1235,12 @@ static int gen_key(ogen *g, const oscope *sc, enum oty ty, bool subqueries, strb
     local.outer = NULL;
     bool no_sub = g->no_sub;
     g->no_sub = !subqueries;
-    g->in_key = true;
     int f;
     do {
         sb_truncate(key, 0);
         f = gen_grouped_on(g, &local, ty, gchance(g, 1, 2) ? 0 : 1, key);
     } while (!(f & E_COL));
     g->no_sub = no_sub;
-    g->in_key = false;
     return f;
 }
 

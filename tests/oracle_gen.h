@@ -98,7 +98,6 @@ typedef struct oquery {
 /* Which rules of oracle_known.h and which shapes a generator follows. */
 typedef struct ogen_opts {
     bool mv;            /* a materialized-view body: no parameters */
-    bool avoid_top1_with_other_subquery; /* KNOWN_TOP1_OTHER_SUBQUERY */
 } ogen_opts;
 
 void oq_generate(rng *r, const ogen_opts *o, oquery *q);

@@ -21,17 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An ORDER BY live query publishes "update @p: r -> r" (same row, same
- * position, same count) when only a hidden ORDER BY value of the row
- * changed. Relaxed: the check that no update is a no-op. */
-#define KNOWN_UNCHANGED_UPDATE 1
-
-/* A correlated ORDER BY ... LIMIT 1 scalar subquery gives NULL for some
- * outer rows when another subquery of the query correlates on a value
- * that is NULL for an outer row. Avoided: no such subquery in a query
- * with another subquery. */
-#define KNOWN_TOP1_OTHER_SUBQUERY 1
-
 /* A computed value takes the NOCASE collation of a column inside it
  * (livedb, one-shot too), where SQLite gives it none (BINARY): x || y
  * with a NOCASE operand groups, deduplicates and sorts under NOCASE (`=`
@@ -40,40 +29,11 @@
  * shown, ordered and returned from a scalar subquery through lower(). */
 #define KNOWN_COMPUTED_COLLATION 1
 
-/* (a scalar subquery) IN (SELECT ...) fails to open as a live query or
- * a view with LDB_INTERNAL "a subquery cannot be evaluated here".
- * Avoided: no subquery in the left operand of IN (subquery). */
-#define KNOWN_SUBQUERY_IN_OPERAND 1
-
-/* An uncorrelated (SELECT ... ORDER BY ... LIMIT 1) scalar subquery is
- * refused by live queries as "may return several rows". Avoided: every
- * ORDER BY ... LIMIT 1 scalar subquery is correlated. */
-#define KNOWN_UNCORRELATED_TOP1 1
-
-/* A commit that creates or drops an index a live query reads rebuilds
- * the query with the window of its SQL text, undoing ldb_live_set_window
- * (and publishing the difference). Relaxed: after a commit with index
- * DDL, a result that matches the query's first window is accepted, and
- * that window becomes the query's. */
-#define KNOWN_DDL_RESETS_WINDOW 1
-
-/* A query whose FROM is an ORDER BY ... LIMIT derived table takes that
- * window as its own: unordered, it publishes positions instead of -1, and
- * ldb_live_set_window moves the inner window instead of failing with
- * LDB_MISUSE. Relaxed: positions of unordered queries are not checked,
- * and set_window is not tried on a query with a LIMIT only inside. */
-#define KNOWN_DERIVED_WINDOW 1
-
 /* x BETWEEN a AND b compares x <= b under a's NOCASE collation too
  * (livedb, one-shot as well); SQLite and SQL.md: x >= a AND x <= b, each
  * with its own collation. Avoided: BETWEEN over TEXT has no NOCASE
  * operand. */
 #define KNOWN_BETWEEN_COLLATION 1
-
-/* WHERE t1.x = (subquery correlated to t2) over a join of t1 and t2 is
- * refused by live queries ("a subquery in a join key"). Avoided: no
- * subquery in an operand of = in a condition. */
-#define KNOWN_SUBQUERY_JOIN_KEY 1
 
 /* true when the oracle runs past bug `on` (a KNOWN_* switch). */
 static inline bool known_bug(int on)
