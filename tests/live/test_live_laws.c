@@ -1,7 +1,8 @@
 /*
  * test_live_laws.c - the work, space, publication and error laws of live
- * queries (seed 000 laws 3, 9, 12, 13; seed 003 window work law), window
+ * queries (seed 000 laws 3, 9, 12, 13; the work of N-way joins), window
  * moves, DDL under open queries, callback rules, and allocation failures.
+ * Seed 003's window laws are in test_live_window.c.
  */
 #include "test.h"
 #include "test_db.h"
@@ -204,111 +205,6 @@ static uint64_t rows_processed(ldb_live *q)
     ldb_live_stats_get(q, &st);
     return st.rows_processed;
 }
-
-static void run_sql(ldb *db, const char *fmt, int64_t a, int64_t b)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, fmt, (long long)a, (long long)b);
-    EXEC(db, sql);
-}
-
-/* ---- the window work law --------------------------------------------------------- */
-
-struct window_case {
-    const char *live;     /* the live query */
-    const char *oneshot;  /* the same with its tie order spelled out */
-    int64_t offset, limit;
-    int64_t ties;         /* rows that may tie at the boundary */
-};
-
-static const struct window_case windows[] = {
-    { "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created DESC LIMIT 10",
-      "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created DESC, id LIMIT 10",
-      0, 10, 0 },
-    { "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created LIMIT 5 OFFSET 7",
-      "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created, id LIMIT 5 "
-      "OFFSET 7",
-      7, 5, 0 },
-    { "SELECT id, created FROM issues ORDER BY created DESC NULLS FIRST LIMIT 8",
-      "SELECT id, created FROM issues ORDER BY created DESC NULLS FIRST, id LIMIT 8", 0, 8,
-      0 },
-    { "SELECT id, created FROM issues WHERE priority > 2 ORDER BY created NULLS LAST LIMIT 6",
-      "SELECT id, created FROM issues WHERE priority > 2 ORDER BY created NULLS LAST, id "
-      "LIMIT 6",
-      0, 6, 0 },
-    { "SELECT id, priority FROM issues ORDER BY created DESC, priority LIMIT 6",
-      "SELECT id, priority FROM issues ORDER BY created DESC, priority, id LIMIT 6", 0, 6, 1 },
-    { "SELECT i.id, u.name FROM issues i JOIN users u ON u.id = i.assignee ORDER BY "
-      "i.created DESC LIMIT 9",
-      "SELECT i.id, u.name FROM issues i JOIN users u ON u.id = i.assignee ORDER BY "
-      "i.created DESC, i.id LIMIT 9",
-      0, 9, 0 },
-};
-
-/* Rows the window may read for one change: seed 003's bound, plus the
- * rows a filter rejects on the way (a refill reads until it has enough
- * eligible rows; with a selective filter that is a few per row needed). */
-static uint64_t window_bound(const struct window_case *w, uint64_t rejected_allowance)
-{
-    return (uint64_t)(2 * (w->offset + w->limit) + w->ties + 1) + rejected_allowance;
-}
-
-static void window_work_at(int n)
-{
-    uint64_t seed = test_seed();
-    rng r;
-    rng_seed(&r, seed ^ (uint64_t)n);
-    ldb *db = issues_db(n, seed, true);
-    int64_t next_id = n + 1, next_created = 1000000 + (int64_t)n * 10;
-    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
-        const struct window_case *wc = &windows[w];
-        static struct replica rp;
-        memset(&rp, 0, sizeof rp);
-        ldb_live *q;
-        CHECKF(ldb_live_open(db, wc->live, replica_apply, &rp, &q) == LDB_OK, "%s: %s",
-               wc->live, ldb_errmsg(db));
-        check_equal(db, &rp, wc->oneshot);
-        /* hydration reads a prefix of the index, not the table */
-        CHECKF(rows_read(q) <= (uint64_t)(8 * (wc->offset + wc->limit) + 40),
-               "%s: hydration read %llu rows of %d", wc->live, (unsigned long long)rows_read(q),
-               n);
-        for (int step = 0; step < 60; step++) {
-            uint64_t before = rows_read(q);
-            int kind = (int)rng_below(&r, 5);
-            if (kind == 0) { /* a new row at the top */
-                run_sql(db, "INSERT INTO issues VALUES (%lld, 'new', 'open', 5, %lld, 3)",
-                        next_id++, next_created += 10);
-            } else if (kind == 1 && rp.n > 0) { /* delete a visible row */
-                int64_t id = strtoll(rp.rows[rng_below(&r, (uint64_t)rp.n)], NULL, 10);
-                run_sql(db, "DELETE FROM issues WHERE id = %lld%.0lld", id, 0);
-            } else if (kind == 2) { /* update a row far outside the window */
-                run_sql(db, "UPDATE issues SET title = 'x' WHERE id = %lld%.0lld",
-                        rng_range(&r, 1, n), 0);
-            } else if (kind == 3 && rp.n > 0) { /* move a visible row out */
-                int64_t id = strtoll(rp.rows[rng_below(&r, (uint64_t)rp.n)], NULL, 10);
-                run_sql(db, "UPDATE issues SET status = 'closed', priority = 0 WHERE id = %lld%.0lld",
-                        id, 0);
-            } else { /* a row inside the window gets a new rank */
-                run_sql(db, "UPDATE issues SET created = %lld WHERE id = %lld",
-                        next_created += 10, rng_range(&r, 1, n));
-            }
-            uint64_t read = rows_read(q) - before;
-            CHECKF(read <= window_bound(wc, 12), "%s: step %d read %llu rows", wc->live, step,
-                   (unsigned long long)read);
-            check_equal(db, &rp, wc->oneshot);
-        }
-        /* space: the window keeps a prefix, not the table */
-        ldb_live_stats st;
-        ldb_live_stats_get(q, &st);
-        CHECKF(st.retained_rows <= (uint64_t)(6 * (wc->offset + wc->limit) + 150),
-               "%s: retains %llu rows", wc->live, (unsigned long long)st.retained_rows);
-        ldb_live_close(q);
-    }
-    ldb_close(db);
-}
-
-static void window_work_1k(void) { window_work_at(1000); }
-static void window_work_100k(void) { window_work_at(100000); }
 
 /* ---- N-way joins: one change reaching every input ----------------------------------- */
 
@@ -981,7 +877,7 @@ static void write_nomem(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(window_work_1k), T(window_work_100k), T(nway_join_work), T(unreachable_changes), T(batch_partition),
+TEST_MAIN(T(nway_join_work), T(unreachable_changes), T(batch_partition),
           T(publication_rules), T(rejections), T(runtime_error_is_terminal), T(window_moves),
           T(parameters),
           T(open_nomem), T(write_nomem))
