@@ -594,6 +594,7 @@ struct model {
     const struct law_case *lc;
     int64_t *ord;      /* present ids in the window's order */
     size_t n;
+    int64_t cap;       /* of rows and ord */
     int64_t offset, limit;
 };
 
@@ -668,16 +669,15 @@ static void ord_insert(int64_t id)
 
 static void model_grow(int64_t id)
 {
-    static int64_t cap;
-    if (id < cap)
+    if (id < M.cap)
         return;
-    int64_t ncap = cap ? cap : 1024;
+    int64_t ncap = M.cap ? M.cap : 1024;
     while (ncap <= id)
         ncap *= 2;
     M.rows = realloc(M.rows, (size_t)ncap * sizeof *M.rows);
     M.ord = realloc(M.ord, (size_t)ncap * sizeof *M.ord);
-    memset(M.rows + cap, 0, (size_t)(ncap - cap) * sizeof *M.rows);
-    cap = ncap;
+    memset(M.rows + M.cap, 0, (size_t)(ncap - M.cap) * sizeof *M.rows);
+    M.cap = ncap;
 }
 
 /* The window's rows: positions in ord of the eligible rows [offset, offset + limit). */
@@ -889,15 +889,6 @@ static bool law_step(ldb *db, ldb_live *q, rng *r)
     }
 }
 
-static int collect_text(void *ctx, const ldb_row *row)
-{
-    struct replica *rp = ctx;
-    char out[ROWLEN];
-    render(row, out);
-    insert_at(rp, rp->n, out);
-    return 0;
-}
-
 static void compare_model(ldb *db, const struct replica *live, int step, bool oneshot)
 {
     static struct replica want;
@@ -922,7 +913,7 @@ static void compare_model(ldb *db, const struct replica *live, int step, bool on
              M.lc->filter == LF_USER ? "i." : "",
              (long long)M.limit, (long long)M.offset);
     want.n = 0;
-    CHECKF(ldb_exec(db, sql, collect_text, &want) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    CHECKF(ldb_exec(db, sql, collect, &want) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
     snprintf(what, sizeof what, "%.300s, step %d (one-shot)", sql, step);
     same_rows(&want, live, what);
 }
@@ -941,8 +932,6 @@ static ldb *law_db(int n, rng *r)
         snprintf(sql, sizeof sql, "INSERT INTO users VALUES (%d, 'User %d')", i, i);
         EXEC(db, sql);
     }
-    free(M.rows);
-    free(M.ord);
     memset(&M, 0, sizeof M);
     model_grow(n);
     /* created: a permutation cut in tie groups of three; every 50th NULL */
@@ -1054,6 +1043,8 @@ static void window_work_law_at(int n, int steps)
     for (size_t i = 0; i < sizeof law_cases / sizeof law_cases[0]; i++)
         law_case_run(db, &law_cases[i], &r, steps * test_scale(), n);
     ldb_close(db);
+    free(M.rows);
+    free(M.ord);
 }
 
 static void window_work_law_1k(void) { window_work_law_at(1000, 1500); }
