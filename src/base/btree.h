@@ -15,7 +15,7 @@
  * - An insert that fails with LDB_NOMEM leaves the tree exactly as it was.
  * - Delete and replace never allocate. Every node but the root stays at
  *   least half full, and the tree loses a level when the root has a single
- *   child.
+ *   child (after held deletes: once the tree is settled, see below).
  * - Any insert, delete or bulk load (by rank too) invalidates every cursor
  *   on the tree;
  *   a replace does not (a cursor on the replaced item reads the new one).
@@ -54,8 +54,10 @@ typedef struct btree {
     size_t nodes;          /* nodes allocated */
     size_t bytes;          /* bytes in those nodes */
     btree_cmp_fn cmp;
-    void *ctx;             /* passed to every comparator call */
+    void *ctx;             /* passed to every comparator and pin call */
     uint64_t *work;        /* NULL, or the counter of nodes and steps */
+    struct bt_leaf *held;  /* leaves held deletes left to settle (a list) */
+    void (*pin)(void *ctx, void *item, bool keep); /* see btree_set_pin */
 } btree;
 
 /* A position on an item, for stepping and ranks. */
@@ -92,8 +94,9 @@ void btree_init(btree *t, btree_cmp_fn cmp, void *ctx);
 void btree_init_fanout(btree *t, btree_cmp_fn cmp, void *ctx,
                        unsigned leaf_max, unsigned inner_max);
 
-/* Frees every node, never the items. The tree is left empty and usable,
- * with its comparator, context, node sizes and work counter. */
+/* Frees every node, never the items, and ends every pin. The tree is left
+ * empty and usable, with its comparator, context, node sizes, work counter
+ * and pin hook. */
 void btree_free(btree *t);
 
 /*
@@ -116,7 +119,8 @@ int btree_insert(btree *t, void *item, void **existing);
 
 /* Removes the item equal to key under the item comparator and returns it
  * (the caller may then free it), or returns NULL if there is none. Never
- * allocates, so it cannot fail.
+ * allocates, so it cannot fail. Settles the tree first if held deletes
+ * left it unsettled.
  * Delete, replace and find look for key's own address in its leaf before
  * comparing: given the very item the tree holds, they skip the leaf's
  * comparisons, the ones most likely to miss the cache in a large tree. */
@@ -128,20 +132,23 @@ void *btree_delete(btree *t, const void *key);
  * check (btree_check can). For callers that found the place already, say
  * with a seek that also told them what they needed to know about the
  * neighbours. Returns LDB_OK, LDB_NOMEM (tree unchanged) or LDB_MISUSE
- * (item NULL or rank past the end).
+ * (item NULL or rank past the end). Settles the tree first, like
+ * btree_delete.
  */
 int btree_insert_rank(btree *t, size_t rank, void *item);
 
 /* Removes the item of rank and returns it, or returns NULL when rank >=
- * count; no comparison. Never allocates. */
+ * count; no comparison. Never allocates. Settles the tree first, like
+ * btree_delete. */
 void *btree_delete_rank(btree *t, size_t rank);
 
 /*
  * Swaps item (non-NULL) in for the item equal to key under the item
  * comparator, in place, and returns the item replaced; returns NULL, tree
  * unchanged, when there is none. item must order against every other
- * item of the tree as the replaced one does: say, the next version of an
- * index row whose key did not change. The tree cannot check that
+ * item of the tree, and every item pinned by held deletes, as the
+ * replaced one does: say, the next version of an index row whose key did
+ * not change. The tree cannot check that
  * (btree_check can). One descent, like a find: no allocation, no change
  * of structure or counts, so it cannot fail.
  */
@@ -155,6 +162,60 @@ void *btree_replace(btree *t, const void *key, void *item);
  * Returns LDB_OK, LDB_NOMEM (tree still empty) or LDB_MISUSE (not empty).
  */
 int btree_bulk_load(btree *t, void *const *items, size_t n);
+
+/* ---- held deletes: undo without memory -------------------------------- */
+/*
+ * A held delete removes an item but keeps the tree's shape: no node is
+ * merged, rebalanced or freed, and every separator keeps its value. A
+ * leaf may fall below half full or empty, and a separator may go on
+ * naming the deleted item as the lower bound of its leaf's key range
+ * (the tree keeps such an item through the pin hook, so a comparator is
+ * never handed a freed item). Until btree_settle the key ranges of the
+ * leaves therefore only ever split (on inserts), never grow, and that
+ * makes putting items back free of allocation:
+ *
+ *   Let a held delete remove x, and let every delete since the last
+ *   settle be held. Whenever the tree again holds exactly the items it
+ *   held right after that delete (say, an undo log has taken back
+ *   everything done since), re-inserting x needs no new node: the leaf
+ *   whose range holds x holds a subset of what x's leaf held right after
+ *   the delete, which was one short of full.
+ *
+ * Reads stay correct and O(log n) while the tree is unsettled; a cursor
+ * step that meets an emptied leaf jumps by rank, O(log n).
+ */
+
+/*
+ * The hook through which the tree keeps an item that a held delete took
+ * out while a separator still names it: pin(ctx, item, true) when that
+ * starts, pin(ctx, item, false) when settle, a put back or btree_free ends
+ * it. NULL (the default): the caller keeps every held-deleted item alive
+ * until the next settle or free.
+ */
+void btree_set_pin(btree *t, void (*pin)(void *ctx, void *item, bool keep));
+
+/* Removes the item equal to key, keeping the shape (see above), and
+ * returns it, or NULL if there is none. Never allocates. */
+void *btree_delete_held(btree *t, const void *key);
+
+/*
+ * Re-inserts an item that a held delete removed, under the condition
+ * above, without allocating. LDB_OK; LDB_INTERNAL, tree unchanged, when
+ * the condition does not hold (the target leaf is full, the tree empty,
+ * or the item already there); LDB_MISUSE for NULL.
+ */
+int btree_put_back(btree *t, void *item);
+
+/* Whether held deletes left leaves to settle. */
+static inline bool btree_unsettled(const btree *t) { return t->held != NULL; }
+
+/*
+ * Restores every invariant held deletes relaxed (fill bounds, separators
+ * naming items in the tree) by merging, borrowing and freeing, and ends
+ * every pin. Never allocates; O(log n) per leaf held deletes left short
+ * or with a separator naming a deleted item.
+ */
+void btree_settle(btree *t);
 
 /* ---- lookups --------------------------------------------------------- */
 
@@ -210,6 +271,9 @@ static inline size_t btree_cursor_rank(const btree_cursor *c)
  * order within and across leaves, node fill bounds, separators equal to
  * the least item of their subtree, child counts equal to real subtree
  * sizes, leaf links, equal leaf depth, and the count, node and byte totals.
+ * A leaf that held deletes left unsettled must be on the held list, and
+ * may be short, and have a separator below its least item (the pinned
+ * deleted item) instead.
  * Returns NULL if all hold, else a static description of the first
  * violation found. O(n); for tests and integrity checks.
  */

@@ -86,6 +86,57 @@ uint64_t *hmap_get(const hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key)
     }
 }
 
+/*
+ * Drops every tombstone without allocating. Starting just after an empty
+ * slot s, each slot in probe order is emptied (a tombstone) or its entry
+ * re-placed at the first empty slot from its home. No probe run crossed
+ * s, so an entry's home lies between s and its slot: it lands there or
+ * earlier, among slots already done, which stay a valid table.
+ */
+static void purge_tombstones(hmap *m)
+{
+    uint32_t s = 0;
+    while (m->slots[s].hash != HMAP_EMPTY)
+        s++;
+    for (uint32_t k = 1; k <= m->mask; k++) {
+        hslot *slot = &m->slots[(s + k) & m->mask];
+        if (slot->hash < 2) {
+            slot->hash = HMAP_EMPTY;
+            continue;
+        }
+        hslot e = *slot;
+        slot->hash = HMAP_EMPTY;
+        uint32_t i = (uint32_t)e.hash & m->mask;
+        while (m->slots[i].hash != HMAP_EMPTY)
+            i = (i + 1) & m->mask;
+        m->slots[i] = e;
+    }
+    m->tombs = 0;
+}
+
+/* Takes the first free slot of hash's probe run for a new entry (room
+ * there). */
+static uint64_t *place(hmap *m, uint64_t hash)
+{
+    hash = fix_hash(hash);
+    uint32_t i = (uint32_t)hash & m->mask;
+    while (m->slots[i].hash >= 2)
+        i = (i + 1) & m->mask;
+    if (m->slots[i].hash == HMAP_TOMB)
+        m->tombs--;
+    m->slots[i].hash = hash;
+    m->slots[i].val = 0;
+    m->count++;
+    return &m->slots[i].val;
+}
+
+uint64_t *hmap_put_back(hmap *m, uint64_t hash)
+{
+    if (((uint64_t)m->count + 1 + m->tombs) * 4 > ((uint64_t)m->mask + 1) * 3)
+        purge_tombstones(m);
+    return place(m, hash);
+}
+
 int hmap_put(hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key,
              uint64_t **val, bool *found)
 {
@@ -100,16 +151,7 @@ int hmap_put(hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key,
     int rc = hmap_reserve(m, 1);
     if (rc)
         return rc;
-    hash = fix_hash(hash);
-    uint32_t i = (uint32_t)hash & m->mask;
-    while (m->slots[i].hash >= 2)
-        i = (i + 1) & m->mask;
-    if (m->slots[i].hash == HMAP_TOMB)
-        m->tombs--;
-    m->slots[i].hash = hash;
-    m->slots[i].val = 0;
-    m->count++;
-    *val = &m->slots[i].val;
+    *val = place(m, hash);
     *found = false;
     return LDB_OK;
 }

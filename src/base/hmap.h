@@ -67,6 +67,16 @@ int hmap_put(hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key,
 void hmap_del(hmap *m, uint64_t *val);
 
 /*
+ * hmap_put with eq NULL (always a new entry), for putting back an entry
+ * that was deleted, when the table holds no more entries than it did
+ * then: the count it returns to was within the load limit then, and the
+ * capacity never shrinks. So room is there, except for tombstones, which
+ * it clears in place first when they are in the way. Never allocates.
+ * Entries may move: earlier payload pointers are void.
+ */
+uint64_t *hmap_put_back(hmap *m, uint64_t hash);
+
+/*
  * Iteration: start with *pos = 0; each call returns the next live payload
  * (and its hash in *hash if not NULL) or NULL at the end. Deleting the
  * returned entry during iteration is allowed; inserting is not.

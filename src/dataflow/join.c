@@ -5,11 +5,28 @@
  * Arrangements already hold their NEW state when the join runs (see
  * arrange.c), so with A, B the new states and dA, dB this run's deltas:
  *
- *     d(A join B) = dA join B  +  A join dB  -  dA join dB
+ *     d(A join B) = dA join B_old  +  A join dB
+ *                 = dA join B  +  A join dB  -  dA join dB
  *
- * The last term needs dB by key (a per-run index the arrangement builds
- * on demand); it vanishes when either side was empty before the run
- * (hydration), which then costs a single term.
+ * (B_old = B - dB: an external arrangement can only show B, so the old
+ * state is read as the new one minus the delta). The last term needs dB
+ * by key (a per-run index the arrangement builds on demand); it vanishes
+ * when either side was empty before the run (hydration), which then
+ * costs a single term.
+ *
+ * Output consolidation. When both sides change in one run the terms
+ * overlap: a pair of two new rows comes out of all three (+1 +1 -1). Left
+ * unconsolidated, a join's output delta would be the sum of its terms,
+ * and a chain of N joins whose inputs all change in one commit (an N-way
+ * self-join, one INSERT) would carry 2^N entries at its end: each level
+ * multiplies its input delta's entries (the expansion of N three-term
+ * formulas). A join whose run emitted from more than one term therefore
+ * consolidates its output, so every level passes on the exact change and
+ * the N levels together compute the ordered N-term delta join (input i's
+ * delta against the new states of the inputs before it and the old
+ * states of those after it), with work linear in N. A run with one
+ * producing term (the usual update of one side) emits no overlap and
+ * skips the pass.
  *
  * Unmatched rows (the NULL-padded rows of outer joins, and the outputs of
  * semi and anti joins). For a preserved side X against the other side Y,
@@ -46,7 +63,20 @@ struct join_node {
     df_node *L, *R;
     uint32_t lc, rc;
     row *scratch; /* lc + rc borrowed values for residual calls */
+    /* this run: terms that emitted, and the output length after the last */
+    uint32_t terms;
+    size_t mark;
 };
+
+/* Ends a term of the delta formula: counts it if it emitted anything. */
+static int end_term(struct join_node *j, int rc)
+{
+    if (j->base.out.len > j->mark) {
+        j->terms++;
+        j->mark = j->base.out.len;
+    }
+    return rc;
+}
 
 static int passes(struct join_node *j, const row *a, const row *b, bool *keep)
 {
@@ -133,11 +163,11 @@ static int matched_pairs(struct join_node *j)
         t2 = t3 = false; /* A_old join dB is empty */
     int rc = LDB_OK;
     if (t1)
-        rc = probe_all(j, true, false, 1);
+        rc = end_term(j, probe_all(j, true, false, 1));
     if (!rc && t2)
-        rc = probe_all(j, false, false, 1);
+        rc = end_term(j, probe_all(j, false, false, 1));
     if (!rc && t3)
-        rc = probe_all(j, true, true, -1);
+        rc = end_term(j, probe_all(j, true, true, -1));
     return rc;
 }
 
@@ -250,7 +280,7 @@ static int unmatched(struct join_node *j, bool x_left, enum unmatched_mode mode)
     struct side s = { j, X, Y, x_left, mode, NULL, 0, 0, !j->res, false, false };
     int rc = LDB_OK;
     if (Y->delta->len)
-        rc = arr_delta_keys(Y, dy_key_visit, &s);
+        rc = end_term(j, arr_delta_keys(Y, dy_key_visit, &s));
     /* Second sum: each delta row of X with its old status. */
     const df_batch *d = X->delta;
     for (size_t i = 0; rc == LDB_OK && i < d->len; i++) {
@@ -261,25 +291,32 @@ static int unmatched(struct join_node *j, bool x_left, enum unmatched_mode mode)
         if (rc == LDB_OK)
             rc = emit_unmatched(&s, d->e[i].r, d->e[i].w * F(&s, m_old));
     }
-    return rc;
+    return end_term(j, rc);
 }
 
 static int join_run(df_node *n)
 {
     struct join_node *j = (struct join_node *)n;
+    j->terms = 0;
+    j->mark = 0;
+    int rc;
     switch (j->kind) {
     case DF_JOIN_SEMI:
-        return unmatched(j, true, UM_SEMI);
+        rc = unmatched(j, true, UM_SEMI);
+        break;
     case DF_JOIN_ANTI:
-        return unmatched(j, true, UM_ANTI);
+        rc = unmatched(j, true, UM_ANTI);
+        break;
     default:
+        rc = matched_pairs(j);
+        if (rc == LDB_OK && (j->kind == DF_JOIN_LEFT || j->kind == DF_JOIN_FULL))
+            rc = unmatched(j, true, UM_PAD);
+        if (rc == LDB_OK && (j->kind == DF_JOIN_RIGHT || j->kind == DF_JOIN_FULL))
+            rc = unmatched(j, false, UM_PAD);
         break;
     }
-    int rc = matched_pairs(j);
-    if (rc == LDB_OK && (j->kind == DF_JOIN_LEFT || j->kind == DF_JOIN_FULL))
-        rc = unmatched(j, true, UM_PAD);
-    if (rc == LDB_OK && (j->kind == DF_JOIN_RIGHT || j->kind == DF_JOIN_FULL))
-        rc = unmatched(j, false, UM_PAD);
+    if (rc == LDB_OK && j->terms > 1)
+        rc = df_consolidate(&n->out, &n->g->scratch);
     return rc;
 }
 

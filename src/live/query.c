@@ -211,8 +211,13 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
     ldb_live *q = ctx;
     size_t n;
     result_changes(&q->rs, &n);
-    if (q->p->state != LIVE_OK || n == 0)
+    if (q->p->state != LIVE_OK)
         return;
+    if (n == 0) {
+        if (committed)
+            trim_windows(q); /* rows may have entered a window's prefix past it */
+        return;
+    }
     if (!committed) {
         /* the graph advanced for a commit that did not happen */
         drop_batch(q);

@@ -3,11 +3,28 @@
  * window.h for the contract).
  *
  * State: the boundary row (the last loaded row in the read order R, kept
- * even after it is deleted: it still names a position), whether the whole
- * table is loaded, and the count of loaded rows. The prefix L is "every
- * row at or before the boundary in R", so membership is one comparison.
- * R is the index's requested order (storage/reader.h): the key parts with
- * the requested null placement and direction, then the primary key.
+ * even after it is deleted: it still names a position) and whether the
+ * whole table is loaded. R is the index's
+ * requested order (storage/reader.h): the key parts with the requested
+ * null placement and direction, then the primary key.
+ *
+ * The prefix L. When R restricted to the table is the window's order
+ * (ties_complete: the index serves every ORDER BY term and has no other
+ * part), L is "every row at or before the boundary in R". Otherwise the
+ * window orders the rows of a tie group (rows equal on the m index parts
+ * that serve the ORDER BY) differently from R, so L is made of whole tie
+ * groups: "every row whose first m parts are at or before the
+ * boundary's". Either way membership is one comparison, and a row
+ * inserted anywhere into the boundary's tie group is in L.
+ *
+ * Work (seed 003). Every row the loader reads from the index counts in
+ * rows_read: rows it loads, rows it reads again to unload them, and rows
+ * it looks at to find the end of a tie group. A refill reads the rows
+ * the window lacks (plus those the query's filters reject on the way)
+ * and at most one tie group and one row past it. Trimming is bounded per
+ * change: it may read what is left of 2 * (offset + limit) + 1 after the
+ * change's other reads, and it starts only when inserts may have grown
+ * the rows past the window beyond offset + limit.
  */
 #include "live/window.h"
 
@@ -26,19 +43,29 @@ struct window_loader {
     struct order_spec spec;
     uint32_t m;                /* leading ORDER BY terms the index serves */
     bool ties_complete;        /* R restricted to the table is the window order */
-    int64_t need;              /* offset + limit */
+    int64_t need;              /* offset + limit, saturated */
     row *boundary;             /* referenced; NULL: nothing loaded yet */
     bool exhausted;            /* every row of the table is loaded */
-    size_t loaded;
     uint32_t npk;              /* leading result key columns = driving key */
+    /* work accounting */
+    uint64_t reads;            /* rows read from the index, ever */
+    uint64_t mark;             /* reads when the last change ended */
+    row *peeked;               /* looked at (and counted) past a tie group,
+                                  not loaded; borrowed until the table changes */
+    int64_t grown;             /* estimate of the rows loaded past the window:
+                                  exact after a trim, then +1 for each row
+                                  entering L, -1 for each leaving it */
 };
+
+static int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
 /* ---- the read order ------------------------------------------------------------ */
 
-static int r_cmp(const struct window_loader *ld, const row *a, const row *b)
+/* R order on the first n index parts. */
+static int parts_cmp(const struct window_loader *ld, const row *a, const row *b, uint32_t n)
 {
     const struct table_index *ix = ld->ix;
-    for (uint32_t i = 0; i < ix->nparts; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         const struct key_part *p = &ix->parts[i];
         const value *x = &a->cols[p->col], *y = &b->cols[p->col];
         bool nx = value_is_null(x), ny = value_is_null(y);
@@ -53,24 +80,30 @@ static int r_cmp(const struct window_loader *ld, const row *a, const row *b)
         if (c)
             return c;
     }
-    int c = table_key_cmp(ld->t, a, b);
+    return 0;
+}
+
+/* The order L is cut in: R, or R's tie groups. */
+static int l_cmp(const struct window_loader *ld, const row *a, const row *b)
+{
+    if (!ld->ties_complete)
+        return parts_cmp(ld, a, b, ld->m);
+    int c = parts_cmp(ld, a, b, ld->ix->nparts);
+    if (c)
+        return c;
+    c = table_key_cmp(ld->t, a, b);
     return ld->spec.ties_desc ? -c : c;
 }
 
 /* Equal on the index parts that serve the ORDER BY (a tie group). */
 static bool tie(const struct window_loader *ld, const row *a, const row *b)
 {
-    for (uint32_t i = 0; i < ld->m; i++) {
-        const struct key_part *p = &ld->ix->parts[i];
-        if (value_cmp(&a->cols[p->col], &b->cols[p->col], p->coll) != 0)
-            return false;
-    }
-    return true;
+    return parts_cmp(ld, a, b, ld->m) == 0;
 }
 
 static bool covered(const struct window_loader *ld, const row *r)
 {
-    return ld->exhausted || (ld->boundary && r_cmp(ld, r, ld->boundary) <= 0);
+    return ld->exhausted || (ld->boundary && l_cmp(ld, r, ld->boundary) <= 0);
 }
 
 static void set_boundary(struct window_loader *ld, row *r)
@@ -85,23 +118,73 @@ static df_node *input(const struct window_loader *ld)
     return ld->prog->sources.data[ld->src].input;
 }
 
+static void gather_key(const struct window_loader *ld, const row *r, value *key)
+{
+    for (uint32_t i = 0; i < ld->m; i++)
+        key[i] = r->cols[ld->ix->parts[i].col];
+}
+
+/* The first row after L (c off the index when there is none). */
+static bool seek_past(const struct window_loader *ld, struct order_cursor *c)
+{
+    if (!ld->boundary)
+        return order_first(ld->ix, &ld->spec, c);
+    if (ld->ties_complete)
+        return order_seek_row(ld->ix, &ld->spec, ld->boundary, true, c);
+    value key[INDEX_MAX_PARTS];
+    gather_key(ld, ld->boundary, key);
+    return order_seek_key(ld->ix, &ld->spec, key, ld->m, true, c);
+}
+
+/* R rank just past the L-position of r: rows at or before it in L's order. */
+static size_t end_rank(const struct window_loader *ld, const row *r)
+{
+    if (!ld->ties_complete) {
+        value key[INDEX_MAX_PARTS];
+        gather_key(ld, r, key);
+        return order_count_before_key(ld->ix, &ld->spec, key, ld->m, true);
+    }
+    struct order_cursor c;
+    return order_seek_row(ld->ix, &ld->spec, r, true, &c) ? order_rank(&c) : index_count(ld->ix);
+}
+
+/* ---- work accounting ------------------------------------------------------------ */
+
+static void count_read(struct window_loader *ld)
+{
+    ld->reads++;
+    ld->prog->stats.rows_read++;
+}
+
+/* What the change may still read: 2 * need + 1 minus what it has read. */
+static uint64_t budget(const struct window_loader *ld)
+{
+    uint64_t bound = 2 * (uint64_t)ld->need + 1, used = ld->reads - ld->mark;
+    return used < bound ? bound - used : 0;
+}
+
 /* ---- feeding ------------------------------------------------------------------------ */
 
 int window_loader_push(struct window_loader *ld, const struct table_delta *td)
 {
+    ld->peeked = NULL; /* the table changed */
     for (size_t i = 0; i < td->n; i++) {
         const struct change *ch = &td->changes[i];
+        bool was = ch->old && covered(ld, ch->old);
+        bool is = ch->new_row && covered(ld, ch->new_row);
         int rc = LDB_OK;
-        if (ch->old && covered(ld, ch->old)) {
+        if (was)
             rc = df_push(input(ld), ch->old, -1);
-            ld->loaded--;
-        }
-        if (!rc && ch->new_row && covered(ld, ch->new_row)) {
+        if (!rc && is)
             rc = df_push(input(ld), ch->new_row, 1);
-            ld->loaded++;
-        }
         if (rc)
             return rc;
+        /* a row entering L can push one window row past the window; a
+         * row leaving it pulls one back (or there was none past it) */
+        if (is && !was)
+            ld->grown = add_sat(ld->grown, 1);
+        else if (was && !is && ld->grown > 0)
+            ld->grown--;
     }
     return LDB_OK;
 }
@@ -114,13 +197,23 @@ static int64_t eligible(const struct window_loader *ld)
 
 static int load(struct window_loader *ld, row *r)
 {
-    ld->prog->stats.rows_read++;
+    if (r != ld->peeked)
+        count_read(ld);
+    ld->peeked = NULL;
     int rc = df_push(input(ld), r, 1);
     if (rc)
         return rc;
-    ld->loaded++;
     set_boundary(ld, r);
     return LDB_OK;
+}
+
+/* Looks at r (the first row past a tie group) without loading it; the
+ * next refill starts there and does not count it again. */
+static void peek(struct window_loader *ld, row *r)
+{
+    if (r != ld->peeked)
+        count_read(ld);
+    ld->peeked = r;
 }
 
 int window_loader_settle(struct window_loader *ld, bool *pushed)
@@ -131,8 +224,7 @@ int window_loader_settle(struct window_loader *ld, bool *pushed)
         return LDB_OK;
     int64_t want = ld->need - have;
     struct order_cursor c;
-    bool on = ld->boundary ? order_seek_row(ld->ix, &ld->spec, ld->boundary, true, &c)
-                           : order_first(ld->ix, &ld->spec, &c);
+    bool on = seek_past(ld, &c);
     for (; on && want > 0; on = order_next(&c), want--) {
         int rc = load(ld, order_row(&c));
         if (rc)
@@ -141,7 +233,11 @@ int window_loader_settle(struct window_loader *ld, bool *pushed)
     }
     /* complete the boundary's tie group: rows the index orders after it
      * may come before it in the window's full order */
-    for (; on && !ld->ties_complete && tie(ld, order_row(&c), ld->boundary); on = order_next(&c)) {
+    for (; on && !ld->ties_complete; on = order_next(&c)) {
+        if (!tie(ld, order_row(&c), ld->boundary)) {
+            peek(ld, order_row(&c));
+            break;
+        }
         int rc = load(ld, order_row(&c));
         if (rc)
             return rc;
@@ -150,6 +246,8 @@ int window_loader_settle(struct window_loader *ld, bool *pushed)
         ld->exhausted = true;
     return LDB_OK;
 }
+
+/* ---- trimming ------------------------------------------------------------------------ */
 
 /* The driving row of the last window row (its key leads the result key). */
 static row *last_window_driver(const struct window_loader *ld)
@@ -165,42 +263,92 @@ static row *last_window_driver(const struct window_loader *ld)
     return table_lookup(ld->t, key);
 }
 
-int window_loader_trim(struct window_loader *ld, bool *pushed)
+static int unload(struct window_loader *ld, row *r)
 {
-    *pushed = false;
-    int64_t limit = ld->prog->limit;
-    if (!ld->prog->published || (int64_t)ld->loaded <= 2 * ld->need + 32 || limit < 0 ||
-        ld->prog->published->rows < limit)
-        return LDB_OK;
-    row *nb = last_window_driver(ld);
-    if (!nb)
-        return LDB_OK;
-    struct order_cursor c;
-    bool on = order_seek_row(ld->ix, &ld->spec, nb, true, &c);
-    while (on && !ld->ties_complete && tie(ld, order_row(&c), nb)) {
-        nb = order_row(&c);
-        on = order_next(&c);
-    }
-    row_retain(nb);
-    for (; on && covered(ld, order_row(&c)); on = order_next(&c)) {
-        ld->prog->stats.rows_read++;
-        int rc = df_push(input(ld), order_row(&c), -1);
-        if (rc) {
-            row_release(nb);
-            return rc;
+    count_read(ld); /* read again to retract it */
+    return df_push(input(ld), r, -1);
+}
+
+/*
+ * Unloads the end of L, rows of R ranks [edge, *end), walking back from
+ * the last, reading at most `room` rows; when L is cut in tie groups,
+ * whole groups only (the key of a group's last row gives its size: that
+ * read is the row's unloading, or a look when the group does not fit).
+ * *end becomes the rank just past what stays; c is left on its last row.
+ */
+static int unload_tail(struct window_loader *ld, size_t edge, size_t *end, uint64_t room,
+                       struct order_cursor *c)
+{
+    order_at(ld->ix, &ld->spec, *end - 1, c);
+    while (*end > edge && room > 0) {
+        size_t first = *end - 1;
+        if (!ld->ties_complete) {
+            value key[INDEX_MAX_PARTS];
+            gather_key(ld, order_row(c), key);
+            first = order_count_before_key(ld->ix, &ld->spec, key, ld->m, false);
+            if (*end - first > room) {
+                count_read(ld);
+                return LDB_OK;
+            }
         }
-        ld->loaded--;
-        *pushed = true;
+        room -= *end - first;
+        for (; *end > first; (*end)--) {
+            int rc = unload(ld, order_row(c));
+            if (rc)
+                return rc;
+            order_prev(c);
+        }
     }
-    set_boundary(ld, nb);
-    row_release(nb);
+    return LDB_OK;
+}
+
+static int trim(struct window_loader *ld, bool *pushed)
+{
+    const struct result_set *rs = ld->prog->published;
+    uint64_t room = budget(ld);
+    /* a window short of its limit needs every loaded row */
+    if (!rs || !ld->boundary || rs->rows < ld->prog->limit || room < 2)
+        return LDB_OK;
+    count_read(ld);
+    room--;
+    row *last = last_window_driver(ld);
+    if (!last)
+        return LDB_OK;
+    size_t edge = end_rank(ld, last);
+    size_t end = ld->exhausted ? index_count(ld->ix) : end_rank(ld, ld->boundary);
+    if (end <= edge) {
+        ld->grown = 0;
+        return LDB_OK;
+    }
+    size_t was = end;
+    struct order_cursor c;
+    int rc = unload_tail(ld, edge, &end, room, &c);
+    ld->grown = (int64_t)(end - edge);
+    if (rc || end == was)
+        return rc;
+    *pushed = true;
+    set_boundary(ld, order_row(&c));
     ld->exhausted = false;
     return LDB_OK;
 }
 
+int window_loader_trim(struct window_loader *ld, bool *pushed)
+{
+    *pushed = false;
+    int rc = LDB_OK;
+    if (ld->prog->limit >= 0 && ld->grown > ld->need)
+        rc = trim(ld, pushed);
+    ld->mark = ld->reads; /* the change ends here */
+    ld->peeked = NULL;
+    return rc;
+}
+
 void window_loader_resize(struct window_loader *ld, int64_t offset, int64_t limit)
 {
-    ld->need = limit < 0 ? INT64_MAX : offset + limit;
+    int64_t need = limit < 0 ? INT64_MAX : add_sat(offset, limit);
+    if (need < ld->need) /* the window's end moved up past that many rows */
+        ld->grown = add_sat(ld->grown, ld->need - need);
+    ld->need = need;
 }
 
 void window_loader_free(struct window_loader *ld)

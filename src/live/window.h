@@ -6,19 +6,23 @@
  * drives the query (the leftmost scan, reached through filters,
  * projections and left-preserving joins only), the graph is not fed the
  * whole table. A loader keeps the table's rows up to a boundary position
- * in index order loaded (the "prefix" L): after every run, if the top-k
- * holds fewer than offset + limit rows, it reads the next rows after the
+ * in index order loaded (the "prefix" L; whole tie groups when the index
+ * serves only part of the ORDER BY): after every run, if the top-k holds
+ * fewer than offset + limit rows, it reads the next rows after the
  * boundary from the index; a commit's changes are forwarded only when
  * they touch L. Rows past the boundary cannot be in the window because L
- * already has enough rows that sort before them. When inserts have grown
- * L well past the window, trimming moves the boundary back to the last
- * window row and unloads the rest.
+ * already has enough rows that sort before them. When rows entering L
+ * may have put more than offset + limit rows past the window, trimming
+ * moves the boundary back towards the last window row and unloads the
+ * rows past it.
  *
- * Work: a change reads at most the rows that refill the window (one per
- * row that left it, plus the rows the filter rejects on the way, plus the
- * boundary's tie group when the index serves only a prefix of the ORDER
- * BY); trimming reads the rows it unloads. Space: the loaded prefix, at
- * most about 2 * (offset + limit) rows plus one tie group.
+ * Work per change (seed 003), every row read from the index counted: a
+ * refill reads the rows the window lacks (plus those its filters reject
+ * on the way), at most one tie group and one row past it; trimming reads
+ * at most what is left of 2 * (offset + limit) + 1 after the change's
+ * other reads, so a large trim (after the window shrinks) is spread over
+ * several changes. Space: the loaded prefix, about 2 * (offset + limit)
+ * rows plus one tie group (and the rows filters reject).
  */
 #ifndef LDB_LIVE_WINDOW_H
 #define LDB_LIVE_WINDOW_H
@@ -40,8 +44,8 @@ int window_loader_push(struct window_loader *ld, const struct table_delta *td);
 /* After a run: loads more rows if the window is short; *pushed says
  * whether another run is needed. */
 int window_loader_settle(struct window_loader *ld, bool *pushed);
-/* After a published result is installed: unloads rows far past the
- * window; *pushed as above. */
+/* At the end of every change, once its result is installed: unloads rows
+ * past the window, within the change's budget; *pushed as above. */
 int window_loader_trim(struct window_loader *ld, bool *pushed);
 /* The window moved: the prefix must cover offset + limit rows. */
 void window_loader_resize(struct window_loader *ld, int64_t offset, int64_t limit);

@@ -2,9 +2,11 @@
  * index.c - ordered and hash indexes over a table's rows (see index.h).
  *
  * An ordered index is a btree whose items are row pointers, ordered by
- * the key parts, then the primary key, then the address; probes compare
- * only a prefix of the parts (and the primary key when they carry a row),
- * so one tree answers seeks, prefix ranges, counts and ranks.
+ * the key parts, then the primary key; probes compare only a prefix of
+ * the parts (and the primary key when they carry a row), so one tree
+ * answers seeks, prefix ranges, counts and ranks. Removals are held
+ * deletes (index.h); the tree pins a deleted row it keeps as a separator
+ * with a row reference.
  *
  * A hash index is an hmap multimap from the hash of the key parts (under
  * their collations) to row pointers. Equal keys share a probe run, so a
@@ -79,9 +81,17 @@ static int item_cmp(void *ctx, const void *a, const void *b)
     int c = index_key_cmp(ix, ra, rb, ix->nparts);
     if (c == 0 && ra != rb)
         c = table_key_cmp(ix->table, ra, rb);
-    if (c == 0 && ra != rb)
-        c = (uintptr_t)ra < (uintptr_t)rb ? -1 : 1;
     return c;
+}
+
+/* The tree's hold on a deleted row it still uses as a separator. */
+static void pin_row(void *ctx, void *item, bool keep)
+{
+    (void)ctx;
+    if (keep)
+        row_retain(item);
+    else
+        row_release(item);
 }
 
 /* A probe: values for the first n parts, and when pk is set (n must be
@@ -163,6 +173,7 @@ int index_init(struct table_index *ix, struct table *t, const struct index_def *
     memcpy(ix->parts, def->parts, def->nparts * sizeof *def->parts);
     btree_init(&ix->tree, item_cmp, ix);
     btree_set_work_counter(&ix->tree, &ix->work);
+    btree_set_pin(&ix->tree, pin_row);
     hmap_init(&ix->hash);
     return LDB_OK;
 }
@@ -252,12 +263,20 @@ static uint64_t *hash_slot_of(struct table_index *ix, const row *r)
 void index_remove(struct table_index *ix, row *r)
 {
     if (ix->kind == INDEX_ORDERED) {
-        btree_delete(&ix->tree, r);
+        btree_delete_held(&ix->tree, r);
         return;
     }
     uint64_t *v = hash_slot_of(ix, r);
     if (v)
         hmap_del(&ix->hash, v);
+}
+
+int index_put_back(struct table_index *ix, row *r)
+{
+    if (ix->kind == INDEX_ORDERED)
+        return btree_put_back(&ix->tree, r);
+    *hmap_put_back(&ix->hash, key_hash_row(ix, r)) = (uint64_t)(uintptr_t)r;
+    return LDB_OK;
 }
 
 void index_replace(struct table_index *ix, row *old, row *new_row)

@@ -4,17 +4,22 @@
  *
  * Entries are the table's own row pointers: an index holds no copy of a
  * key and allocates nothing per entry beyond its tree or hash nodes. The
- * index order is total:
+ * index order is total over the rows of a table:
  *     key parts (each ASC/DESC, NULLS FIRST/LAST, under its collation),
- *     then the primary key (ascending, under the key columns' collations),
- *     then the row's address.
- * The address only separates the two versions of one row that coexist
- * for an instant inside an update that changes the key parts or the
- * primary key (the new one is linked before the old one is unlinked, so
- * that a failed allocation changes nothing); an update that changes
- * neither re-points the entry in place (index_replace), so the versions
- * never meet there. Readers never see two versions, so to them the order
- * is key, then primary key.
+ *     then the primary key (ascending, under the key columns' collations).
+ * Two versions of one row that coexist for an instant inside an update
+ * (the new one is linked before the old one is unlinked, so that a
+ * failed allocation changes nothing) differ in one or the other; an
+ * update that changes neither re-points the entry in place
+ * (index_replace). Rows equal in both compare equal: so a deleted row
+ * that an ordered index still holds as a separator (btree.h, held
+ * deletes) and a later row with its key and primary key sort alike, and
+ * an entry re-pointed in place keeps its place against both.
+ *
+ * Removals are held deletes: they keep the tree's shape, so that putting
+ * the row back (index_put_back, undo) needs no memory; the store settles
+ * the trees when the transaction ends (index_settle). A tree keeps a
+ * deleted row it still uses as a separator alive (row_retain).
  *
  * NULLS FIRST/LAST name the place of NULL in the index order itself,
  * whatever the direction: (a DESC NULLS FIRST) puts NULL before every
@@ -186,7 +191,7 @@ static inline void index_work_reset(struct table_index *ix) { ix->work = 0; }
 /* ---- used by the table and the store ---------------------------------------- */
 
 /* Orders key parts of two rows: the index order restricted to the first
- * nparts parts (no primary key, no address). */
+ * nparts parts (no primary key). */
 int index_key_cmp(const struct table_index *ix, const row *a, const row *b,
                   uint32_t nparts);
 /* True when the row's key has a NULL part (never conflicts when unique). */
@@ -206,8 +211,22 @@ void index_destroy(struct table_index *ix);
  * index is unchanged.
  */
 int index_add(struct table_index *ix, row *r, const row *except, row **conflict);
-/* Removes r (found by pointer identity). Never allocates. */
+/* Removes r (found by pointer identity) with a held delete. Never
+ * allocates. */
 void index_remove(struct table_index *ix, row *r);
+/*
+ * Undo of index_remove(ix, r): puts r back, the index holding what it
+ * held right after that removal (and no settle since). Never allocates
+ * (btree_put_back, hmap_put_back); LDB_INTERNAL only if that condition
+ * was broken.
+ */
+int index_put_back(struct table_index *ix, row *r);
+/* Whether removals left the tree to settle, and settling it (no memory). */
+static inline bool index_unsettled(const struct table_index *ix)
+{
+    return btree_unsettled(&ix->tree);
+}
+static inline void index_settle(struct table_index *ix) { btree_settle(&ix->tree); }
 /*
  * Puts new_row in old's entry, in place: its key parts and primary key
  * must compare equal to old's (index_key_cmp, table_key_cmp), so the entry

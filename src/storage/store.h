@@ -21,12 +21,11 @@
  * DDL (create/drop table or index) is allowed in transactions and rolls
  * back with them.
  *
- * Rollback is implemented with an undo log (old row, new row per write);
- * undoing an entry re-inserts index entries and can therefore need
- * memory. If it cannot get it, the call returns LDB_NOMEM with the tables
- * in the consistent state of some earlier point of the transaction, and
- * the rollback stays pending: every later call on the store first tries
- * to finish it (and returns LDB_NOMEM while it cannot).
+ * Rollback is implemented with an undo log (old row, new row per write)
+ * and needs no memory: writes remove index entries in a way that keeps
+ * room to put them back (table.h), so ROLLBACK, ROLLBACK TO and the undo
+ * of a failed statement always complete, restoring the very row objects,
+ * even while every allocation fails.
  *
  * Errors: functions return result codes from livedb.h; the message of
  * the last failure is store_errmsg (constraint and type errors name the

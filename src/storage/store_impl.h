@@ -13,7 +13,12 @@
  * - frames are in log order: frames[i].undo_pos <= frames[i+1].undo_pos;
  *   a statement frame, if any, is the last one;
  * - a subscription's consumed deltas are contiguous stretches in log
- *   order, all after its base, all at or before its seen position.
+ *   order, all after its base, all at or before its seen position;
+ * - rollback never allocates: each write that removes index entries does
+ *   it with held deletes, whose trees settle only when the log empties
+ *   (tables with such trees are on the unsettled list), so undoing an
+ *   entry finds every tree and hash table as roomy as right after the
+ *   write (table.c).
  */
 #ifndef LDB_STORAGE_STORE_IMPL_H
 #define LDB_STORAGE_STORE_IMPL_H
@@ -70,14 +75,6 @@ struct subscription {
 
 enum txn_state { TXN_NONE, TXN_AUTO, TXN_EXPLICIT };
 
-/* A rollback that ran out of memory part-way and must be finished. */
-struct pending_rollback {
-    bool active;
-    size_t target;        /* undo down to this log length */
-    size_t keep_frames;   /* then keep this many frames */
-    bool end_txn;         /* then end the transaction */
-};
-
 struct store {
     VEC(struct table *) tables;
     VEC(struct undo_entry) undo;
@@ -91,7 +88,8 @@ struct store {
     uint64_t txn_id;
     uint64_t epoch;       /* bumped by every rollback */
     uint64_t schema_version;
-    struct pending_rollback pending;
+    struct table *unsettled; /* tables whose index trees wait for the end of
+                                the transaction to settle (a list) */
     char errmsg[512];
 };
 
@@ -108,11 +106,21 @@ static inline void store_log(struct store *s, struct undo_entry e)
 }
 
 /*
- * The checks every change makes first: finishes a pending rollback,
- * requires an open statement and no commit in progress. LDB_OK or an
- * error with the message set.
+ * The checks every change makes first: requires an open statement and no
+ * commit in progress. LDB_OK or an error with the message set.
  */
 int store_ready_to_change(struct store *s);
+
+/* After a change that removed rows from t: lists t for settling at the
+ * end of the transaction if its trees need it. */
+static inline void store_note_removals(struct store *s, struct table *t)
+{
+    if (t->unsettled || !table_unsettled(t))
+        return;
+    t->unsettled = true;
+    t->unsettled_next = s->unsettled;
+    s->unsettled = t;
+}
 
 /* A table a change may touch: not dropped, and writable in this mode
  * (read-only tables only in internal mode). Sets the message. */
@@ -127,10 +135,9 @@ void format_key_columns(const struct table *t, const uint32_t *cols, uint32_t n,
 int delta_build(const struct store *s, size_t from, size_t to, bool skip_dropped,
                 struct delta **out);
 
-/* Finishes a pending rollback if there is one: LDB_OK or LDB_NOMEM. */
-int store_finish_pending(struct store *s);
-
-/* Undoes one entry (txn.c); LDB_NOMEM leaves it not undone. */
+/* Undoes one entry (txn.c), without memory: LDB_OK, or LDB_INTERNAL
+ * when the log and the tables disagree (a bug; the entry is undone as
+ * far as it goes). */
 int undo_entry_apply(struct store *s, struct undo_entry *e);
 /* Releases what a committed entry owns. */
 void undo_entry_commit(struct undo_entry *e);

@@ -7,6 +7,12 @@
  * that can fail (reserve hash room, add entries to indexes) and only then
  * what cannot (remove entries, store pointers). A failure part-way removes
  * what was added, which never allocates, so the table is left as it was.
+ *
+ * Undo without memory: removals are held deletes in ordered indexes
+ * (index.h) and plain deletes in hash tables, so putting a row back into
+ * a table that holds what it held right after the removal finds room in
+ * every tree leaf and hash table (table_put_back, table_unrelink). The
+ * store settles the trees when the transaction ends (table_settle).
  */
 #include "storage/table.h"
 
@@ -86,7 +92,6 @@ static bool eq_probe(const void *key, uint64_t val)
 static uint64_t *find_slot(const struct table *t, const row *r, uint64_t h)
 {
     struct key_probe p = { t, r, NULL };
-    ((struct table *)t)->work++;
     return hmap_get(&t->rows, h, eq_probe, &p);
 }
 
@@ -96,7 +101,6 @@ row *table_lookup(const struct table *t, const value *key)
     for (uint32_t i = 0; i < t->schema.npk; i++)
         k[i] = &key[i];
     struct key_probe p = { t, NULL, key };
-    ((struct table *)t)->work++;
     uint64_t *v = hmap_get(&t->rows, key_hash_vals(t, k), eq_probe, &p);
     return v ? (row *)(uintptr_t)*v : NULL;
 }
@@ -110,10 +114,7 @@ row *table_lookup_row(const struct table *t, const row *r)
 row *table_scan_next(struct table_scan *sc)
 {
     uint64_t *v = hmap_next(&sc->t->rows, &sc->pos, NULL);
-    if (!v)
-        return NULL;
-    sc->t->work++;
-    return (row *)(uintptr_t)*v;
+    return v ? (row *)(uintptr_t)*v : NULL;
 }
 
 /* ---- physical changes ------------------------------------------------------------- */
@@ -222,6 +223,58 @@ void table_unlink(struct table *t, row *r)
         index_remove(t->indexes.data[i], r);
     hmap_del(&t->rows, find_slot(t, r, table_key_hash(t, r)));
     t->row_bytes -= row_mem(r);
+}
+
+/* ---- undo ------------------------------------------------------------------------ */
+
+int table_put_back(struct table *t, row *r)
+{
+    int rc = LDB_OK;
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (index_put_back(t->indexes.data[i], r) != LDB_OK)
+            rc = LDB_INTERNAL;
+    *hmap_put_back(&t->rows, table_key_hash(t, r)) = (uint64_t)(uintptr_t)r;
+    t->row_bytes += row_mem(r);
+    return rc;
+}
+
+int table_unrelink(struct table *t, row *new_row, row *old)
+{
+    int rc = LDB_OK;
+    bool same_key = table_key_eq(t, old, new_row);
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        struct table_index *ix = t->indexes.data[i];
+        if (!entry_moves(ix, old, new_row, same_key)) {
+            index_replace(ix, new_row, old);
+            continue;
+        }
+        index_remove(ix, new_row);
+        if (index_put_back(ix, old) != LDB_OK)
+            rc = LDB_INTERNAL;
+    }
+    uint64_t *v = find_slot(t, new_row, table_key_hash(t, new_row));
+    if (!same_key) {
+        hmap_del(&t->rows, v);
+        v = hmap_put_back(&t->rows, table_key_hash(t, old));
+    }
+    *v = (uint64_t)(uintptr_t)old;
+    t->row_bytes += row_mem(old);
+    t->row_bytes -= row_mem(new_row);
+    return rc;
+}
+
+bool table_unsettled(const struct table *t)
+{
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (index_unsettled(t->indexes.data[i]))
+            return true;
+    return false;
+}
+
+void table_settle(struct table *t)
+{
+    for (size_t i = 0; i < t->indexes.len; i++)
+        index_settle(t->indexes.data[i]);
 }
 
 /* ---- accounting, teardown, checks ----------------------------------------------- */

@@ -51,9 +51,10 @@ struct table {
     size_t row_bytes;          /* sum of row_mem of current rows */
     VEC(struct table_index *) indexes;
     int64_t rowid_max;         /* largest automatic-key value ever stored */
-    uint64_t work;             /* key probes and scan steps */
     bool readonly;             /* user writes rejected (store_enter_internal) */
     bool dropped;              /* dropped in the open transaction */
+    bool unsettled;            /* on the store's list of tables to settle */
+    struct table *unsettled_next; /* that list (store_impl.h) */
     void (*on_free)(void *ctx); /* see table_set_on_free */
     void *on_free_ctx;
 };
@@ -95,8 +96,6 @@ static inline void table_set_on_free(struct table *t, void (*fn)(void *ctx), voi
 
 /* Bytes held by the table: rows, key table, schema (not its indexes). */
 size_t table_bytes(const struct table *t);
-static inline uint64_t table_work(const struct table *t) { return t->work; }
-static inline void table_work_reset(struct table *t) { t->work = 0; }
 
 /* ---- reading ---------------------------------------------------------------- */
 
@@ -172,8 +171,7 @@ int table_key_cmp(const struct table *t, const row *a, const row *b);
  * *conflict and *where = index position or -1 for the primary key, or
  * LDB_NOMEM); relink replaces old by new everywhere (same errors; old is
  * excluded from conflicts; an index entry whose key parts and primary key
- * did not change is re-pointed in place, without memory, so undoing an
- * update that moved no entry cannot fail); unlink removes a row and never
+ * did not change is re-pointed in place); unlink removes a row and never
  * fails. The table's reference to the row passes in (link/relink: the
  * caller's reference to new becomes the table's) and out (unlink/relink:
  * the caller receives the table's reference to the removed row).
@@ -182,6 +180,21 @@ int table_link(struct table *t, row *r, row **conflict, int *where);
 int table_relink(struct table *t, row *old, row *new_row, row **conflict,
                  int *where);
 void table_unlink(struct table *t, row *r);
+
+/*
+ * Undo, without memory: put_back reverses unlink(r), unrelink reverses
+ * relink(old, new_row), each when the table holds exactly what it held
+ * right after that change and was not settled since (the undo log's
+ * order gives both). References pass back the same way. LDB_INTERNAL,
+ * with the change still made, only if that condition was broken.
+ */
+int table_put_back(struct table *t, row *r);
+int table_unrelink(struct table *t, row *new_row, row *old);
+/* Whether removals left index trees to settle; settling them (merges and
+ * frees, no allocation), which must wait for the end of the transaction:
+ * an undo still to come may need the shapes removals left. */
+bool table_unsettled(const struct table *t);
+void table_settle(struct table *t);
 
 /* Frees everything the table owns: rows, indexes, schema (and t). */
 void table_free(struct table *t);

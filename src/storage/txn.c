@@ -6,10 +6,11 @@
  * for the open statement (the last). Rolling back to a frame undoes the
  * log down to its position. A rollback first records, for subscribers
  * that joined after that position, the changes they started from (the
- * only step that allocates besides re-inserting index entries), then
- * undoes, then tells subscribers what they saw was undone, newest first,
- * with the tables already restored. If undoing runs out of memory the
- * rollback is left pending (store_impl.h) and finished by the next call.
+ * only step that allocates, and one allowed to fail: the subscriber then
+ * resynchronises), then undoes, which needs no memory (store_impl.h), then
+ * tells subscribers what they saw was undone, newest first, with the
+ * tables already restored. So every rollback completes, out of memory or
+ * not. Index trees settle when the transaction ends, committed or undone.
  *
  * Commit is two-phase for subscribers so that a failed prepare cancels
  * the commit with nothing published and the transaction intact.
@@ -40,9 +41,6 @@ void store_leave_internal(struct store *s)
 
 int store_ready_to_change(struct store *s)
 {
-    int rc = store_finish_pending(s);
-    if (rc != LDB_OK)
-        return rc;
     if (!s->stmt_open)
         return store_error(s, LDB_MISUSE, "tables change only inside a statement");
     if (phase(s) != PHASE_NONE && phase(s) != PHASE_STATEMENT)
@@ -53,9 +51,6 @@ int store_ready_to_change(struct store *s)
 /* Transaction control happens between statements and outside hooks. */
 static int ready_for_control(struct store *s)
 {
-    int rc = store_finish_pending(s);
-    if (rc != LDB_OK)
-        return rc;
     if (s->stmt_open || phase(s) != PHASE_NONE)
         return store_error(s, LDB_MISUSE, "transaction control inside a statement or hook");
     return LDB_OK;
@@ -80,26 +75,49 @@ static void index_vec_insert(struct table *t, size_t pos, struct table_index *ix
     t->indexes.len++;
 }
 
-static int undo_row(struct undo_entry *e)
+static int undo_row(struct store *s, struct undo_entry *e)
 {
-    row *conflict;
-    int where, rc = LDB_OK;
+    int rc = LDB_OK;
     switch (e->kind) {
     case UNDO_INSERT:
         table_unlink(e->t, e->new_row);
+        store_note_removals(s, e->t);
         row_release(e->new_row);
         e->t->rowid_max = e->a.aux;
-        return LDB_OK;
+        break;
     case UNDO_DELETE:
-        rc = table_link(e->t, e->a.old, &conflict, &where);
+        rc = table_put_back(e->t, e->a.old);
         break;
     case UNDO_UPDATE:
-        rc = table_relink(e->t, e->new_row, e->a.old, &conflict, &where);
-        if (rc == LDB_OK)
-            row_release(e->new_row);
+        rc = table_unrelink(e->t, e->new_row, e->a.old);
+        store_note_removals(s, e->t);
+        row_release(e->new_row);
         break;
     }
-    return rc == LDB_CONSTRAINT ? LDB_INTERNAL : rc;
+    return rc;
+}
+
+/* Takes t, about to be freed, off the unsettled list. */
+static void forget_unsettled(struct store *s, struct table *t)
+{
+    for (struct table **p = &s->unsettled; *p; p = &(*p)->unsettled_next) {
+        if (*p == t) {
+            *p = t->unsettled_next;
+            return;
+        }
+    }
+}
+
+/* The transaction is over (the log empties): the trees may settle. */
+static void settle_tables(struct store *s)
+{
+    while (s->unsettled) {
+        struct table *t = s->unsettled;
+        s->unsettled = t->unsettled_next;
+        t->unsettled = false;
+        t->unsettled_next = NULL;
+        table_settle(t);
+    }
 }
 
 int undo_entry_apply(struct store *s, struct undo_entry *e)
@@ -108,12 +126,13 @@ int undo_entry_apply(struct store *s, struct undo_entry *e)
     case UNDO_INSERT:
     case UNDO_DELETE:
     case UNDO_UPDATE:
-        return undo_row(e);
+        return undo_row(s, e);
     case UNDO_ROWID:
         e->t->rowid_max = e->a.aux;
         return LDB_OK;
     case UNDO_CREATE_TABLE:
         catalog_remove_at(s, e->pos);
+        forget_unsettled(s, e->t);
         table_free(e->t);
         break;
     case UNDO_DROP_TABLE:
@@ -179,9 +198,6 @@ int store_subscribe(struct store *s, enum subscriber_kind kind,
                     const struct store_hooks *hooks, void *ctx,
                     struct subscription **out)
 {
-    int rc = store_finish_pending(s);
-    if (rc != LDB_OK)
-        return rc;
     if (phase(s) != PHASE_NONE)
         return store_error(s, LDB_MISUSE, "cannot subscribe from inside a hook");
     struct subscription *sub = mem_calloc(1, sizeof *sub);
@@ -236,6 +252,7 @@ static void drop_frames(struct store *s, size_t keep)
 /* The transaction is over: the log is empty (committed or undone). */
 static void end_transaction(struct store *s)
 {
+    settle_tables(s);
     for (size_t i = 0; i < s->undo.len; i++)
         undo_entry_commit(&s->undo.data[i]);
     s->undo.len = 0;
@@ -277,28 +294,9 @@ static void notify_rollback(struct store *s, size_t target)
     purge_dead(s);
 }
 
-int store_finish_pending(struct store *s)
-{
-    struct pending_rollback *p = &s->pending;
-    if (!p->active)
-        return LDB_OK;
-    while (s->undo.len > p->target) {
-        int rc = undo_entry_apply(s, &s->undo.data[s->undo.len - 1]);
-        if (rc != LDB_OK)
-            return store_error(s, rc, "out of memory while rolling back; the rollback "
-                                      "is pending and will be retried");
-        s->undo.len--;
-    }
-    p->active = false;
-    notify_rollback(s, p->target);
-    drop_frames(s, p->keep_frames);
-    if (p->end_txn)
-        end_transaction(s);
-    return LDB_OK;
-}
-
 /* Undoes the log down to target, then keeps keep_frames frames and ends
- * the transaction if end_txn. */
+ * the transaction if end_txn. Needs no memory, so it completes; returns
+ * LDB_INTERNAL (message set) only if the log and the tables disagreed. */
 static int rollback_to(struct store *s, size_t target, size_t keep_frames, bool end_txn)
 {
     for (size_t i = 0; i < s->subs.len; i++) {
@@ -307,9 +305,18 @@ static int rollback_to(struct store *s, size_t target, size_t keep_frames, bool 
             delta_build(s, target, sub->base, false, &sub->base_undo) != LDB_OK)
             sub->base_undo = NULL; /* the subscriber resynchronises */
     }
-    s->pending = (struct pending_rollback){ true, target, keep_frames, end_txn };
     s->epoch++;
-    return store_finish_pending(s);
+    int rc = LDB_OK;
+    while (s->undo.len > target) {
+        if (undo_entry_apply(s, &s->undo.data[s->undo.len - 1]) != LDB_OK)
+            rc = store_error(s, LDB_INTERNAL, "rollback found a table out of step with its log");
+        s->undo.len--;
+    }
+    notify_rollback(s, target);
+    drop_frames(s, keep_frames);
+    if (end_txn)
+        end_transaction(s);
+    return rc;
 }
 
 /* ---- commit ------------------------------------------------------------------------------- */
@@ -507,8 +514,8 @@ int store_stmt_end(struct store *s, int rc)
     }
     bool end_txn = s->txn == TXN_AUTO;
     s->stmt_open = false;
-    rollback_to(s, start, s->frames.len - 1, end_txn);
-    return rc;
+    int undo_rc = rollback_to(s, start, s->frames.len - 1, end_txn);
+    return undo_rc != LDB_OK ? undo_rc : rc;
 }
 
 /* ---- transactions and savepoints ------------------------------------------------------------- */
@@ -604,7 +611,6 @@ int store_rollback_to(struct store *s, const char *name)
  * without hooks; tables are freed right after, so nothing is undone. */
 void store_abandon_transaction(struct store *s)
 {
-    s->pending.active = false;
     end_transaction(s);
     for (size_t i = 0; i < s->subs.len; i++)
         free_subscription(s->subs.data[i]);

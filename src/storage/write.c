@@ -3,7 +3,9 @@
  * delete (see table.h). Each builds the new row (affinity, defaults of
  * hidden columns, automatic rowid), checks NOT NULL, changes the table
  * through table.c (atomic) and appends one undo entry, for which room is
- * reserved first so that nothing can fail after the table changed.
+ * reserved first so that nothing can fail after the table changed. A
+ * write that removed index entries lists its table for settling at the
+ * end of the transaction (store_note_removals).
  */
 #include "storage/store_impl.h"
 
@@ -171,6 +173,7 @@ int table_update(struct store *s, struct table *t, row *old, const value *vals, 
         row_release(r);
         return rc;
     }
+    store_note_removals(s, t);
     store_log(s, (struct undo_entry){ .kind = UNDO_UPDATE, .t = t, .a.old = old, .new_row = r });
     int64_t raised = raised_rowid(t, r);
     if (raised != t->rowid_max) {
@@ -191,6 +194,7 @@ int table_delete(struct store *s, struct table *t, row *old)
     if (rc != LDB_OK)
         return rc;
     table_unlink(t, old);
+    store_note_removals(s, t);
     store_log(s, (struct undo_entry){ .kind = UNDO_DELETE, .t = t, .a.old = old });
     return LDB_OK;
 }

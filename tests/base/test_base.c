@@ -176,6 +176,81 @@ static void hmap_churn(void)
     CHECK_INT(mem_live(), live0);
 }
 
+/* Undo: deletes then puts back of the deleted entries, newest first, as an
+ * undo log does, after inserts and deletes that left tombstones behind:
+ * no put back may allocate, the load limit holds, and every entry stays
+ * findable. Weak hashes make long runs, where purging tombstones in place
+ * must keep them whole. */
+static void hmap_put_back_undo(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    int64_t live0 = mem_live();
+    enum { KEYS = 3000, OPS = 400 };
+    static uint64_t log[OPS];
+    static bool is_put[OPS];
+    for (int round = 0; round < 200 * test_scale(); round++) {
+        int weak = round % 2;
+        hmap m;
+        hmap_init(&m);
+        uint64_t *v;
+        bool found;
+        /* Half the rounds fill 128 slots to the limit (96) with d new
+         * entries, then delete d old ones: putting those back meets the
+         * tombstones of the deletes that undo the inserts. */
+        bool phased = round % 4 < 2;
+        int d = 1 + (int)rng_below(&r, 40);
+        size_t n0 = phased ? 96 - (size_t)d : 1 + rng_below(&r, 200);
+        for (uint64_t k = 0; k < n0; k++) {
+            CHECK(hmap_put(&m, weak_hash(k, weak), eq_val, &k, &v, &found) == LDB_OK);
+            *v = k;
+        }
+        int nops = phased ? 2 * d : (int)rng_below(&r, OPS);
+        for (int i = 0; i < nops; i++) {
+            uint64_t k = !phased ? rng_below(&r, rng_chance(&r, 1, 2) ? n0 : KEYS)
+                         : i < d ? n0 + (uint64_t)i
+                                 : (uint64_t)(i - d) * n0 / (size_t)d;
+            uint64_t *at = hmap_get(&m, weak_hash(k, weak), eq_val, &k);
+            is_put[i] = at == NULL;
+            log[i] = k;
+            if (at) {
+                hmap_del(&m, at);
+            } else {
+                CHECK(hmap_put(&m, weak_hash(k, weak), eq_val, &k, &v, &found) == LDB_OK);
+                *v = k;
+            }
+        }
+        mem_fail_at(1, 1);
+        for (int i = nops; i-- > 0;) {
+            uint64_t k = log[i];
+            if (is_put[i])
+                hmap_del(&m, hmap_get(&m, weak_hash(k, weak), eq_val, &k));
+            else
+                *hmap_put_back(&m, weak_hash(k, weak)) = k;
+            /* the load limit holds, so probe runs stay short and end */
+            CHECK((m.count + m.tombs) * 4 <= (m.mask + 1) * 3);
+        }
+        /* Entries other than the ones deleted may come back too: the count
+         * only returns to one the table had. */
+        for (uint64_t k = 0; k < n0 && round % 4 == 2; k += 3) {
+            hmap_del(&m, hmap_get(&m, weak_hash(k, weak), eq_val, &k));
+            uint64_t other = KEYS + k;
+            *hmap_put_back(&m, weak_hash(other, weak)) = other;
+            CHECK((m.count + m.tombs) * 4 <= (m.mask + 1) * 3);
+            hmap_del(&m, hmap_get(&m, weak_hash(other, weak), eq_val, &other));
+            *hmap_put_back(&m, weak_hash(k, weak)) = k;
+        }
+        uint64_t failed = mem_failed_count();
+        mem_fail_at(0, 0);
+        CHECK_INT(failed, 0);
+        CHECK_INT(hmap_count(&m), n0);
+        for (uint64_t k = 0; k < KEYS; k++)
+            CHECK((hmap_get(&m, weak_hash(k, weak), eq_val, &k) != NULL) == (k < n0));
+        hmap_free(&m);
+    }
+    CHECK_INT(mem_live(), live0);
+}
+
 /* ---- arena ---------------------------------------------------------------- */
 
 static void arena_basic(void)
@@ -297,5 +372,5 @@ static void mem_hook(void)
     mem_free(p);
 }
 
-TEST_MAIN(T(hmap_model), T(hmap_multimap), T(hmap_nomem), T(hmap_churn), T(arena_basic),
+TEST_MAIN(T(hmap_model), T(hmap_multimap), T(hmap_nomem), T(hmap_churn), T(hmap_put_back_undo), T(arena_basic),
           T(vec_and_strbuf), T(hash_quality), T(mem_hook))

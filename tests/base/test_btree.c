@@ -8,7 +8,10 @@
  * compared with the model, and
  * regularly it is walked in full: btree_check, both iteration orders,
  * ranks, every seek mode with exact and prefix probes, range counts.
- * Separate cases cover bulk load, allocation failure and the work bound.
+ * Separate cases cover bulk load, allocation failure, the work bound, and
+ * held deletes: transactions of inserts, held deletes and replaces, with
+ * savepoints, undone with every allocation failing (none may be needed),
+ * reads checked in the unsettled shape, then settled.
  */
 #include "base/btree.h"
 #include "base/mem.h"
@@ -712,7 +715,222 @@ static void test_work_bound(void)
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(test_misuse_and_empty), T(test_replace), T(test_equal_keys),
+/* ---- held deletes: undo without memory, then settle --------------------- */
+/*
+ * Here an item is a version of a class >= 1, class * 4 + version, and the tree
+ * orders classes only: versions of a class are equal, as the versions of
+ * one row are in an index. At most one version of a class is in the tree,
+ * so the model's full-key order is the tree's; probes compare classes
+ * (shift >= 2), never finer than the item order (btree.h).
+ */
+
+enum { VBITS = 2 };
+
+static int cmp_classes(void *ctx, const void *a, const void *b)
+{
+    CHECK(ctx == &tree_ctx);
+    return order(key_of(a) >> VBITS, key_of(b) >> VBITS);
+}
+
+/* Which items the tree pins: each pin is of a deleted item, ended once,
+ * and a settle ends them all. */
+static struct {
+    unsigned char *on;
+    size_t limit, n;
+} pins;
+
+static void pin_hook(void *ctx, void *item, bool keep)
+{
+    CHECK(ctx == &tree_ctx);
+    uint64_t k = key_of(item);
+    CHECK(k < pins.limit);
+    CHECKF(pins.on[k] == !keep, "pin %d of item %llu", keep, (unsigned long long)k);
+    pins.on[k] = keep;
+    pins.n += keep ? 1 : (size_t)-1;
+}
+
+static bool class_present(const struct model *m, uint64_t cls)
+{
+    size_t i = model_pos(m, cls << VBITS);
+    return i < m->n && m->keys[i] >> VBITS == cls;
+}
+
+static void check_classes(const btree *t, const struct model *m, rng *r, uint64_t classes)
+{
+    check_structure(t);
+    CHECK_INT(btree_count(t), m->n);
+    check_iteration(t, m);
+    check_ranks(t, m, r, 20);
+    for (int i = 0; i < 20; i++) {
+        struct probe p = random_probe(r, m, classes << VBITS);
+        p.shift = p.shift < VBITS ? VBITS : p.shift;
+        check_seeks(t, m, &p);
+    }
+    for (size_t k = 0; k < pins.limit; k++)
+        CHECKF(!pins.on[k] || !model_has(m, k), "item %zu pinned while in the tree", k);
+}
+
+/* One change of a transaction: an insert of a, a held delete of a, or a
+ * replace of a by b. */
+struct change {
+    enum { CH_INSERT, CH_DELETE, CH_REPLACE } kind;
+    uint64_t a, b;
+};
+
+struct txn {
+    struct change *log;
+    size_t len, cap;
+    size_t saves[8]; /* savepoints: log positions */
+    int nsaves;
+};
+
+static void log_change(struct txn *x, struct change c)
+{
+    if (x->len == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 256;
+        x->log = realloc(x->log, x->cap * sizeof *x->log);
+        CHECK(x->log != NULL);
+    }
+    x->log[x->len++] = c;
+}
+
+/* Undoes the log down to pos with every allocation failing: put backs,
+ * held deletes and replaces must need none. */
+static void undo_to(btree *t, struct model *m, struct txn *x, size_t pos)
+{
+    mem_fail_at(1, 1);
+    while (x->len > pos) {
+        struct change c = x->log[--x->len];
+        if (c.kind == CH_INSERT) {
+            CHECK_INT(key_of(btree_delete_held(t, item_of(c.a))), c.a);
+            model_delete(m, c.a);
+        } else if (c.kind == CH_DELETE) {
+            CHECK_INT(btree_put_back(t, item_of(c.a)), LDB_OK);
+            model_insert(m, c.a);
+        } else {
+            CHECK_INT(key_of(btree_replace(t, item_of(c.b), item_of(c.a))), c.b);
+            m->keys[model_pos(m, c.b)] = c.a;
+        }
+    }
+    uint64_t failed = mem_failed_count();
+    mem_fail_at(0, 0);
+    CHECK_INT(failed, 0);
+}
+
+/* A forward change: an insert of an absent class (may allocate), a held
+ * delete (often of the item after the last one deleted, to empty whole
+ * leaves), or a replace by another version. A pinned item is a deleted
+ * one: no insert or replace brings that very item back. */
+static void held_op(btree *t, struct model *m, struct txn *x, rng *r, uint64_t classes,
+                    uint64_t *last)
+{
+    unsigned dice = (unsigned)rng_below(r, 10);
+    uint64_t k = ((1 + rng_below(r, classes)) << VBITS) + rng_below(r, 1 << VBITS);
+    if (dice < 3) {
+        if (class_present(m, k >> VBITS) || pins.on[k])
+            return;
+        CHECK_INT(btree_insert(t, item_of(k), NULL), LDB_OK);
+        model_insert(m, k);
+        log_change(x, (struct change){ CH_INSERT, k, 0 });
+    } else if (dice < 9 && m->n > 0) {
+        size_t i = model_pos(m, *last);
+        if (i >= m->n || rng_chance(r, 1, 4))
+            i = rng_below(r, m->n);
+        k = m->keys[i];
+        uint64_t allocs = mem_alloc_count();
+        CHECK_INT(key_of(btree_delete_held(t, item_of(k))), k);
+        CHECK_INT(mem_alloc_count(), allocs);
+        model_delete(m, k);
+        log_change(x, (struct change){ CH_DELETE, k, 0 });
+        *last = k;
+    } else if (m->n > 0) {
+        size_t i = rng_below(r, m->n);
+        uint64_t old = m->keys[i], nk = (old & ~(uint64_t)3) | rng_below(r, 1 << VBITS);
+        if (nk == old || pins.on[nk])
+            return;
+        CHECK_INT(key_of(btree_replace(t, item_of(old), item_of(nk))), old);
+        m->keys[i] = nk;
+        log_change(x, (struct change){ CH_REPLACE, old, nk });
+    }
+}
+
+/* One transaction: forward changes with savepoints and partial rollbacks
+ * (each undone without memory), then a commit or a full rollback, then a
+ * settle that must leave no held leaf and no pin. */
+static void held_transaction(btree *t, struct model *m, rng *r, uint64_t classes, long steps)
+{
+    struct txn x = { 0 };
+    uint64_t last = 0;
+    for (long s = 0; s < steps; s++) {
+        unsigned dice = (unsigned)rng_below(r, 40);
+        if (dice == 0 && x.nsaves < 8) {
+            x.saves[x.nsaves++] = x.len;
+        } else if (dice == 1 && x.nsaves > 0) {
+            int i = (int)rng_below(r, (uint64_t)x.nsaves);
+            undo_to(t, m, &x, x.saves[i]);
+            x.nsaves = i + 1; /* later savepoints are gone; this one stays */
+        } else {
+            held_op(t, m, &x, r, classes, &last);
+        }
+        CHECK_INT(btree_count(t), m->n);
+        check_ranks(t, m, r, 1);
+        struct probe p = random_probe(r, m, classes << VBITS);
+        p.shift = p.shift < VBITS ? VBITS : p.shift;
+        check_seeks(t, m, &p);
+        if (s % 50 == 0)
+            check_classes(t, m, r, classes);
+    }
+    check_classes(t, m, r, classes);
+    if (rng_chance(r, 1, 2))
+        undo_to(t, m, &x, 0);
+    btree_settle(t);
+    CHECK(!btree_unsettled(t));
+    CHECK_INT(pins.n, 0);
+    check_classes(t, m, r, classes);
+    free(x.log);
+}
+
+static void held_config(unsigned leaf_max, unsigned inner_max, size_t items, int transactions,
+                        long steps)
+{
+    rng r;
+    rng_seed(&r, test_seed() ^ (leaf_max * 977 + inner_max));
+    int64_t live = mem_live();
+    uint64_t classes = 3 * items;
+    pins.limit = (classes + 2) << VBITS;
+    pins.on = calloc(pins.limit, 1);
+    pins.n = 0;
+    btree t;
+    btree_init_fanout(&t, cmp_classes, &tree_ctx, leaf_max, inner_max);
+    btree_set_pin(&t, pin_hook);
+    struct model m = { 0 };
+    while (m.n < items) {
+        uint64_t k = (1 + rng_below(&r, classes)) << VBITS;
+        if (!class_present(&m, k >> VBITS)) {
+            CHECK_INT(btree_insert(&t, item_of(k), NULL), LDB_OK);
+            model_insert(&m, k);
+        }
+    }
+    for (int i = 0; i < transactions * test_scale(); i++)
+        held_transaction(&t, &m, &r, classes, steps);
+    /* An unsettled tree ends its pins when freed. */
+    for (size_t i = 0; i < m.n; i += 2)
+        btree_delete_held(&t, item_of(m.keys[i]));
+    btree_free(&t);
+    CHECK_INT(pins.n, 0);
+    CHECK_INT(mem_live(), live);
+    model_free(&m);
+    free(pins.on);
+}
+
+static void test_held_deletes(void)
+{
+    held_config(4, 4, 300, 60, 400);
+    held_config(5, 7, 500, 40, 600);
+    held_config(DEFAULT_NODES, DEFAULT_NODES, 20000, 8, 6000);
+}
+
+TEST_MAIN(T(test_held_deletes), T(test_misuse_and_empty), T(test_replace), T(test_equal_keys),
           T(test_random_tiny_nodes), T(test_random_default_nodes),
           T(test_bulk_load), T(test_insert_nomem), T(test_bulk_load_nomem),
           T(test_work_bound))

@@ -273,6 +273,92 @@ static void left_join_padding_transitions(void)
     df_graph_free(g);
 }
 
+/* ---- join chains: one change reaching every input ------------------------------- */
+
+/*
+ * N - 1 joins in a chain over one input T(id, v): level k joins the
+ * previous level (arranged by its first id: a star, or by its last v: a
+ * chain) with T by id, so one row inserted into T changes every input of
+ * every level in the same run. The work of that run (rows consumed by
+ * all nodes) must grow linearly with N, and the output be the exact
+ * change: the joins' terms overlap when both sides change, and their
+ * unconsolidated sum doubled the delta at every level (2^N entries).
+ */
+static void join_chain_once(enum df_join_kind kind, bool chain, int n)
+{
+    df_graph *g;
+    df_node *in, *at, *cur, *out;
+    df_key k0 = { 1, col0, binary };
+    CHECK(df_graph_new(&g) == LDB_OK);
+    CHECK(df_input(g, 2, &in) == LDB_OK);
+    CHECK(df_arrange(g, in, &k0, &at) == LDB_OK);
+    cur = in;
+    uint32_t *keycol = malloc((size_t)n * sizeof *keycol);
+    for (int k = 1; k < n; k++) {
+        df_node *ac, *j;
+        uint32_t nc = df_node_ncols(cur);
+        keycol[k] = chain ? nc - 1 : 0;
+        df_key kk = { 1, &keycol[k], binary };
+        CHECK(df_arrange(g, cur, &kk, &ac) == LDB_OK);
+        CHECK(df_join(g, ac, at, kind, 0, NULL, NULL, &j) == LDB_OK);
+        cur = j;
+    }
+    CHECK(df_output(g, cur, &out) == LDB_OK);
+    /* a cycle 1 -> 2 -> 3 -> 1, so that every chain is complete */
+    push(in, ri(1, 2), 1);
+    push(in, ri(2, 3), 1);
+    push(in, ri(3, 1), 1);
+    CHECK(df_run(g) == LDB_OK);
+    CHECK_INT(out_len(out), 3);
+    uint32_t width = df_node_ncols(cur);
+    /* a row that joins itself at every level */
+    uint64_t before = df_graph_rows_in(g);
+    push(in, ri(4, 4), 1);
+    CHECK(df_run(g) == LDB_OK);
+    uint64_t work = df_graph_rows_in(g) - before;
+    CHECKF(work <= (uint64_t)(8 * n), "kind %d, %s, N=%d: one insert consumed %llu rows",
+           (int)kind, chain ? "chain" : "star", n, (unsigned long long)work);
+    CHECK_INT(out_len(out), 1);
+    size_t len;
+    const df_entry *d = df_output_delta(out, &len);
+    CHECK_INT(d[0].w, 1);
+    CHECK_INT(d[0].r->ncols, width);
+    for (uint32_t c = 0; c < width; c++)
+        CHECK_INT(d[0].r->cols[c].h.u.i, 4);
+    /* a star keeps the row (old and new); a chain through v = 5 breaks
+     * after the first level: inner and semi lose it, left and right joins
+     * pad one row, a full join pads the row of every level */
+    size_t want = !chain ? 2
+                  : kind == DF_JOIN_INNER || kind == DF_JOIN_SEMI ? 1
+                  : kind == DF_JOIN_FULL                          ? (size_t)n + 1
+                                                                  : 2;
+    /* an update of that row: -old +new at every level */
+    before = df_graph_rows_in(g);
+    push(in, ri(4, 4), -1);
+    push(in, ri(4, 5), 1);
+    CHECK(df_run(g) == LDB_OK);
+    work = df_graph_rows_in(g) - before;
+    /* the full chain's change really grows by one row a level */
+    CHECKF(work <= (uint64_t)(16 * n) * (want > 2 ? want : 1),
+           "kind %d, %s, N=%d: one update consumed %llu rows", (int)kind,
+           chain ? "chain" : "star", n, (unsigned long long)work);
+    CHECKF(out_len(out) == want, "kind %d, %s, N=%d: %zu entries after an update",
+           (int)kind, chain ? "chain" : "star", n, out_len(out));
+    free(keycol);
+    df_graph_free(g);
+}
+
+static void join_chain_work(void)
+{
+    static const enum df_join_kind kinds[] = { DF_JOIN_INNER, DF_JOIN_LEFT, DF_JOIN_RIGHT,
+                                               DF_JOIN_FULL, DF_JOIN_SEMI };
+    static const int sizes[] = { 4, 20, 64 };
+    for (size_t s = 0; s < 3; s++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            for (int chain = 0; chain < 2; chain++)
+                join_chain_once(kinds[k], chain, sizes[s]);
+}
+
 /* ---- top-k ---------------------------------------------------------------------------- */
 
 static void topk_work_and_window(void)
@@ -466,4 +552,5 @@ static void consolidation_of_large_batches(void)
 TEST_MAIN(T(allocation_failure_sweep), T(callback_error_fails_run), T(no_spurious_output),
           T(scalar_aggregate_exists_when_empty), T(left_join_padding_transitions),
           T(topk_work_and_window), T(negative_multiplicity_is_internal),
-          T(external_arrangement_shared_by_two_joins), T(consolidation_of_large_batches))
+          T(external_arrangement_shared_by_two_joins), T(consolidation_of_large_batches),
+          T(join_chain_work))

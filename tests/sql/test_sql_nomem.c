@@ -1,14 +1,18 @@
 /*
- * test_sql_nomem.c - allocation-failure sweeps through the public API:
- * for each statement, fail the 1st, 2nd, ... allocation (once, and from
- * there on) until the statement succeeds. Every failed run must return
- * LDB_NOMEM, leave the database exactly as it was (same rows, same
- * schema), and leak nothing (the allocation count is back at its start
- * after ldb_close).
+ * test_sql_nomem.c - allocation-failure sweeps through the public API
+ * (tests/nomem.h): for each statement, fail the 1st, 2nd, ... allocation
+ * (once, and from there on) until the statement runs without a failure.
+ * Every failed run must return LDB_NOMEM and leave the database exactly as
+ * it was, in the store (row objects, index orders, read while allocations
+ * still fail) and through SQL (rows, schema); nothing may leak.
+ *
+ * Table w holds 256 rows under two ordered indexes and a UNIQUE one, so
+ * its trees have many leaves: mass deletes and updates leave them in the
+ * held shape (emptied and short leaves) that reads and undo must handle,
+ * inside transactions and after savepoints.
  */
+#include "nomem.h"
 #include "test_sql_util.h"
-
-#include "base/mem.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,12 +24,30 @@ static const char *setup_sql =
     "INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL), (3, 'three', 3.5),"
     " (4, 'a long text that lives on the heap', 4.5);"
     "INSERT INTO u VALUES (1, 'x'), (3, 'y'), (3, 'z'), (NULL, 'w');"
-    "CREATE VIEW v AS SELECT a, b FROM t WHERE a > 1;";
+    "CREATE VIEW v AS SELECT a, b FROM t WHERE a > 1;"
+    "CREATE TABLE w(id INTEGER PRIMARY KEY, x INTEGER, y TEXT UNIQUE, z INTEGER);"
+    "CREATE INDEX wx ON w(x);"
+    "CREATE INDEX wzx ON w(z DESC, x);"
+    "INSERT INTO w VALUES (1, 7, 'a', 0), (2, 3, 'b', 1), (3, 9, 'c', 0), (4, 1, 'd', 1);"
+    "INSERT INTO w SELECT id + 4, (x * 7 + id) % 101, y || '.' || (id + 4), id % 3 FROM w;"
+    "INSERT INTO w SELECT id + 8, (x * 7 + id) % 101, y || '.' || (id + 8), id % 3 FROM w;"
+    "INSERT INTO w SELECT id + 16, (x * 7 + id) % 101, y || '.' || (id + 16), id % 3 FROM w;"
+    "INSERT INTO w SELECT id + 32, (x * 7 + id) % 101, y || '.' || (id + 32), id % 3 FROM w;"
+    "INSERT INTO w SELECT id + 64, (x * 7 + id) % 101, y || '.' || (id + 64), id % 3 FROM w;"
+    "INSERT INTO w SELECT id + 128, (x * 7 + id) % 101, y || '.' || (id + 128), id % 3 FROM w;";
+
+static ldb *open_db(void)
+{
+    ldb *db = sqlt_open();
+    EXEC(db, setup_sql);
+    return db;
+}
 
 /* Everything a statement could have changed, as text. */
 static char *snapshot(ldb *db)
 {
     const char *s = Q(db, "SELECT * FROM t ORDER BY a; SELECT * FROM u ORDER BY d;"
+                          "SELECT * FROM w ORDER BY id; SELECT id FROM w ORDER BY x, id;"
                           "SELECT type, name, sql FROM livedb_schema ORDER BY name");
     size_t n = strlen(s);
     char *copy = malloc(n + 1);
@@ -33,43 +55,9 @@ static char *snapshot(ldb *db)
     return copy;
 }
 
-/* One sweep over sql (run after prelude), failing allocations once or
- * persistently. */
-static void sweep(const char *prelude, const char *sql, int persistent)
-{
-    for (uint64_t n = 1;; n++) {
-        int64_t live0 = mem_live();
-        ldb *db = sqlt_open();
-        EXEC(db, setup_sql);
-        if (prelude)
-            EXEC(db, prelude);
-        char *before = snapshot(db);
-        mem_fail_at(n, persistent);
-        int rc = ldb_exec(db, sql, NULL, NULL);
-        bool failed = mem_failed_count() > 0;
-        mem_fail_at(0, 0);
-        if (rc != LDB_OK) {
-            CHECKF(rc == LDB_NOMEM, "%s: allocation %llu: rc %d (%s)", sql,
-                   (unsigned long long)n, rc, ldb_errmsg(db));
-            char *after = snapshot(db);
-            CHECKF(strcmp(before, after) == 0, "%s: allocation %llu changed the database", sql,
-                   (unsigned long long)n);
-            free(after);
-        }
-        free(before);
-        ldb_close(db);
-        CHECKF(mem_live() == live0, "%s: allocation %llu: %lld blocks leaked", sql,
-               (unsigned long long)n, (long long)(mem_live() - live0));
-        if (rc == LDB_OK && !failed)
-            return;
-    }
-}
+static const struct nomem_sql db_sweep = { open_db, snapshot, NULL };
 
-static void sweep_both(const char *sql)
-{
-    sweep(NULL, sql, 0);
-    sweep(NULL, sql, 1);
-}
+static void sweep_both(const char *sql) { nomem_sweep_both(&db_sweep, NULL, sql, LDB_OK); }
 
 static void inserts(void)
 {
@@ -77,6 +65,7 @@ static void inserts(void)
     sweep_both("INSERT INTO t SELECT a + 100, b || '!', c FROM t");
     sweep_both("INSERT INTO u VALUES (7, 'x') ON CONFLICT (d) DO UPDATE SET a = excluded.a + u.a");
     sweep_both("REPLACE INTO u VALUES (9, 'y')");
+    sweep_both("INSERT INTO w SELECT id + 1000, x + 1, y || '+', z FROM w WHERE id % 4 = 1");
 }
 
 static void updates_and_deletes(void)
@@ -84,6 +73,18 @@ static void updates_and_deletes(void)
     sweep_both("UPDATE t SET b = b || ' and more text', c = c * 2 WHERE a > 1");
     sweep_both("UPDATE t SET a = a + 1");
     sweep_both("DELETE FROM t WHERE a IN (SELECT a FROM u)");
+    sweep_both("DELETE FROM w WHERE id BETWEEN 20 AND 200");
+    sweep_both("UPDATE w SET x = x + 1000, z = 2 WHERE id % 3 = 0");
+    sweep_both("UPDATE w SET id = id + 500 WHERE x < 40");
+}
+
+/* Statements that fail on their own after writing: undone as a whole. */
+static void conflicts(void)
+{
+    nomem_sweep_both(&db_sweep, NULL, "INSERT INTO w SELECT id + 1000, x, y, z FROM w WHERE id > 100",
+                     LDB_CONSTRAINT);
+    nomem_sweep_both(&db_sweep, NULL, "UPDATE w SET y = 'same' WHERE id > 200", LDB_CONSTRAINT);
+    nomem_sweep_both(&db_sweep, NULL, "INSERT INTO u VALUES (8, 'v'), (9, 'x')", LDB_CONSTRAINT);
 }
 
 static void queries(void)
@@ -97,22 +98,36 @@ static void queries(void)
 
 static void schema_changes(void)
 {
-    sweep_both("CREATE TABLE w(x INTEGER PRIMARY KEY, y TEXT DEFAULT 'dflt' UNIQUE)");
+    sweep_both("CREATE TABLE nw(x INTEGER PRIMARY KEY, y TEXT DEFAULT 'dflt' UNIQUE)");
     sweep_both("CREATE INDEX tc ON t(c DESC, b)");
     sweep_both("CREATE TABLE copy AS SELECT a, b FROM t");
-    sweep_both("CREATE VIEW w AS SELECT a AS x FROM u");
+    sweep_both("CREATE VIEW vw AS SELECT a AS x FROM u");
     sweep_both("DROP TABLE u");
 }
 
 static void transactions(void)
 {
     const char *prelude = "BEGIN; INSERT INTO u VALUES (5, 'q'); SAVEPOINT s; DELETE FROM t";
+    /* Deletes and updates leave w's trees unsettled for what follows. */
+    const char *held = "BEGIN; DELETE FROM w WHERE id BETWEEN 10 AND 180; SAVEPOINT s;"
+                       "UPDATE w SET x = x + 500 WHERE id % 2 = 0; DELETE FROM w WHERE id > 230";
     for (int persistent = 0; persistent < 2; persistent++) {
-        sweep(prelude, "ROLLBACK TO s", persistent);
-        sweep(prelude, "ROLLBACK", persistent);
-        sweep("BEGIN; INSERT INTO u VALUES (5, 'q')", "COMMIT", persistent);
-        sweep(NULL, "SAVEPOINT s", persistent);
+        nomem_sweep(&db_sweep, prelude, "ROLLBACK TO s", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, prelude, "ROLLBACK", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, "BEGIN; INSERT INTO u VALUES (5, 'q')", "COMMIT", LDB_OK,
+                    persistent);
+        nomem_sweep(&db_sweep, NULL, "SAVEPOINT s", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "ROLLBACK TO s", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "ROLLBACK", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "COMMIT", LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "INSERT INTO w SELECT id + 1000, x, y || 'n', 5 FROM w",
+                    LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "UPDATE w SET x = x - 1, y = y || '-' WHERE id < 100",
+                    LDB_OK, persistent);
+        nomem_sweep(&db_sweep, held, "UPDATE w SET y = 'b' WHERE id > 200", LDB_CONSTRAINT,
+                    persistent);
     }
 }
 
-TEST_MAIN(T(inserts), T(updates_and_deletes), T(queries), T(schema_changes), T(transactions))
+TEST_MAIN(T(inserts), T(updates_and_deletes), T(conflicts), T(queries), T(schema_changes),
+          T(transactions))

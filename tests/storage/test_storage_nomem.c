@@ -1,16 +1,20 @@
 /*
  * test_storage_nomem.c - allocation-failure sweeps: each write path runs
- * with its 1st, 2nd, ... allocation failing until it succeeds; every
- * failure must return LDB_NOMEM and leave every table and index exactly
- * as before (same row objects, same index orders), and no failure may be
- * swallowed. Paths: insert with indexes, update moving index keys (all of
- * them, or one while the others are re-pointed in place), delete,
- * create index over existing rows, drop index and table, savepoint,
- * statements whose hook writes another table, commit with subscribers.
- * Then a rollback that keeps failing stays pending and finishes later, a
- * rollback of updates that moved no index entry needs no memory, and
+ * with its 1st, 2nd, ... allocation failing (once, and from there on)
+ * until it succeeds; every failure must return LDB_NOMEM and leave every
+ * table and index exactly as before (same row objects, same index
+ * orders, read while allocations still fail: tests/nomem.h), and no
+ * failure may be swallowed. Paths: insert with indexes, update moving
+ * index keys (all of them, or one while the others are re-pointed in
+ * place), delete, create index over existing rows, drop index and table,
+ * savepoint, statements whose hook writes another table, commit with
+ * subscribers. Then rollbacks need no memory at all: ROLLBACK, ROLLBACK
+ * TO and failed statements after transactions of many shapes, and
+ * scripted transactions swept with every allocation from the n-th on
+ * failing, where each rollback must still restore its savepoint exactly.
  * mem_live returns to its baseline after teardown.
  */
+#include "nomem.h"
 #include "storage_util.h"
 
 #include <stdlib.h>
@@ -24,77 +28,46 @@ struct fixture {
     void *prepared;      /* what prepare allocated */
 };
 
-/* ---- a text dump of everything that must not change ---------------------------- */
-
-static int ptr_cmp(const void *x, const void *y)
-{
-    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
-    return a < b ? -1 : a > b;
-}
-
-static void dump_table(strbuf *sb, struct table *t)
-{
-    size_t n = table_count(t), i = 0;
-    uintptr_t *ptrs = malloc((n + 1) * sizeof *ptrs);
-    struct table_scan sc = table_scan_begin(t);
-    for (row *r; (r = table_scan_next(&sc));)
-        ptrs[i++] = (uintptr_t)r;
-    qsort(ptrs, n, sizeof *ptrs, ptr_cmp);
-    sb_printf(sb, "table %s rows %zu rowid %lld:", t->name, n, (long long)t->rowid_max);
-    for (i = 0; i < n; i++)
-        sb_printf(sb, " %lx", (unsigned long)ptrs[i]);
-    for (size_t k = 0; k < table_index_count(t); k++) {
-        const struct table_index *ix = table_index_at(t, k);
-        sb_printf(sb, "\n  index %s (%zu):", ix->name, index_count(ix));
-        if (ix->kind == INDEX_ORDERED) {
-            struct index_cursor c;
-            for (bool on = index_first(ix, &c); on; on = index_next(&c))
-                sb_printf(sb, " %lx", (unsigned long)(uintptr_t)index_cursor_row(&c));
-        }
-    }
-    sb_putc(sb, '\n');
-    free(ptrs);
-}
-
-/* Uses mem_alloc (strbuf): call only while no failure is armed. */
+/* Everything that must not change (free it); allocates nothing from the
+ * library, so it can be taken while allocations fail. */
 static char *dump(struct fixture *f)
 {
-    strbuf sb = STRBUF_INIT;
+    char *tables = nomem_store_dump(f->s);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
     /* Not the schema version: a rolled-back DDL moves it on purpose. */
-    sb_printf(&sb, "txn %d log %zu\n", store_in_transaction(f->s), store_log_length(f->s));
-    for (size_t i = 0; i < store_table_count(f->s); i++)
-        dump_table(&sb, store_table_at(f->s, i));
-    char *text = sb_take(&sb, NULL);
-    CHECK(text != NULL);
+    fprintf(out, "log %zu\n%s", store_log_length(f->s), tables);
+    fclose(out);
+    free(tables);
     return text;
 }
 
 typedef int (*op_fn)(struct fixture *f);
 
-/* Runs op with allocation n failing, for n = 1, 2, ... until it succeeds. */
-static void sweep(struct fixture *f, op_fn op, const char *name)
+/* Runs op with allocation n failing (persistent: and every later one),
+ * for n = 1, 2, ... until it succeeds. */
+static void sweep(struct fixture *f, op_fn op, const char *name, int persistent)
 {
     for (uint64_t n = 1;; n++) {
         char *before = dump(f);
-        mem_fail_at(n, 0);
+        mem_fail_at(n, persistent);
         int rc = op(f);
         uint64_t failed = mem_failed_count();
+        char *after = rc != LDB_OK ? dump(f) : NULL;
         mem_fail_at(0, 0);
         if (rc == LDB_OK) {
             CHECKF(failed == 0, "%s: allocation %llu failed but the call succeeded", name,
                    (unsigned long long)n);
-            mem_free(before);
+            free(before);
             return;
         }
         CHECKF(rc == LDB_NOMEM, "%s: allocation %llu: rc %d (%s)", name, (unsigned long long)n,
                rc, store_errmsg(f->s));
-        char *after = dump(f);
         CHECKF(strcmp(before, after) == 0, "%s: allocation %llu changed the state", name,
                (unsigned long long)n);
-        const char *err = store_check(f->s);
-        CHECKF(err == NULL, "%s: %s", name, err);
-        mem_free(before);
-        mem_free(after);
+        free(before);
+        free(after);
     }
 }
 
@@ -315,80 +288,199 @@ static int op_commit(struct fixture *f) { return store_commit(f->s); }
 
 static void write_paths(void)
 {
-    int64_t live = mem_live();
-    struct fixture f;
-    setup(&f, 300);
-    sweep(&f, op_insert, "insert");
-    sweep(&f, op_insert, "insert again");
-    sweep(&f, op_update, "update");
-    sweep(&f, op_rekey, "update of the primary key");
-    sweep(&f, op_update_y, "update moving one index entry of four");
-    sweep(&f, op_delete, "delete");
-    sweep(&f, op_many, "statement of many writes");
-    sweep(&f, op_create_index, "create index");
-    sweep(&f, op_create_hash, "create hash index");
-    sweep(&f, op_drop_index, "drop index");
-    sweep(&f, op_create_table, "create table");
-    sweep(&f, op_drop_table, "drop table");
-    CHECK(f.published > 0);
-    teardown(&f);
-    CHECK_INT(mem_live(), live);
+    for (int persistent = 0; persistent < 2; persistent++) {
+        int64_t live = mem_live();
+        struct fixture f;
+        setup(&f, 300);
+        sweep(&f, op_insert, "insert", persistent);
+        sweep(&f, op_insert, "insert again", persistent);
+        sweep(&f, op_update, "update", persistent);
+        sweep(&f, op_rekey, "update of the primary key", persistent);
+        sweep(&f, op_update_y, "update moving one index entry of four", persistent);
+        sweep(&f, op_delete, "delete", persistent);
+        sweep(&f, op_many, "statement of many writes", persistent);
+        sweep(&f, op_create_index, "create index", persistent);
+        sweep(&f, op_create_hash, "create hash index", persistent);
+        sweep(&f, op_drop_index, "drop index", persistent);
+        sweep(&f, op_create_table, "create table", persistent);
+        sweep(&f, op_drop_table, "drop table", persistent);
+        CHECK(f.published > 0);
+        teardown(&f);
+        CHECK_INT(mem_live(), live);
+    }
 }
 
 static void transaction_paths(void)
 {
-    int64_t live = mem_live();
-    struct fixture f;
-    setup(&f, 200);
-    CHECK(store_begin(f.s) == LDB_OK);
-    sweep(&f, op_savepoint, "savepoint");
-    sweep(&f, op_many, "statement in a transaction");
-    sweep(&f, op_create_index, "create index in a transaction");
-    sweep(&f, op_insert, "insert in a transaction");
-    int published = f.published;
-    sweep(&f, op_commit, "commit with subscribers");
-    CHECK_INT(f.published, published + 1);
-    CHECK(!store_in_transaction(f.s));
-    /* Savepoint that opens a transaction, released (a commit). */
-    sweep(&f, op_savepoint, "savepoint opening a transaction");
-    sweep(&f, op_update, "update under a savepoint");
-    CHECK(store_release(f.s, "sp") == LDB_OK);
-    teardown(&f);
-    CHECK_INT(mem_live(), live);
+    for (int persistent = 0; persistent < 2; persistent++) {
+        int64_t live = mem_live();
+        struct fixture f;
+        setup(&f, 200);
+        CHECK(store_begin(f.s) == LDB_OK);
+        sweep(&f, op_savepoint, "savepoint", persistent);
+        sweep(&f, op_many, "statement in a transaction", persistent);
+        sweep(&f, op_create_index, "create index in a transaction", persistent);
+        sweep(&f, op_insert, "insert in a transaction", persistent);
+        int published = f.published;
+        sweep(&f, op_commit, "commit with subscribers", persistent);
+        CHECK_INT(f.published, published + 1);
+        CHECK(!store_in_transaction(f.s));
+        /* Savepoint that opens a transaction, released (a commit). */
+        sweep(&f, op_savepoint, "savepoint opening a transaction", persistent);
+        sweep(&f, op_update, "update under a savepoint", persistent);
+        CHECK(store_release(f.s, "sp") == LDB_OK);
+        teardown(&f);
+        CHECK_INT(mem_live(), live);
+    }
 }
 
-/* A rollback that cannot get memory stays pending, then finishes. */
-static void pending_rollback(void)
+/* ---- rollback needs no memory ------------------------------------------------------------- */
+
+/* Deletes the rows with ids from, from + step, ... below to. */
+static int delete_ids(struct fixture *f, int64_t from, int64_t to, int64_t step)
 {
-    int64_t live = mem_live();
-    struct fixture f;
-    setup(&f, 400);
-    char *before = dump(&f);
-    CHECK(store_begin(f.s) == LDB_OK);
-    CHECK(store_stmt_begin(f.s) == LDB_OK);
-    for (int64_t id = 0; id < 400; id += 2) {
+    int rc = LDB_OK;
+    for (int64_t id = from; id < to && rc == LDB_OK; id += step) {
         value key = V_I(id);
-        CHECK(table_delete(f.s, f.a, table_lookup(f.a, &key)) == LDB_OK);
+        row *r = table_lookup(f->a, &key);
+        if (r)
+            rc = table_delete(f->s, f->a, r);
     }
-    CHECK(store_stmt_end(f.s, LDB_OK) == LDB_OK);
+    return rc;
+}
+
+/* Updates rows: x (moves ix_x, ix_yx and hx entries), y only (moves
+ * ix_yx), or the primary key (moves every entry), by what. */
+enum upd { UPD_X, UPD_Y, UPD_KEY };
+static int update_ids(struct fixture *f, int64_t from, int64_t to, int64_t step, enum upd what)
+{
+    int rc = LDB_OK;
+    for (int64_t id = from; id < to && rc == LDB_OK; id += step) {
+        value key = V_I(id);
+        row *r = table_lookup(f->a, &key);
+        if (!r)
+            continue;
+        value v[4] = { r->cols[0], r->cols[1], r->cols[2], r->cols[3] };
+        if (what == UPD_X)
+            v[1] = V_I(r->cols[1].h.u.i + 1000 + id % 7);
+        else if (what == UPD_Y)
+            v[2] = V_T(id % 2 ? "yy" : "a");
+        else
+            v[0] = V_I(id + 100000);
+        rc = table_update(f->s, f->a, r, v, NULL);
+    }
+    return rc;
+}
+
+static int insert_rows(struct fixture *f, int count)
+{
+    int rc = LDB_OK;
+    for (int i = 0; i < count && rc == LDB_OK; i++) {
+        int64_t id = f->next_id++;
+        value v[4] = { V_I(id), V_I(id % 13), V_T("ins"), V_I(id) };
+        rc = table_insert(f->s, f->a, v, NULL);
+    }
+    return rc;
+}
+
+/* The shapes: each one statement body. */
+static int shape_delete_half(struct fixture *f) { return delete_ids(f, 0, 400, 2); }
+static int shape_delete_range(struct fixture *f) { return delete_ids(f, 40, 330, 1); }
+static int shape_move_x(struct fixture *f) { return update_ids(f, 0, 400, 3, UPD_X); }
+static int shape_move_y(struct fixture *f) { return update_ids(f, 100, 400, 1, UPD_Y); }
+static int shape_rekey(struct fixture *f) { return update_ids(f, 0, 200, 5, UPD_KEY); }
+static int shape_insert(struct fixture *f) { return insert_rows(f, 100); }
+static int shape_mixed(struct fixture *f)
+{
+    int rc = insert_rows(f, 50);
+    if (rc == LDB_OK)
+        rc = delete_ids(f, 0, 400, 3);
+    if (rc == LDB_OK)
+        rc = update_ids(f, 1, 400, 4, UPD_X);
+    if (rc == LDB_OK)
+        rc = delete_ids(f, 380, 460, 1);
+    return rc;
+}
+/* A statement that writes, then fails on a duplicate u value (row 5's,
+ * which no shape deletes or changes). */
+static int shape_conflict(struct fixture *f)
+{
+    int rc = delete_ids(f, 200, 260, 1);
+    value v[4] = { V_I(f->next_id++), V_I(1), V_T("dup"), V_I(5) };
+    return rc == LDB_OK ? table_insert(f->s, f->a, v, NULL) : rc;
+}
+static int shape_create_index(struct fixture *f)
+{
+    int rc = store_find_index(f->s, "ix_yu") ? LDB_OK : create_index_body(f);
+    return rc == LDB_OK ? delete_ids(f, 0, 400, 4) : rc;
+}
+
+static op_fn const shapes[] = { shape_delete_half, shape_delete_range, shape_move_x,
+                                shape_move_y,      shape_rekey,        shape_insert,
+                                shape_mixed,       shape_create_index };
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+/* Calls fn with every allocation failing: it must succeed without trying. */
+static void without_memory(int rc_want, int (*fn)(struct store *s, const char *arg),
+                           struct store *s, const char *arg)
+{
     mem_fail_at(1, 1);
-    int rc = store_rollback(f.s);
+    int rc = fn(s, arg);
+    uint64_t failed = mem_failed_count();
     mem_fail_at(0, 0);
-    CHECK(rc == LDB_NOMEM);
-    CHECK(store_check(f.s) == NULL); /* a consistent earlier state */
-    /* The next call finishes the rollback first. */
-    CHECK(store_begin(f.s) == LDB_OK);
-    CHECK(store_rollback(f.s) == LDB_OK);
-    char *after = dump(&f);
-    CHECK_STR(after, before);
-    mem_free(before);
-    mem_free(after);
-    teardown(&f);
-    CHECK_INT(mem_live(), live);
+    CHECKF(rc == rc_want, "rc %d (%s)", rc, store_errmsg(s));
+    CHECK_INT(failed, 0);
+}
+static int do_rollback(struct store *s, const char *arg) { (void)arg; return store_rollback(s); }
+static int do_rollback_to(struct store *s, const char *arg) { return store_rollback_to(s, arg); }
+static int do_fail_statement(struct store *s, const char *arg)
+{
+    (void)arg;
+    return store_stmt_end(s, LDB_ERROR);
+}
+
+/* After every pair of shapes, in a transaction: a failed statement,
+ * ROLLBACK TO and ROLLBACK, each with every allocation failing, each
+ * restoring its point exactly. */
+static void rollback_without_memory(void)
+{
+    for (size_t i = 0; i < NSHAPES; i++) {
+        for (size_t j = 0; j < NSHAPES; j++) {
+            int64_t live = mem_live();
+            struct fixture f;
+            setup(&f, 400);
+            char *start = dump(&f);
+            CHECK(store_begin(f.s) == LDB_OK);
+            CHECK(in_statement(&f, shapes[i]) == LDB_OK);
+            CHECK(store_savepoint(f.s, "s") == LDB_OK);
+            char *at_s = dump(&f);
+            CHECK(store_stmt_begin(f.s) == LDB_OK);
+            shapes[j](&f);
+            without_memory(LDB_ERROR, do_fail_statement, f.s, NULL);
+            char *now = dump(&f);
+            CHECK_STR(now, at_s);
+            free(now);
+            CHECK(in_statement(&f, shapes[j]) == LDB_OK);
+            CHECK(in_statement(&f, shapes[(i + j) % NSHAPES]) == LDB_OK);
+            without_memory(LDB_OK, do_rollback_to, f.s, "s");
+            now = dump(&f);
+            CHECK_STR(now, at_s);
+            free(now);
+            CHECK(in_statement(&f, shapes[j]) == LDB_OK);
+            without_memory(LDB_OK, do_rollback, f.s, NULL);
+            now = dump(&f);
+            CHECK_STR(now, start);
+            free(now);
+            free(start);
+            free(at_s);
+            teardown(&f);
+            CHECK_INT(mem_live(), live);
+        }
+    }
 }
 
 /* Without ix_yx no index reads y: updates of y move no index entry, so
- * undoing them re-points entries in place and needs no memory at all. */
+ * undoing them re-points entries in place. */
 static void rollback_in_place(void)
 {
     int64_t live = mem_live();
@@ -397,27 +489,134 @@ static void rollback_in_place(void)
     CHECK(in_statement(&f, drop_index_yx_body) == LDB_OK);
     char *before = dump(&f);
     CHECK(store_begin(f.s) == LDB_OK);
-    CHECK(store_stmt_begin(f.s) == LDB_OK);
-    for (int64_t id = 0; id < 400; id += 2) {
-        value key = V_I(id);
-        row *r = table_lookup(f.a, &key);
-        value v[4] = { r->cols[0], r->cols[1], V_T("y only"), r->cols[3] };
-        CHECK(table_update(f.s, f.a, r, v, NULL) == LDB_OK);
-    }
-    CHECK(store_stmt_end(f.s, LDB_OK) == LDB_OK);
-    mem_fail_at(1, 1);
-    int rc = store_rollback(f.s);
-    uint64_t failed = mem_failed_count();
-    mem_fail_at(0, 0);
-    CHECK_INT(rc, LDB_OK);
-    CHECK_INT(failed, 0);
+    CHECK(in_statement(&f, shape_move_y) == LDB_OK);
+    without_memory(LDB_OK, do_rollback, f.s, NULL);
     char *after = dump(&f);
     CHECK_STR(after, before);
-    CHECK(store_check(f.s) == NULL);
-    mem_free(before);
-    mem_free(after);
+    free(before);
+    free(after);
     teardown(&f);
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(write_paths), T(transaction_paths), T(pending_rollback), T(rollback_in_place))
+/* ---- scripted transactions under persistent failure ----------------------------------------- */
+
+enum step_kind { ST_STMT, ST_SAVEPOINT, ST_ROLLBACK_TO, ST_ROLLBACK, ST_COMMIT };
+struct step {
+    enum step_kind kind;
+    op_fn body;          /* ST_STMT */
+    int want;            /* ST_STMT: its result without failures */
+    const char *name;    /* savepoints */
+};
+
+/* Runs the steps from BEGIN with allocation n and every later one
+ * failing: each failed step leaves the state as it was, each rollback
+ * succeeds and restores its point. Returns whether an allocation failed. */
+static bool run_script(const struct step *steps, size_t nsteps, uint64_t n)
+{
+    struct fixture f;
+    setup(&f, 200);
+    char *start = dump(&f), *saved[2] = { NULL, NULL };
+    mem_fail_at(n, 1);
+    CHECK(store_begin(f.s) == LDB_OK);
+    char *before = dump(&f);
+    for (size_t i = 0; i < nsteps && store_in_transaction(f.s); i++) {
+        const struct step *st = &steps[i];
+        int k = st->name && st->name[0] == 'b';
+        int rc = LDB_OK;
+        switch (st->kind) {
+        case ST_STMT:
+            rc = in_statement(&f, st->body);
+            CHECKF(rc == st->want || rc == LDB_NOMEM, "step %zu: rc %d", i, rc);
+            break;
+        case ST_SAVEPOINT:
+            rc = store_savepoint(f.s, st->name);
+            CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "step %zu: rc %d", i, rc);
+            if (rc == LDB_OK) {
+                free(saved[k]);
+                saved[k] = dump(&f);
+            }
+            break;
+        case ST_ROLLBACK_TO:
+            rc = store_rollback_to(f.s, st->name);
+            CHECKF(rc == (saved[k] ? LDB_OK : LDB_ERROR), "step %zu: rc %d (%s)", i, rc,
+                   store_errmsg(f.s));
+            break;
+        case ST_ROLLBACK:
+            rc = store_rollback(f.s);
+            CHECK_INT(rc, LDB_OK);
+            break;
+        case ST_COMMIT:
+            rc = store_commit(f.s);
+            CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "step %zu: rc %d", i, rc);
+            break;
+        }
+        char *after = dump(&f);
+        if (st->kind == ST_ROLLBACK)
+            CHECKF(strcmp(after, start) == 0, "step %zu: ROLLBACK at allocation %llu", i,
+                   (unsigned long long)n);
+        else if (st->kind == ST_ROLLBACK_TO && saved[k])
+            CHECKF(strcmp(after, saved[k]) == 0, "step %zu: ROLLBACK TO at allocation %llu", i,
+                   (unsigned long long)n);
+        else if (rc != LDB_OK)
+            CHECKF(strcmp(after, before) == 0, "step %zu: failed at allocation %llu and changed "
+                   "the state", i, (unsigned long long)n);
+        free(before);
+        before = after;
+    }
+    free(before);
+    bool failed = mem_failed_count() > 0;
+    mem_fail_at(0, 0);
+    if (store_in_transaction(f.s)) {
+        CHECK(store_rollback(f.s) == LDB_OK);
+        char *end = dump(&f);
+        CHECK_STR(end, start);
+        free(end);
+    }
+    free(start);
+    free(saved[0]);
+    free(saved[1]);
+    teardown(&f);
+    return failed;
+}
+
+static void sweep_script(const struct step *steps, size_t nsteps)
+{
+    int64_t live = mem_live();
+    for (uint64_t n = 1; run_script(steps, nsteps, n); n++)
+        CHECK_INT(mem_live(), live);
+    CHECK_INT(mem_live(), live);
+}
+
+static void scripts(void)
+{
+    static const struct step rollbacks[] = {
+        { ST_STMT, shape_delete_range, LDB_OK, NULL },
+        { ST_SAVEPOINT, NULL, 0, "a" },
+        { ST_STMT, shape_move_x, LDB_OK, NULL },
+        { ST_STMT, shape_insert, LDB_OK, NULL },
+        { ST_SAVEPOINT, NULL, 0, "b" },
+        { ST_STMT, shape_rekey, LDB_OK, NULL },
+        { ST_STMT, shape_conflict, LDB_CONSTRAINT, NULL },
+        { ST_STMT, shape_move_y, LDB_OK, NULL },
+        { ST_ROLLBACK_TO, NULL, 0, "b" },
+        { ST_STMT, shape_mixed, LDB_OK, NULL },
+        { ST_ROLLBACK_TO, NULL, 0, "a" },
+        { ST_STMT, shape_delete_half, LDB_OK, NULL },
+        { ST_ROLLBACK, NULL, 0, NULL },
+    };
+    static const struct step commits[] = {
+        { ST_STMT, shape_delete_half, LDB_OK, NULL },
+        { ST_SAVEPOINT, NULL, 0, "a" },
+        { ST_STMT, shape_create_index, LDB_OK, NULL },
+        { ST_STMT, shape_conflict, LDB_CONSTRAINT, NULL },
+        { ST_ROLLBACK_TO, NULL, 0, "a" },
+        { ST_STMT, shape_mixed, LDB_OK, NULL },
+        { ST_COMMIT, NULL, 0, NULL },
+    };
+    sweep_script(rollbacks, sizeof rollbacks / sizeof rollbacks[0]);
+    sweep_script(commits, sizeof commits / sizeof commits[0]);
+}
+
+TEST_MAIN(T(write_paths), T(transaction_paths), T(rollback_without_memory), T(rollback_in_place),
+          T(scripts))
