@@ -7,7 +7,9 @@
  * every column of a DISTINCT or set operation. A projection that drops a
  * key column gets it back as a hidden column appended after the visible
  * ones; a UNION ALL tags each branch and carries both branches' keys, so
- * equal rows from different branches stay apart. Hidden columns are only
+ * equal rows from different branches stay apart; a side of a FULL JOIN
+ * whose key may be all NULL carries a presence column, so its rows stay
+ * apart from the other side's NULL-extended ones. Hidden columns are only
  * ever appended, so every expression above keeps reading the columns it
  * read before.
  */
@@ -132,6 +134,82 @@ static int key_all_columns(struct plan *p, struct keyed *k)
     return LDB_OK;
 }
 
+/* True when column c of p is never NULL: a NOT NULL table column (a
+ * primary key's), a non-NULL constant, kept through nodes that do not
+ * NULL-extend it. */
+static bool never_null(const struct plan *p, uint32_t c)
+{
+    switch (p->kind) {
+    case PLAN_SCAN:
+        return table_schema(p->u.scan.table)->cols[c].not_null;
+    case PLAN_VALUES:
+        for (uint32_t r = 0; r < p->u.values.nrows; r++) {
+            const expr *e = p->u.values.cells[(size_t)r * p->ncols + c];
+            if (e->kind != EXPR_CONST || value_is_null(&e->u.v))
+                return false;
+        }
+        return true;
+    case PLAN_FILTER:
+    case PLAN_SORT:
+    case PLAN_LIMIT:
+    case PLAN_DISTINCT:
+        return never_null(p->in, c);
+    case PLAN_PROJECT: {
+        const expr *e = p->u.exprs[c];
+        if (e->kind == EXPR_CONST)
+            return !value_is_null(&e->u.v);
+        return e->kind == EXPR_COLUMN && never_null(p->in, e->u.index);
+    }
+    case PLAN_AGGREGATE: {
+        const expr *e = c < p->u.agg.ngroups ? p->u.agg.groups[c] : NULL;
+        return e && e->kind == EXPR_COLUMN && never_null(p->in, e->u.index);
+    }
+    case PLAN_JOIN: {
+        enum join_kind k = p->u.join.kind;
+        if (c < p->left->ncols)
+            return k != JOIN_RIGHT && k != JOIN_FULL && never_null(p->left, c);
+        return (k == JOIN_INNER || k == JOIN_CROSS || k == JOIN_RIGHT) &&
+               never_null(p->right, c - p->left->ncols);
+    }
+    case PLAN_SETOP:
+        return never_null(p->left, c) && never_null(p->right, c);
+    }
+    return false;
+}
+
+/*
+ * A side of a FULL JOIN appears NULL-extended: its key reads all NULL
+ * then, and a present row whose key is all NULL too (an empty key, or
+ * nullable key columns: a scalar aggregate, DISTINCT over NULLs) would
+ * share the other side's key. Such a side gets a hidden presence column
+ * (TRUE; NULL once extended) as one more key column.
+ */
+static int mark_presence(plan_arena *pa, struct keyed *side)
+{
+    for (uint32_t i = 0; i < side->n; i++)
+        if (never_null(side->plan, side->cols[i]))
+            return LDB_OK;
+    if (side->n == KEYED_MAX)
+        return LDB_UNSUPPORTED;
+    struct plan *in = side->plan;
+    uint32_t n = in->ncols;
+    expr **es = plan_alloc(pa, (n + 1) * sizeof *es);
+    struct plan_col *meta = pb_array(pa, in->cols, n, n + 1, sizeof *meta);
+    if (!es || !meta || !(es[n] = xb_bool(pa, true)))
+        return LDB_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(es[i] = xb_column(pa, i, &in->cols[i])))
+            return LDB_NOMEM;
+    memset(&meta[n], 0, sizeof meta[n]);
+    meta[n].name = "?present?";
+    meta[n].type = COL_BOOLEAN;
+    meta[n].hidden = true;
+    if (!(side->plan = pb_project(pa, in, es, n + 1, meta)))
+        return LDB_NOMEM;
+    side->cols[side->n++] = n;
+    return LDB_OK;
+}
+
 /* Moves the hidden columns of a keyed join side after both sides'
  * declared columns: left ++ right ++ left hidden ++ right hidden. */
 static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
@@ -140,6 +218,8 @@ static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
     int rc = live_ensure_key(pa, p->left, &l);
     if (!rc)
         rc = live_ensure_key(pa, p->right, &r);
+    if (!rc && p->u.join.kind == JOIN_FULL && !(rc = mark_presence(pa, &l)))
+        rc = mark_presence(pa, &r);
     if (rc)
         return rc;
     bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;

@@ -8,7 +8,8 @@
  * decorrelator (run it under UBSan: make test-sanitize), and the
  * subqueries the SQLite oracle found refused or wrong (in the operand of
  * IN, single-row proofs, NULL correlation values beside a top-1, join
- * keys), each live and as a materialized view.
+ * keys, FULL JOIN sides with nullable keys), each live and as a
+ * materialized view.
  *
  * Replicas are rebuilt only from change batches; callbacks record what
  * went wrong instead of failing inside the library (a CHECK there would
@@ -1349,6 +1350,33 @@ static void subquery_join_key(void)
     live_and_view(sub_schema, sqls, sizeof sqls / sizeof sqls[0], sub_writes, NSUB_WRITES);
 }
 
+/* A side of a FULL JOIN whose key may be all NULL while present (a
+ * scalar aggregate's empty key, a DISTINCT or GROUP BY over NULLs) shared
+ * its key with the other side's NULL-extended rows: the query failed with
+ * "two different rows have the same result key" (found by
+ * test_live_sqlite, LDB_SEED=7205464747235938445 LDB_TEST_SCALE=20). */
+static void full_join_nullable_keys(void)
+{
+    static const char *const sqls[] = {
+        "SELECT a.s, b.w FROM (SELECT sum(v) AS s FROM u) AS a FULL JOIN (SELECT DISTINCT w "
+        "FROM x) AS b ON b.w IS NOT NULL",
+        "SELECT a.g, a.c, b.w FROM (SELECT v AS g, count(*) AS c FROM u GROUP BY v) AS a FULL "
+        "JOIN (SELECT DISTINCT w FROM x) AS b ON a.g = b.w",
+        "SELECT u.v, a.s, b.w FROM u FULL JOIN (SELECT max(w) AS s FROM x) AS a ON u.v = a.s "
+        "FULL JOIN (SELECT DISTINCT w FROM x) AS b ON b.w IS NOT NULL",
+        "SELECT x.w, b.v FROM x FULL JOIN (SELECT v FROM u UNION SELECT w FROM x) AS b ON x.w = "
+        "b.v",
+    };
+    static const char *const writes[] = {
+        "INSERT INTO x VALUES (1)",   "DELETE FROM x WHERE w = 1", "INSERT INTO u VALUES (2)",
+        "INSERT INTO u VALUES (NULL), (3); INSERT INTO x VALUES (3), (NULL)",
+        "DELETE FROM u WHERE v IS NULL", "DELETE FROM x", "DELETE FROM u",
+    };
+    live_and_view("CREATE TABLE u(v INTEGER); CREATE TABLE x(w INTEGER);"
+                  "INSERT INTO u VALUES (5), (NULL); INSERT INTO x VALUES (NULL)",
+                  sqls, sizeof sqls / sizeof sqls[0], writes, sizeof writes / sizeof writes[0]);
+}
+
 TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch),
           T(open_nomem_sweep), T(set_window_nomem_sweep), T(commit_nomem_sweep),
           T(null_arguments), T(top1_beside_uncorrelated), T(top1_subquery_grid),
@@ -1356,4 +1384,4 @@ TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch
           T(hidden_order_random), T(hidden_order_crossing), T(decorrelate_empty_lists),
           T(subquery_in_operand), T(view_fill_error_message), T(single_row_subqueries),
           T(key_lookup_by_expression_joins), T(nocase_lookup_on_binary_key),
-          T(top1_beside_null_correlation), T(subquery_join_key))
+          T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys))
