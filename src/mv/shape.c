@@ -129,14 +129,21 @@ struct plan *mv_unordered(plan_arena *pa, struct plan *body)
 }
 
 /* The planner's annotations name indexes, which a view outlives: the
- * arms ignore them, and the executor of the floor reads tables plainly. */
+ * arms ignore them, and the executor of the floor reads tables plainly.
+ * A FILTER's exec_pred leaves out the conjuncts its scan's access path
+ * guaranteed, so it goes with the access path: the plain scan needs the
+ * whole predicate tested again. */
 static bool clear_node(void *ctx, const struct plan *cp)
 {
     struct plan *p = (struct plan *)cp;
-    if (p->kind == PLAN_SCAN)
+    if (p->kind == PLAN_SCAN) {
         memset(&p->u.scan.access, 0, sizeof p->u.scan.access);
-    else if (p->kind == PLAN_SORT)
+    } else if (p->kind == PLAN_FILTER) {
+        p->exec_pred = NULL;
+        p->exec_pred_set = false;
+    } else if (p->kind == PLAN_SORT) {
         p->u.sort.presorted = false;
+    }
     return true;
 }
 
