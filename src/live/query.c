@@ -240,7 +240,9 @@ static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
 }
 
 static const struct store_hooks live_hooks = {
-    NULL, on_commit_prepare, on_commit_finish, on_rollback,
+    .commit_prepare = on_commit_prepare,
+    .commit_finish = on_commit_finish,
+    .rollback = on_rollback,
 };
 
 /* ---- publication ---------------------------------------------------------------------- */

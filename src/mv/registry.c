@@ -130,7 +130,8 @@ static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
             mv_prog_unapply(reg->views.data[i], undone);
 }
 
-static const struct store_hooks mv_hooks = { on_statement, NULL, NULL, on_rollback };
+static const struct store_hooks mv_hooks = { .statement = on_statement,
+                                             .rollback = on_rollback };
 
 /* Only changes of tables some view reads reach the registry: a write to
  * any other table (a backing table nobody reads included) costs no delta. */
