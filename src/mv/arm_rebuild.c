@@ -20,7 +20,7 @@
  */
 #include "mv/mv_internal.h"
 
-#include "live/keys.h"
+#include "live/program.h"
 #include "sql/exec.h"
 
 #include <stdio.h>

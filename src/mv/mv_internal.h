@@ -170,7 +170,8 @@ void mv_set_base(struct mv_view *v);
 /* ---- shape.c ---- */
 
 bool mv_walk(const struct plan *p, struct mv_walk *w);
-/* Clears access paths and presorted flags (they name indexes). */
+/* Clears access paths, the FILTER predicates they left to the executor,
+ * and presorted flags (they name indexes). */
 void mv_clear_annotations(struct plan *p);
 /* The body with a root ORDER BY (no LIMIT) removed: a table has no
  * order. NULL on NOMEM. */
@@ -184,9 +185,10 @@ bool mv_shape_row(struct mv_view *v, int *rc);
 bool mv_shape_agg(struct mv_view *v, int *rc, const char **why_not);
 /* An index of t whose first n parts are the columns gcols (BINARY). */
 struct table_index *mv_group_index(struct table *t, const uint32_t *gcols, uint32_t n);
-/* Layout from a keyed plan (keys.h): its nvis visible columns, then the
- * key columns that are not visible (hidden), then extra columns left for
- * the arm; map[j] is the keyed plan's column of backing column j. */
+/* Layout from a keyed plan (live_ensure_key): its nvis visible columns,
+ * then the key columns that are not visible (hidden), then extra columns
+ * left for the arm; map[j] is the keyed plan's column of backing column
+ * j. */
 int mv_layout_keyed(struct mv_view *v, const struct plan *keyed, uint32_t nvis,
                     const uint32_t *keycols, uint32_t nkey, uint32_t extra, uint32_t *map);
 /* Room for ncols columns (the view's arena). */

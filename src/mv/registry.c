@@ -34,7 +34,7 @@
 #include "mv/mv_internal.h"
 
 #include "base/mem.h"
-#include "live/live_internal.h"
+#include "live/program.h"
 #include "sql/parser.h"
 
 #include <stdio.h>
