@@ -113,7 +113,7 @@ struct ldb_live {
     struct subscription *sub;
     bool ordered;              /* the SELECT has its own ORDER BY: changes
                                   report positions */
-    bool pending;              /* a published batch waits for live_flush */
+    bool pending;              /* an installed batch waits for publication */
     bool closing;              /* closed from a callback: freed when the
                                   outermost callback returns */
     ldb_live *next_pending;
@@ -121,6 +121,8 @@ struct ldb_live {
 
 struct live_registry {
     struct store *store;
+    struct subscription *sub;  /* publication (the queries subscribe to
+                                  their commits one by one) */
     VEC(ldb_live *) queries;
     ldb_live *pending_head, *pending_tail;
     bool publishing;           /* on_change callbacks are running */
