@@ -172,7 +172,9 @@ LDB_API int ldb_column_count(ldb_stmt *s);
 LDB_API const char *ldb_column_name(ldb_stmt *s, int i);
 /* Back to before the first step; bindings are kept. */
 LDB_API int ldb_reset(ldb_stmt *s);
-/* Frees s. NULL is a no-op. */
+/* Frees s. NULL is a no-op. While s's own ldb_step runs (reached from a
+ * live query callback) it does nothing but record LDB_MISUSE; stepping,
+ * resetting and binding s are refused the same way. */
 LDB_API void ldb_finalize(ldb_stmt *s);
 
 /* Rows inserted, updated or deleted by the last INSERT, UPDATE or DELETE
@@ -227,8 +229,11 @@ typedef struct ldb_change {
 
 /*
  * Called with the batch of one commit; the changes and their rows are
- * borrowed for the call. The rules for this callback and for the row
- * function of ldb_live_read (both are "live query callbacks"):
+ * borrowed for the call. It runs as the commit completes, inside the call
+ * that committed (the ldb_step or ldb_exec of the statement, COMMIT or
+ * RELEASE), after that statement's ldb_changes and ldb_last_insert_rowid
+ * are set. The rules for this callback and for the row function of
+ * ldb_live_read (both are "live query callbacks"):
  * - allowed: reading any live query (ldb_live_read, ldb_live_count...),
  *   SELECTs and reading PRAGMAs, and ldb_live_close of any query, this
  *   one included (the query is freed when the outermost callback returns;
@@ -236,8 +241,9 @@ typedef struct ldb_change {
  *   used again);
  * - refused with LDB_MISUSE and a message in ldb_errmsg: any write (DML,
  *   DDL, materialized views), transaction control, setting a PRAGMA,
- *   ldb_live_open, ldb_live_set_window, and ldb_close (which then does
- *   nothing).
+ *   ldb_live_open, ldb_live_set_window, ldb_close (which then does
+ *   nothing), and stepping, resetting, binding or finalizing the statement
+ *   whose step is running.
  */
 typedef void (*ldb_change_fn)(void *ctx, ldb_live *q, const ldb_change *changes,
                               size_t n);

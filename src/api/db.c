@@ -11,6 +11,10 @@
  *   built for; a step on a stale form rebinds it first.
  * - Every write happens between db_write_begin and db_write_end, so a
  *   failing statement (NOMEM included) leaves the database as it was.
+ * - Live query callbacks run inside the ldb_step whose statement
+ *   committed (the store publishes as the commit completes): while a
+ *   statement is being stepped it cannot be stepped, reset, rebound or
+ *   finalized (busy(), LDB_MISUSE), since the step still uses it.
  */
 #include "api/db_internal.h"
 
@@ -91,14 +95,12 @@ int db_write_begin(ldb *db)
     int rc = store_stmt_begin(db->store);
     if (rc)
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
-    mv_settle(db->mv); /* a rollback the store just finished */
     return LDB_OK;
 }
 
 int db_write_end(ldb *db, int rc)
 {
     int end = store_stmt_end(db->store, rc);
-    mv_settle(db->mv);
     if (end != LDB_OK && rc == LDB_OK)
         return db_error(db, end, NULL, -1, "%s", store_errmsg(db->store));
     return end;
@@ -217,6 +219,18 @@ size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size)
 
 /* ---- statements ----------------------------------------------------------------------------- */
 
+/* A statement inside its own ldb_step (reached from a live query
+ * callback): records the misuse. */
+static bool busy(ldb_stmt *s)
+{
+    if (!s->stepping)
+        return false;
+    db_error(s->db, LDB_MISUSE, NULL, -1,
+             "a statement cannot be stepped, reset, bound or finalized while its own step "
+             "runs (from a live query callback)");
+    return true;
+}
+
 static void stmt_link(ldb *db, ldb_stmt *s)
 {
     s->next = db->stmts;
@@ -298,7 +312,7 @@ int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char
 
 void ldb_finalize(ldb_stmt *s)
 {
-    if (!s)
+    if (!s || busy(s))
         return;
     stmt_finish(s);
     stmt_uncompile(s);
@@ -314,16 +328,15 @@ int ldb_reset(ldb_stmt *s)
 {
     if (!s)
         return LDB_MISUSE;
+    if (busy(s))
+        return LDB_MISUSE;
     stmt_finish(s);
     return LDB_OK;
 }
 
-int ldb_step(ldb_stmt *s)
+/* One step; the caller marks s as stepping. */
+static int step(ldb_stmt *s)
 {
-    if (!s)
-        return LDB_MISUSE;
-    ldb *db = s->db;
-    db_clear_error(db);
     int rc;
     if (s->state == ST_DONE)
         stmt_finish(s); /* stepping a finished statement runs it again */
@@ -331,7 +344,6 @@ int ldb_step(ldb_stmt *s)
         if ((rc = stmt_start(s)) != LDB_OK) {
             stmt_finish(s);
             s->state = ST_DONE;
-            live_flush(db->live);
             return rc;
         }
         s->state = ST_RUNNING;
@@ -341,7 +353,19 @@ int ldb_step(ldb_stmt *s)
         return rc;
     stmt_finish(s);
     s->state = ST_DONE;
-    live_flush(db->live); /* batches of what this statement committed */
+    return rc;
+}
+
+int ldb_step(ldb_stmt *s)
+{
+    if (!s)
+        return LDB_MISUSE;
+    if (busy(s))
+        return LDB_MISUSE;
+    db_clear_error(s->db);
+    s->stepping = true;
+    int rc = step(s);
+    s->stepping = false;
     return rc;
 }
 
@@ -365,6 +389,10 @@ const char *ldb_column_name(ldb_stmt *s, int i)
 static int bind_value(ldb_stmt *s, int i, value v)
 {
     if (!s) {
+        value_release(&v);
+        return LDB_MISUSE;
+    }
+    if (busy(s)) {
         value_release(&v);
         return LDB_MISUSE;
     }
@@ -426,6 +454,8 @@ int ldb_bind_parameter_index(ldb_stmt *s, const char *name)
 int ldb_clear_bindings(ldb_stmt *s)
 {
     if (!s)
+        return LDB_MISUSE;
+    if (busy(s))
         return LDB_MISUSE;
     stmt_finish(s);
     for (uint32_t i = 0; i < s->nparams; i++)

@@ -19,7 +19,6 @@
 #include "api/db_internal.h"
 
 #include "live/live.h"
-#include "mv/mv.h"
 
 #include "base/mem.h"
 #include "sql/planner.h"
@@ -476,12 +475,8 @@ static int drop(ldb_stmt *s)
         if (!ix)
             return if_exists ? LDB_OK
                              : db_error(db, LDB_ERROR, s->ast, n->off, "no such index: %s", n->str);
-        struct table *t = ix->table;
-        rc = store_drop_index(db->store, ix);
-        if (rc)
-            return store_failed(s, rc, n->off);
-        struct eval_error err; /* views whose dataflow read it rebuild without it */
-        return mv_index_dropped(db->mv, t, &err) ? db_error_from(db, NULL, &err) : LDB_OK;
+        rc = store_drop_index(db->store, ix); /* subscribers rebuild what read it */
+        return rc ? store_failed(s, rc, n->off) : LDB_OK;
     }
     case AST_OBJ_TRIGGER:
         return unsupported(s, st->off, "triggers");
@@ -494,9 +489,10 @@ static int drop(ldb_stmt *s)
         return if_exists ? LDB_OK
                          : db_error(db, LDB_ERROR, s->ast, n->off, "no such %s: %s",
                                     want_view ? "view" : "table", n->str);
-    struct eval_error err;
-    if (mv_check_drop_table(db->mv, t, &err))
-        return db_error(db, err.code, s->ast, n->off, "%s", err.msg);
+    /* the subscribers' refusal (a materialized view needs t) comes first:
+     * it names what to drop instead */
+    if ((rc = store_check_drop(db->store, t)))
+        return store_failed(s, rc, n->off);
     if (table_is_view(t) != want_view)
         return db_error(db, LDB_ERROR, s->ast, n->off, "use DROP %s to delete %s %s",
                         want_view ? "TABLE" : "VIEW", want_view ? "table" : "view", n->str);
@@ -559,7 +555,6 @@ int db_run_txn(ldb_stmt *s)
     case AST_STMT_SAVEPOINT: rc = store_savepoint(store, st->u.savepoint.str); break;
     default: rc = store_release(store, st->u.savepoint.str); break;
     }
-    mv_settle(s->db->mv); /* views restore what a rollback undid */
     return rc ? store_failed(s, rc, st->off) : LDB_DONE;
 }
 

@@ -17,7 +17,9 @@
  * atomicity, autocommit outside BEGIN, and the storage hooks through
  * which materialized views (statement hooks) and live queries (commit
  * hooks) see the changes. Transaction control (BEGIN, COMMIT, ...) calls
- * the store directly and bumps the epoch the same way.
+ * the store directly and bumps the epoch the same way. Rollbacks,
+ * publication, dropped indexes and drop refusals reach those layers from
+ * the store too: the API calls nothing on their behalf.
  */
 #ifndef LDB_DB_INTERNAL_H
 #define LDB_DB_INTERNAL_H
@@ -71,6 +73,7 @@ struct ldb_stmt {
     uint32_t nparams;
     /* a run */
     enum stmt_state state;
+    bool stepping;             /* inside ldb_step (db.c) */
     struct exec *exec;
     struct op *root;           /* SELECT */
     VEC(row *) out_rows;       /* EXPLAIN and PRAGMA rows */

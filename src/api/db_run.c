@@ -182,15 +182,25 @@ static int run_dml(ldb_stmt *s)
     case AST_STMT_UPDATE: rc = exec_update(s->exec, &s->bound.u.update, &res); break;
     default: rc = exec_delete(s->exec, &s->bound.u.delete_, &res); break;
     }
+    /* The counters are set before the statement ends, so that live query
+     * callbacks (called as its commit completes) read them; a failed end
+     * puts them back. */
+    struct eval_env before = db->env;
+    if (rc == LDB_OK) {
+        db->env.changes = res.changes;
+        db->env.total_changes += res.changes;
+        if (res.inserted)
+            db->env.last_insert_rowid = res.last_rowid;
+    }
     int end = db_write_end(db, rc);
     if (rc)
         return db_error_from(db, s->ast, &s->err);
-    if (end)
+    if (end) {
+        db->env.changes = before.changes;
+        db->env.total_changes = before.total_changes;
+        db->env.last_insert_rowid = before.last_insert_rowid;
         return end;
-    db->env.changes = res.changes;
-    db->env.total_changes += res.changes;
-    if (res.inserted)
-        db->env.last_insert_rowid = res.last_rowid;
+    }
     return LDB_DONE;
 }
 

@@ -19,7 +19,6 @@
 
 #include "base/mem.h"
 #include "live/build.h"
-#include "live/keys.h"
 #include "live/window.h"
 #include "sql/func.h"
 #include "storage/table.h"

@@ -30,7 +30,6 @@
 
 #include "base/mem.h"
 #include "live/build.h"
-#include "live/keys.h"
 #include "sql/func.h"
 
 #include <stdio.h>

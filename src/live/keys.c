@@ -13,7 +13,7 @@
  * ever appended, so every expression above keeps reading the columns it
  * read before.
  */
-#include "live/keys.h"
+#include "live/program.h"
 
 #include "live/build.h"
 #include "storage/table.h"

@@ -3,18 +3,21 @@
  * kept up to date by the committed changes of the tables it reads, and
  * that tells its owner exactly what changed, one batch per commit.
  *
- * The API layer (src/api/db.c) owns a live_registry per database and calls:
+ * The API layer (src/api/db*.c) owns a live_registry per database and calls:
  *   live_open      when the program opens a live query (a bound plan);
- *   live_flush     after every statement that may have committed, to
- *                  deliver the batches prepared at commit (the store's
- *                  commit hooks only prepare and install them);
  *   live_close     when the program closes one.
+ * Everything else comes from the store's hooks (storage/capture.h): each
+ * query is a commit subscriber, and the registry subscribes once for
+ * publication. (program.h is the layer's other face, for materialized
+ * views.)
  *
  * Publication (seed 000, law 9): at commit every affected query runs its
- * graph and installs its new result first; only then, in live_flush, are
- * the callbacks called, so a callback that reads any live query sees the
- * same commit. A rolled-back transaction publishes nothing; a commit that
- * changes nothing in a query's result publishes nothing to it.
+ * graph and installs its new result first; only then, once the store has
+ * completed the commit and is out of the statement (its published hook),
+ * are the callbacks called, in commit order, so a callback that reads any
+ * live query sees the same commit. A rolled-back transaction publishes
+ * nothing; a commit that changes nothing in a query's result publishes
+ * nothing to it.
  *
  * A query whose graph fails (out of memory, a runtime error such as
  * integer overflow in a projection, a duplicate result key) goes to a
@@ -69,8 +72,6 @@ int live_open(struct live_registry *reg, struct plan *plan, bool ordered, const 
  * callback returns). */
 void live_close(ldb_live *q);
 
-/* Delivers the batches prepared by commits, in commit order. */
-void live_flush(struct live_registry *reg);
 /* True while a callback runs (on_change, or ldb_live_read's row
  * function): the API then refuses writes, transaction control and
  * closing the database. */

@@ -1,6 +1,8 @@
 /*
  * live_internal.h - the structures shared by the live layer's files:
  * the live query itself, its table sources, and the compiler's context.
+ * The program functions (program.h) are the layer's face for
+ * materialized views; what is here stays inside src/live/.
  *
  * A live query owns: its bound plan's owner (released at close), an arena
  * of rewritten plan nodes, the dataflow graph, one source per base table it reads (the
@@ -14,6 +16,7 @@
 #include "base/vec.h"
 #include "dataflow/dataflow.h"
 #include "live/live.h"
+#include "live/program.h"
 #include "live/result.h"
 #include "sql/plan.h"
 
@@ -110,7 +113,7 @@ struct ldb_live {
     struct subscription *sub;
     bool ordered;              /* the SELECT has its own ORDER BY: changes
                                   report positions */
-    bool pending;              /* a published batch waits for live_flush */
+    bool pending;              /* an installed batch waits for publication */
     bool closing;              /* closed from a callback: freed when the
                                   outermost callback returns */
     ldb_live *next_pending;
@@ -118,50 +121,15 @@ struct ldb_live {
 
 struct live_registry {
     struct store *store;
+    struct subscription *sub;  /* publication (the queries subscribe to
+                                  their commits one by one) */
     VEC(ldb_live *) queries;
     ldb_live *pending_head, *pending_tail;
     bool publishing;           /* on_change callbacks are running */
     uint32_t reading;          /* ldb_live_read scans under way */
 };
 
-/* ---- program.c / compile.c ----------------------------------------------------- */
-
-/*
- * A program over plan (owned by the caller, valid while the program
- * lives) with copies of params. bounded: an ORDER BY ... LIMIT root may
- * be fed from an index prefix. On failure err says why and *out is NULL.
- */
-int live_program_new(struct plan *plan, const value *params, uint32_t nparams,
-                     bool bounded, struct live_program **out, struct eval_error *err);
-void live_program_free(struct live_program *prog);
-/* Feeds the tables' current rows (and VALUES), runs, and appends the
- * output to prog->acc (consolidated). */
-int live_program_hydrate(struct live_program *prog);
-/* Feeds the changes of d, runs if any touched the program (*touched), and
- * appends the output to prog->acc (consolidated). */
-int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched);
-/*
- * Pushes the negation of d's changes (+old -new) without running, for an
- * owner whose changes were rolled back (materialized views): it calls
- * live_program_run once the tables are back in the state the negation
- * leads to, since joins read table indexes as they are at the run.
- * LDB_MISUSE for a bounded program (a window's prefix cannot go back).
- * A failure leaves the program failed.
- */
-int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched);
-/* Runs whatever was pushed (e.g. after a window move) into prog->acc. */
-int live_program_run(struct live_program *prog);
-/* Moves the window of the root's ORDER BY ... LIMIT (limit DF_NO_LIMIT:
- * none), before hydration or before a run. A failure fails prog. */
-int live_program_set_window(struct live_program *prog, int64_t offset, int64_t limit);
-/* After the output is published: windows unload rows far past them. */
-int live_program_trim(struct live_program *prog);
-/*
- * After DDL: LDB_OK when every table and index prog reads still exists;
- * LDB_NOTFOUND when an index it reads was dropped (rebuild the program);
- * LDB_ERROR when a table it reads was dropped (err says which).
- */
-int live_program_check_schema(const struct live_program *prog, struct eval_error *err);
+/* ---- compile.c ------------------------------------------------------------------ */
 
 /*
  * Builds prog->g from prog->plan: rewrites the plan (decorrelation, result

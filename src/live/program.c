@@ -1,7 +1,7 @@
 /*
  * program.c - a compiled query as a unit that live queries and
- * materialized views share: make it from a plan, feed it the tables'
- * rows and changes, run it, and read its consolidated output.
+ * materialized views share (program.h): make it from a plan, feed it the
+ * tables' rows and changes, run it, and read its consolidated output.
  *
  * One application of a delta may take several graph runs: a window fed
  * from an index prefix (window.c) may ask for more rows after a run, and
@@ -214,6 +214,31 @@ int live_program_check_schema(const struct live_program *prog, struct eval_error
         if (!index_exists(prog->indexes.data[i]))
             return LDB_NOTFOUND;
     return LDB_OK;
+}
+
+bool live_program_reads_index(const struct live_program *prog, const struct table_index *ix)
+{
+    for (size_t i = 0; i < prog->indexes.len; i++)
+        if (prog->indexes.data[i] == ix)
+            return true;
+    return false;
+}
+
+/* ---- reading a program ----------------------------------------------------------- */
+
+void live_program_layout(const struct live_program *prog, struct live_program_layout *out)
+{
+    *out = (struct live_program_layout){ prog->ncols, prog->nvisible, prog->nkey, prog->key,
+                                         prog->keycoll };
+}
+
+df_batch *live_program_output(struct live_program *prog) { return &prog->acc; }
+
+const char *live_program_errmsg(const struct live_program *prog) { return prog->err.msg; }
+
+void live_program_counters(const struct live_program *prog, struct df_counters *out)
+{
+    df_graph_counters(prog->g, out);
 }
 
 int live_error_out(struct eval_error *err, int code, const char *msg)

@@ -1,15 +1,18 @@
 /*
  * query.c - the life of a live query: open (compile and hydrate), commit
  * (run the graph on the transaction's net change and install the new
- * result), flush (call the callbacks), windows, reads, close.
+ * result), publication (call the callbacks), windows, reads, close.
  *
- * Commit is two-phase (storage/capture.h): commit_prepare runs the graph
- * and stages the result's changes; commit_finish installs them and queues
- * the query for publication. Callbacks run only in live_flush, after the
- * store has finished the commit and every query has installed its new
- * result, so a callback reading any live query sees the same commit
- * (law 9). A query whose graph fails stops there, in a terminal state; a
- * failure never cancels the commit.
+ * Each query is a commit subscriber of the store (storage/capture.h), and
+ * the registry subscribes once for publication. Commit is two-phase:
+ * commit_prepare runs the graph and stages the result's changes;
+ * commit_finish installs them and queues the query for publication. The
+ * callbacks run only in the registry's published hook, which the store
+ * calls once the commit is complete and it is out of every statement and
+ * hook, so every query has installed its new result by then and a
+ * callback reading any live query sees the same commit (law 9). A query
+ * whose graph fails stops there, in a terminal state; a failure never
+ * cancels the commit.
  *
  * Callbacks (on_change, and ldb_live_read's row function) run while the
  * registry is publishing or reading: then nothing may change a result
@@ -29,12 +32,21 @@
 
 /* ---- registry ------------------------------------------------------------------- */
 
+static void on_published(void *ctx, struct store *s);
+
+static const struct store_hooks registry_hooks = { .published = on_published };
+
 int live_registry_new(struct store *st, struct live_registry **out)
 {
     struct live_registry *reg = mem_calloc(1, sizeof *reg);
     if (!reg)
         return LDB_NOMEM;
     reg->store = st;
+    int rc = store_subscribe(st, SUB_COMMIT, &registry_hooks, reg, &reg->sub);
+    if (rc) {
+        mem_free(reg);
+        return rc;
+    }
     *out = reg;
     return LDB_OK;
 }
@@ -48,6 +60,7 @@ void live_registry_free(struct live_registry *reg)
     while (reg->queries.len)
         query_free(reg->queries.data[reg->queries.len - 1]);
     vec_free(&reg->queries);
+    store_unsubscribe(reg->store, reg->sub);
     mem_free(reg);
 }
 
@@ -235,17 +248,12 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
     drop_batch(q); /* nothing to report, or the query failed */
 }
 
-static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
-{
-    /* Live queries consume only committed changes (and cannot be opened
-     * inside a transaction), so a rollback never undoes anything they saw. */
-    (void)ctx;
-    (void)s;
-    (void)undone;
-}
-
+/* No rollback hook: live queries consume only committed changes (and
+ * cannot be opened inside a transaction), so a rollback never undoes
+ * anything they saw. */
 static const struct store_hooks live_hooks = {
-    NULL, on_commit_prepare, on_commit_finish, on_rollback,
+    .commit_prepare = on_commit_prepare,
+    .commit_finish = on_commit_finish,
 };
 
 /* ---- publication ---------------------------------------------------------------------- */
@@ -306,10 +314,14 @@ static void free_closed(struct live_registry *reg)
     }
 }
 
-void live_flush(struct live_registry *reg)
+/* The commit is complete: the batches it installed are published, in
+ * the order the queries installed them. */
+static void on_published(void *ctx, struct store *s)
 {
-    if (!reg || in_callback(reg))
-        return;
+    (void)s;
+    struct live_registry *reg = ctx;
+    if (in_callback(reg))
+        return; /* a callback cannot commit: nothing can be pending */
     reg->publishing = true;
     while (reg->pending_head) {
         ldb_live *q = reg->pending_head;

@@ -1,6 +1,6 @@
 /*
  * arm_prog.c - the dataflow arm: the body compiled by the live layer into
- * one dataflow program (src/live/program.c), for every shape the cheaper
+ * one dataflow program (live/program.h), for every shape the cheaper
  * arms do not take: joins of any kind and number (through table indexes
  * where one serves, not private copies), DISTINCT, set operations,
  * HAVING, scalar aggregates, subqueries (decorrelated into joins), ORDER
@@ -13,27 +13,29 @@
  *
  * The program is the one piece of maintenance state outside the tables,
  * so it is what rollbacks must restore (registry.c): a negation pushed
- * and run after the tables are back (unapply, settle), or a rebuild from
+ * and run once the store says the rollback is complete (unapply, settle),
+ * or a rebuild from
  * the tables (resync) when that is not possible. A failed run leaves the
  * program unusable: the view is then stale and resyncs before its next
  * use, comparing a fresh program's result with the backing table.
  */
 #include "mv/mv_internal.h"
 
-#include "live/live_internal.h"
+#include "base/mem.h"
+#include "live/program.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* Backing layout from the program's output: visible columns, then its
  * key columns that are not visible. */
-static int prog_layout(struct mv_view *v, const struct live_program *prog, uint32_t *map)
+static int prog_layout(struct mv_view *v, const struct live_program_layout *out, uint32_t *map)
 {
-    uint32_t nvis = prog->nvisible, nhid = 0;
-    if (prog->nkey > SCHEMA_MAX_KEY)
+    uint32_t nvis = out->nvisible, nhid = 0;
+    if (out->nkey > SCHEMA_MAX_KEY)
         return LDB_UNSUPPORTED;
-    for (uint32_t i = 0; i < prog->nkey; i++)
-        nhid += prog->key[i] >= nvis;
+    for (uint32_t i = 0; i < out->nkey; i++)
+        nhid += out->key[i] >= nvis;
     int rc = mv_layout_alloc(v, nvis + nhid);
     struct mv_layout *l = &v->lay;
     l->nvis = nvis;
@@ -42,17 +44,17 @@ static int prog_layout(struct mv_view *v, const struct live_program *prog, uint3
         rc = mv_layout_column(v, j, v->body, j, false, NULL);
     }
     uint32_t at = nvis;
-    for (uint32_t i = 0; i < prog->nkey && rc == LDB_OK; i++) {
-        if (prog->key[i] < nvis) {
-            l->pk[i] = prog->key[i];
+    for (uint32_t i = 0; i < out->nkey && rc == LDB_OK; i++) {
+        if (out->key[i] < nvis) {
+            l->pk[i] = out->key[i];
             continue;
         }
-        map[at] = prog->key[i];
+        map[at] = out->key[i];
         l->pk[i] = at;
         rc = mv_layout_column(v, at, NULL, 0, true, "_key");
-        l->colls[at++] = prog->keycoll[i];
+        l->colls[at++] = out->keycoll[i];
     }
-    l->npk = prog->nkey;
+    l->npk = out->nkey;
     return rc;
 }
 
@@ -62,8 +64,10 @@ int mv_prog_create(struct mv_view *v, struct eval_error *err)
     int rc = live_program_new(v->body, NULL, 0, false, &prog, err);
     if (rc)
         return rc;
-    uint32_t *map = plan_alloc(&v->pa, (prog->ncols + 1) * sizeof *map);
-    rc = map ? prog_layout(v, prog, map) : LDB_NOMEM;
+    struct live_program_layout out;
+    live_program_layout(prog, &out);
+    uint32_t *map = plan_alloc(&v->pa, (out.ncols + 1) * sizeof *map);
+    rc = map ? prog_layout(v, &out, map) : LDB_NOMEM;
     if (rc) {
         live_program_free(prog);
         err->code = rc;
@@ -79,8 +83,9 @@ int mv_prog_create(struct mv_view *v, struct eval_error *err)
 /* Writes the program's accumulated output into the backing table. */
 static int write_output(struct mv_view *v, struct live_program *prog)
 {
-    int rc = mv_write_batch(v, prog->acc.e, prog->acc.len, v->arm.prog.map);
-    df_batch_clear(&prog->acc);
+    df_batch *out = live_program_output(prog);
+    int rc = mv_write_batch(v, out->e, out->len, v->arm.prog.map);
+    df_batch_clear(out);
     return rc;
 }
 
@@ -99,11 +104,11 @@ int mv_prog_apply(struct mv_view *v, const struct delta *d)
     bool touched;
     int rc = live_program_apply(prog, d, &touched);
     if (rc) {
-        snprintf(v->err.msg, sizeof v->err.msg, "%s", prog->err.msg);
+        snprintf(v->err.msg, sizeof v->err.msg, "%s", live_program_errmsg(prog));
         v->stale = true;
         return rc;
     }
-    if (prog->acc.len == 0)
+    if (live_program_output(prog)->len == 0)
         v->c.suppressed += mv_source_changes(v, d);
     if ((rc = write_output(v, prog)))
         mv_prog_unapply(v, d); /* the store will not give d back */
@@ -125,7 +130,7 @@ void mv_prog_settle(struct mv_view *v)
     v->pending = false;
     if (!v->stale && live_program_run(prog))
         v->stale = true;
-    df_batch_clear(&prog->acc); /* the undo log already restored the table */
+    df_batch_clear(live_program_output(prog)); /* the undo log already restored the table */
 }
 
 /* The fresh program's whole result as rows (borrowed from its batch). */
@@ -153,16 +158,17 @@ int mv_prog_resync(struct mv_view *v)
     memset(&e, 0, sizeof e);
     int rc = live_program_new(v->body, NULL, 0, false, &fresh, &e);
     if (rc == LDB_OK && (rc = live_program_hydrate(fresh)))
-        snprintf(v->err.msg, sizeof v->err.msg, "%s", fresh->err.msg);
+        snprintf(v->err.msg, sizeof v->err.msg, "%s", live_program_errmsg(fresh));
     row **rows = NULL;
-    if (rc == LDB_OK && (rc = result_rows(v, &fresh->acc, &rows)) == LDB_OK)
-        rc = mv_write_all(v, rows, fresh->acc.len, v->arm.prog.map);
+    df_batch *out = rc == LDB_OK ? live_program_output(fresh) : NULL;
+    if (rc == LDB_OK && (rc = result_rows(v, out, &rows)) == LDB_OK)
+        rc = mv_write_all(v, rows, out->len, v->arm.prog.map);
     mem_free(rows);
     if (rc) {
         live_program_free(fresh);
         return rc;
     }
-    df_batch_clear(&fresh->acc);
+    df_batch_clear(out);
     live_program_free(v->arm.prog.prog);
     v->arm.prog.prog = fresh;
     v->stale = v->pending = false;
@@ -174,7 +180,7 @@ int mv_prog_resync(struct mv_view *v)
 size_t mv_prog_bytes(const struct mv_view *v)
 {
     struct df_counters c;
-    df_graph_counters(v->arm.prog.prog->g, &c);
+    live_program_counters(v->arm.prog.prog, &c);
     return c.retained_bytes;
 }
 

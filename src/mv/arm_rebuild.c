@@ -5,20 +5,22 @@
  * diff (only rows that differ are written, so consumers and live queries
  * see a minimal change).
  *
- * Only bodies whose result is not a function of the tables land here:
- * non-deterministic ones (random(), CURRENT_TIMESTAMP, LIMIT without
- * ORDER BY), admitted by PRAGMA nondeterministic_schema. Every
- * deterministic body is maintained incrementally by another arm. Because
+ * Bodies land here when their result is not a function of the tables
+ * (random(), CURRENT_TIMESTAMP, LIMIT without ORDER BY), admitted by
+ * PRAGMA nondeterministic_schema, or when the dataflow compiler refuses
+ * them (a correlated scalar subquery not provably single-row). Every
+ * other body is maintained incrementally by another arm. Because
  * a rebuild costs the whole body per statement, CREATE refuses it when a
  * source holds more rows than PRAGMA
  * materialized_view_rebuild_row_threshold (seed 004).
  *
- * The body runs with the planner's annotations cleared (plain scans), so
- * the view keeps no pointer to an index that may be dropped.
+ * The body runs with the planner's annotations cleared (plain scans that
+ * test every FILTER's whole predicate), so the view keeps no pointer to
+ * an index that may be dropped.
  */
 #include "mv/mv_internal.h"
 
-#include "live/keys.h"
+#include "live/program.h"
 #include "sql/exec.h"
 
 #include <stdio.h>

@@ -46,7 +46,6 @@ static int fail(struct eval_error *err, int code, uint32_t off, bool has_off, co
 void mv_set_base(struct mv_view *v)
 {
     v->base = store_mark(v->reg->store);
-    v->base_committed = false;
 }
 
 /* ---- reading the body --------------------------------------------------------------- */
@@ -351,7 +350,9 @@ int mv_drop(struct mv_registry *reg, const char *name, bool if_exists, struct ev
                     v->name, reader->name);
     size_t at = store_log_length(reg->store);
     store_enter_internal(reg->store);
+    reg->dropping = v; /* the store asks the registry (on_check_drop) */
     int rc = store_drop_table(reg->store, v->backing);
+    reg->dropping = NULL;
     store_leave_internal(reg->store);
     if (rc)
         return fail(err, rc, 0, false, "%s",

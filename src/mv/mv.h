@@ -7,13 +7,14 @@
  * The API layer (src/api/db*.c) owns one mv_registry per database and calls:
  *   mv_create, mv_drop, mv_explain   for the three statements, inside a
  *                                    write statement (db_write_begin);
- *   mv_check_drop_table              before DROP TABLE / DROP VIEW;
- *   mv_index_dropped                 after DROP INDEX;
- *   mv_settle                        after every statement end and every
- *                                    transaction control statement: runs
- *                                    what rollbacks left to do.
- * Maintenance itself needs no call: the registry is a statement
- * subscriber of the store (storage/capture.h) while any view exists.
+ *   mv_stats, mv_backing_name        to read a view.
+ * Everything else comes from the store: while any view exists the
+ * registry is a statement subscriber (storage/capture.h), whose hooks
+ * maintain the views at statement end, restore them after rollbacks
+ * (rollback, then settled), rebuild dataflow state without a dropped
+ * index, and refuse DROP TABLE of a backing table or of a table a view
+ * reads (with the view's name). The dataflow arm compiles bodies through
+ * the live layer's program face (live/program.h).
  *
  * Promises (seed 004, docs/ARCHITECTURE.md "Materialized views"):
  * - after every statement, SELECT * FROM v equals the body evaluated from
@@ -85,17 +86,6 @@ int mv_drop(struct mv_registry *reg, const char *name, bool if_exists, struct ev
 int mv_explain(struct mv_registry *reg, const char *name, struct strbuf *out,
                struct eval_error *err);
 int mv_stats(struct mv_registry *reg, const char *name, struct mv_stats *out);
-
-/* LDB_ERROR with a message when t is a view's backing table or a table
- * a view reads (views must be dropped first). */
-int mv_check_drop_table(struct mv_registry *reg, struct table *t, struct eval_error *err);
-/* After an index of t was dropped: views whose dataflow read it rebuild
- * their state without it. Inside the write statement; LDB_NOMEM. */
-int mv_index_dropped(struct mv_registry *reg, struct table *t, struct eval_error *err);
-
-/* After a statement ended or a transaction statement ran (whatever the
- * outcome): finishes what a rollback left (cannot fail). */
-void mv_settle(struct mv_registry *reg);
 
 /* The view whose backing table is t, if any (its name), else NULL. */
 const char *mv_backing_name(const struct mv_registry *reg, const struct table *t);

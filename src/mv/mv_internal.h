@@ -3,8 +3,8 @@
  * a view (its body, its backing table's layout, its maintenance arm and
  * counters), and the functions each file gives the others.
  *
- *   registry.c   the registry: statement and rollback hooks, settle,
- *                lookup, DROP guards, freeing
+ *   registry.c   the registry and its store hooks (statement, rollback,
+ *                settled, index dropped, drop check), lookup, freeing
  *   create.c     CREATE / DROP: parse, bind, checks, strategy, backing
  *   shape.c      which arm a body fits, and the backing layout
  *   write.c      writing rows into a backing table (keyed, no-op suppressed)
@@ -15,9 +15,10 @@
  * - its backing table holds exactly the body's result over the current
  *   tables (a row per key; visible columns first, then hidden ones);
  * - a dataflow arm's program reflects the tables as of log position
- *   base (or the committed state), unless stale (then it is rebuilt from
- *   the tables before its next use) or pending (a negation pushed by a
- *   rollback waits for mv_settle to run it);
+ *   base (the committed state when base names an earlier transaction),
+ *   unless stale (then it is rebuilt from the tables before its next use)
+ *   or pending (a negation pushed by a rollback waits for the store's
+ *   settled hook to run it);
  * - the registry's views are in creation order, which is a topological
  *   order: a view can only read views that existed when it was made.
  */
@@ -123,7 +124,6 @@ struct mv_view {
     struct mv_counters c;
     struct eval_error err;           /* runtime errors of the body */
     struct store_mark base;          /* dataflow: state reflects the log up to here */
-    bool base_committed;             /* ... or the committed state */
     bool stale;                      /* dataflow: rebuild before the next use */
     bool pending;                    /* dataflow: a pushed negation waits to run */
     size_t dropped_at;               /* log position of an uncommitted DROP */
@@ -137,7 +137,7 @@ struct mv_registry {
     struct eval_env *env;
     VEC(struct mv_view *) views;     /* creation order */
     struct subscription *sub;        /* while any view exists */
-    uint64_t epoch;                  /* store epoch at the last settle */
+    struct mv_view *dropping;        /* DROP MATERIALIZED VIEW of it under way */
 };
 
 /* Visits every node of a plan and every expression in it, subquery plans
@@ -170,7 +170,8 @@ void mv_set_base(struct mv_view *v);
 /* ---- shape.c ---- */
 
 bool mv_walk(const struct plan *p, struct mv_walk *w);
-/* Clears access paths and presorted flags (they name indexes). */
+/* Clears access paths, the FILTER predicates they left to the executor,
+ * and presorted flags (they name indexes). */
 void mv_clear_annotations(struct plan *p);
 /* The body with a root ORDER BY (no LIMIT) removed: a table has no
  * order. NULL on NOMEM. */
@@ -184,9 +185,10 @@ bool mv_shape_row(struct mv_view *v, int *rc);
 bool mv_shape_agg(struct mv_view *v, int *rc, const char **why_not);
 /* An index of t whose first n parts are the columns gcols (BINARY). */
 struct table_index *mv_group_index(struct table *t, const uint32_t *gcols, uint32_t n);
-/* Layout from a keyed plan (keys.h): its nvis visible columns, then the
- * key columns that are not visible (hidden), then extra columns left for
- * the arm; map[j] is the keyed plan's column of backing column j. */
+/* Layout from a keyed plan (live_ensure_key): its nvis visible columns,
+ * then the key columns that are not visible (hidden), then extra columns
+ * left for the arm; map[j] is the keyed plan's column of backing column
+ * j. */
 int mv_layout_keyed(struct mv_view *v, const struct plan *keyed, uint32_t nvis,
                     const uint32_t *keycols, uint32_t nkey, uint32_t extra, uint32_t *map);
 /* Room for ncols columns (the view's arena). */

@@ -1,10 +1,13 @@
 /*
  * registry.c - the views of one database and the store hooks that keep
- * them: maintenance at the end of every statement, undo after rollbacks.
+ * them: maintenance at the end of every statement, undo after rollbacks,
+ * dropped indexes, and the refusal to drop a table a view needs.
  *
  * While any view exists the registry is one statement subscriber of the
- * store. At the end of a statement it receives the changes made since it
- * last consumed and hands them to every view, in REVERSE creation order:
+ * store (storage/capture.h), and every hook it needs comes with that one
+ * registration: the API layer calls nothing for maintenance. At the end
+ * of a statement it receives the changes made since it last consumed and
+ * hands them to every view, in REVERSE creation order:
  * a view that reads another view's backing table then applies its other
  * sources' changes while that table still shows the state its dataflow
  * already reflects (a join reads table indexes as they are at the run, so
@@ -17,24 +20,24 @@
  * the registry restores is dataflow state. The store gives back each
  * delta the registry consumed that a rollback undid, newest first, with
  * the tables already restored; a dataflow view that applied it pushes its
- * negation without running, and mv_settle (called by the API layer after
- * every statement and transaction statement) runs it once the rollback is
- * complete, when the tables show exactly the state the negation leads to.
- * A view whose state cannot be recovered that way (a failed graph, a
- * rollback below the point its state was built at) is marked stale and
- * rebuilt from the tables before its next use. A statement hook that fails
- * undoes what this call applied the same way, so the store sees it as not
- * having consumed anything.
+ * negation without running, and the settled hook runs it once the
+ * rollback is complete, when the tables show exactly the state the
+ * negation leads to. A view whose state cannot be recovered that way (a
+ * failed graph, a rollback below the point its state was built at) is
+ * marked stale and rebuilt from the tables before its next use. A
+ * statement hook that fails undoes what this call applied the same way,
+ * so the store sees it as not having consumed anything.
  *
  * Life of a view: registered when made; a DROP only marks its table
  * dropped (maintenance skips it) until the drop commits, when the store
  * frees the table and the table's on_free hook frees the view; a rolled
- * back CREATE frees it the same way.
+ * back CREATE frees it the same way. The registry unsubscribes when its
+ * last view is freed.
  */
 #include "mv/mv_internal.h"
 
 #include "base/mem.h"
-#include "live/live_internal.h"
+#include "live/program.h"
 #include "sql/parser.h"
 
 #include <stdio.h>
@@ -78,12 +81,17 @@ static int view_apply(struct mv_view *v, const struct delta *d)
     return LDB_INTERNAL;
 }
 
-/* Whether the dataflow of v applied d (and must take it back). */
+/*
+ * Whether the dataflow of v applied d (and must take it back): its state
+ * was built before d, in this transaction or in an earlier one (which
+ * committed: a rollback below a base makes the view stale, see
+ * on_settled).
+ */
 static bool applied(const struct mv_view *v, const struct delta *d, struct store_mark now)
 {
     if (v->strategy != MV_DATAFLOW || !v->backing || v->stale || d->from >= v->dropped_at)
         return false;
-    return v->base_committed || (v->base.txn == now.txn && v->base.pos <= d->from);
+    return v->base.txn != now.txn || v->base.pos <= d->from;
 }
 
 /* The statement's message: the view's name, then what failed. */
@@ -130,8 +138,6 @@ static void on_rollback(void *ctx, struct store *s, const struct delta *undone)
             mv_prog_unapply(reg->views.data[i], undone);
 }
 
-static const struct store_hooks mv_hooks = { on_statement, NULL, NULL, on_rollback };
-
 /* Only changes of tables some view reads reach the registry: a write to
  * any other table (a backing table nobody reads included) costs no delta. */
 static bool wants(void *ctx, const struct table *t)
@@ -146,47 +152,29 @@ static bool wants(void *ctx, const struct table *t)
     return false;
 }
 
-/* ---- settling after statements and rollbacks ------------------------------------- */
+/* ---- settling after rollbacks ------------------------------------------------- */
 
 /*
- * The state a dataflow view's base names: still valid when its
- * transaction committed or the log still holds its position; otherwise a
- * rollback went below it and the state must be rebuilt.
+ * The rollback is complete (the transaction it ended, if it ended one, is
+ * still the store's mark). A dataflow view whose state was built at a
+ * log position the rollback went below no longer matches any state of
+ * the tables: it is rebuilt before its next use. The others run the
+ * negations on_rollback pushed, and a rolled back DROP is forgotten.
  */
-static void check_base(struct mv_view *v, struct store_mark now, bool rolled_back)
+static void on_settled(void *ctx, struct store *s)
 {
-    if (v->base_committed)
-        return;
-    if (v->base.txn != now.txn) {
-        if (rolled_back)
-            v->stale = true;
-        else
-            v->base_committed = true;
-    } else if (rolled_back && now.pos < v->base.pos) {
-        v->stale = true;
-    }
-}
-
-void mv_settle(struct mv_registry *reg)
-{
-    if (!reg)
-        return;
-    struct store_mark now = store_mark(reg->store);
-    bool rolled_back = now.epoch != reg->epoch;
-    reg->epoch = now.epoch;
+    struct mv_registry *reg = ctx;
+    struct store_mark now = store_mark(s);
     for (size_t i = 0; i < reg->views.len; i++) {
         struct mv_view *v = reg->views.data[i];
         if (v->strategy != MV_DATAFLOW)
             continue;
-        check_base(v, now, rolled_back);
+        if (v->base.txn == now.txn && now.pos < v->base.pos)
+            v->stale = true;
         if (v->pending)
             mv_prog_settle(v);
         if (v->dropped_at != MV_NOT_DROPPED && !v->backing->dropped)
             v->dropped_at = MV_NOT_DROPPED;
-    }
-    if (reg->views.len == 0 && reg->sub) {
-        store_unsubscribe(reg->store, reg->sub);
-        reg->sub = NULL;
     }
 }
 
@@ -204,14 +192,31 @@ static void registry_remove(struct mv_registry *reg, struct mv_view *v)
     }
 }
 
-/* The store frees the backing table: the view goes with it. */
+/* The store frees the backing table: the view goes with it, and the
+ * registry's subscription with the last view. */
 static void on_table_free(void *ctx)
 {
     struct mv_view *v = ctx;
-    registry_remove(v->reg, v);
+    struct mv_registry *reg = v->reg;
+    registry_remove(reg, v);
     v->backing = NULL;
     mv_view_free(v);
+    if (reg->views.len == 0 && reg->sub) {
+        store_unsubscribe(reg->store, reg->sub);
+        reg->sub = NULL;
+    }
 }
+
+static int on_index_dropped(void *ctx, struct store *s, struct table *t, struct table_index *ix);
+static int on_check_drop(void *ctx, struct store *s, struct table *t);
+
+static const struct store_hooks mv_hooks = {
+    .statement = on_statement,
+    .rollback = on_rollback,
+    .settled = on_settled,
+    .index_dropped = on_index_dropped,
+    .check_drop = on_check_drop,
+};
 
 int mv_register(struct mv_registry *reg, struct mv_view *v)
 {
@@ -222,7 +227,6 @@ int mv_register(struct mv_registry *reg, struct mv_view *v)
         if (rc)
             return rc;
         store_subscription_filter(reg->sub, wants);
-        reg->epoch = store_mark(reg->store).epoch;
     }
     reg->views.data[reg->views.len++] = v;
     table_set_on_free(v->backing, on_table_free, v);
@@ -303,25 +307,22 @@ static bool reads(const struct mv_view *v, const struct table *t)
     return false;
 }
 
-static int guard_error(struct eval_error *err, const char *fmt, const char *a, const char *b)
+/* DROP TABLE / DROP VIEW (and DROP MATERIALIZED VIEW, reg->dropping):
+ * a backing table goes only with its view, a source only without its
+ * readers. */
+static int on_check_drop(void *ctx, struct store *s, struct table *t)
 {
-    err->code = LDB_ERROR;
-    err->has_off = false;
-    snprintf(err->msg, sizeof err->msg, fmt, a, b);
-    return LDB_ERROR;
-}
-
-int mv_check_drop_table(struct mv_registry *reg, struct table *t, struct eval_error *err)
-{
+    struct mv_registry *reg = ctx;
     for (size_t i = 0; i < reg->views.len; i++) {
         struct mv_view *v = reg->views.data[i];
         if (!mv_active(v))
             continue;
-        if (v->backing == t)
-            return guard_error(err, "%s is a materialized view: use DROP MATERIALIZED VIEW %s",
+        if (v->backing == t && v != reg->dropping)
+            return store_error(s, LDB_ERROR,
+                               "%s is a materialized view: use DROP MATERIALIZED VIEW %s",
                                v->name, v->name);
         if (reads(v, t))
-            return guard_error(err, "cannot drop %s: materialized view %s reads it",
+            return store_error(s, LDB_ERROR, "cannot drop %s: materialized view %s reads it",
                                table_name(t), v->name);
     }
     return LDB_OK;
@@ -338,15 +339,21 @@ struct mv_view *mv_reader_of(const struct mv_registry *reg, const struct mv_view
     return NULL;
 }
 
-int mv_index_dropped(struct mv_registry *reg, struct table *t, struct eval_error *err)
+/* Views whose dataflow reads the dropped index rebuild their state
+ * without it, inside the dropping statement (the other arms look indexes
+ * up when they use them). */
+static int on_index_dropped(void *ctx, struct store *s, struct table *t, struct table_index *ix)
 {
+    struct mv_registry *reg = ctx;
+    (void)s;
     for (size_t i = 0; i < reg->views.len; i++) {
         struct mv_view *v = reg->views.data[i];
-        if (!mv_active(v) || v->strategy != MV_DATAFLOW || !reads(v, t))
+        if (!mv_active(v) || v->strategy != MV_DATAFLOW || !reads(v, t) ||
+            (!v->stale && !live_program_reads_index(v->arm.prog.prog, ix)))
             continue;
         int rc = mv_prog_resync(v);
         if (rc)
-            return mv_body_error(v, rc, err);
+            return view_failed(v, rc);
     }
     return LDB_OK;
 }

@@ -4,7 +4,7 @@
  * backing table.
  *
  * Layout. The body is first given a unique key by the live layer's
- * rewrite (live/keys.h): the primary key of a scanned table, the group
+ * rewrite (live_ensure_key, live/program.h): the primary key of a scanned table, the group
  * columns of an aggregate, all columns of DISTINCT and set operations,
  * tagged branch keys of UNION ALL. The backing table has the body's
  * visible columns, then the key columns the body does not show (hidden),
@@ -28,8 +28,7 @@
 #include "mv/mv_internal.h"
 
 #include "base/mem.h"
-#include "live/build.h"
-#include "live/keys.h"
+#include "live/program.h"
 #include "sql/func.h"
 
 #include <stdio.h>
@@ -111,6 +110,15 @@ static bool walk_plan(const struct plan *p, struct mv_walk *w)
 
 bool mv_walk(const struct plan *p, struct mv_walk *w) { return walk_plan(p, w); }
 
+static bool not_subquery(void *ctx, const expr *e) { return e->kind != EXPR_SUBQUERY; }
+
+/* Whether e holds a subquery (the arms without dataflow cannot run one). */
+static bool has_subquery(const expr *e)
+{
+    struct mv_walk w = { NULL, not_subquery, NULL };
+    return !walk_expr(e, &w);
+}
+
 /* ---- the body's order and the planner's annotations ------------------------------------- */
 
 struct plan *mv_unordered(plan_arena *pa, struct plan *body)
@@ -124,19 +132,27 @@ struct plan *mv_unordered(plan_arena *pa, struct plan *body)
         return NULL;
     p->u = body->u;
     p->in = body->in->in;
-    pb_copy_cols(p->cols, body);
+    if (body->ncols)
+        memcpy(p->cols, body->cols, body->ncols * sizeof *p->cols);
     return p;
 }
 
 /* The planner's annotations name indexes, which a view outlives: the
- * arms ignore them, and the executor of the floor reads tables plainly. */
+ * arms ignore them, and the executor of the floor reads tables plainly.
+ * A FILTER's exec_pred leaves out the conjuncts its scan's access path
+ * guaranteed, so it goes with the access path: the plain scan needs the
+ * whole predicate tested again. */
 static bool clear_node(void *ctx, const struct plan *cp)
 {
     struct plan *p = (struct plan *)cp;
-    if (p->kind == PLAN_SCAN)
+    if (p->kind == PLAN_SCAN) {
         memset(&p->u.scan.access, 0, sizeof p->u.scan.access);
-    else if (p->kind == PLAN_SORT)
+    } else if (p->kind == PLAN_FILTER) {
+        p->exec_pred = NULL;
+        p->exec_pred_set = false;
+    } else if (p->kind == PLAN_SORT) {
         p->u.sort.presorted = false;
+    }
     return true;
 }
 
@@ -257,7 +273,7 @@ static const struct plan *filtered_scan(const struct plan *p, const expr **preds
 {
     *n = 0;
     for (; p->kind == PLAN_FILTER; p = p->in) {
-        if (*n == cap || xb_has_subquery(p->u.pred))
+        if (*n == cap || has_subquery(p->u.pred))
             return NULL;
         preds[(*n)++] = p->u.pred;
     }
@@ -285,7 +301,7 @@ bool mv_shape_row(struct mv_view *v, int *rc)
     if (p->kind != PLAN_PROJECT || !filtered_scan(p->in, preds, &npreds, MAX_PREDS))
         return false;
     for (uint32_t i = 0; i < p->ncols; i++)
-        if (xb_has_subquery(p->u.exprs[i]))
+        if (has_subquery(p->u.exprs[i]))
             return false;
     uint32_t map[MV_MAX_COLS];
     uint32_t nvis = mv_visible_count(v->body);
@@ -457,6 +473,21 @@ static uint32_t partial_count(struct mv_agg_col *aggs, uint32_t n)
     return place_partials(NULL, aggs, n, 0, NULL);
 }
 
+/* A reference to column col of a row described by meta. */
+static expr *column_ref(plan_arena *pa, uint32_t col, const struct plan_col *meta)
+{
+    expr *e = plan_alloc(pa, sizeof *e);
+    if (!e)
+        return NULL;
+    e->kind = EXPR_COLUMN;
+    e->type = (uint8_t)meta->type;
+    e->aff = (uint8_t)meta->aff;
+    e->aff2 = COL_ANY;
+    e->coll = (uint8_t)meta->coll;
+    e->u.index = col;
+    return e;
+}
+
 /* The backing columns over the aggregate row (PROJECT's expressions or
  * the aggregate's columns). */
 static int agg_outputs(struct mv_view *v, const struct plan *proj, const struct plan *agg,
@@ -467,7 +498,7 @@ static int agg_outputs(struct mv_view *v, const struct plan *proj, const struct 
     if (!a->out)
         return LDB_NOMEM;
     for (uint32_t j = 0; j < a->nout; j++) {
-        a->out[j] = proj ? proj->u.exprs[map[j]] : xb_column(&v->pa, map[j], &agg->cols[map[j]]);
+        a->out[j] = proj ? proj->u.exprs[map[j]] : column_ref(&v->pa, map[j], &agg->cols[map[j]]);
         if (!a->out[j])
             return LDB_NOMEM;
     }
@@ -484,7 +515,7 @@ static bool agg_shape_fits(struct mv_view *v, const struct plan *agg, struct agg
     c->sc = table_schema(c->src);
     for (uint32_t i = 0; i < agg->u.agg.naggs; i++) {
         const struct plan_agg *pa = &agg->u.agg.aggs[i];
-        if ((pa->nargs && xb_has_subquery(pa->args[0])) || (pa->filter && xb_has_subquery(pa->filter)))
+        if ((pa->nargs && has_subquery(pa->args[0])) || (pa->filter && has_subquery(pa->filter)))
             return false;
     }
     return groups_fit(c);
@@ -544,7 +575,7 @@ bool mv_shape_agg(struct mv_view *v, int *rc, const char **why)
     if (agg->kind != PLAN_AGGREGATE)
         return false;
     for (uint32_t i = 0; proj && i < proj->ncols; i++)
-        if (xb_has_subquery(proj->u.exprs[i]))
+        if (has_subquery(proj->u.exprs[i]))
             return false;
     struct agg_check c = { agg, NULL, NULL, NULL, NULL };
     c.gcols = plan_alloc(&v->pa, (agg->u.agg.ngroups + 1) * sizeof *c.gcols);

@@ -28,6 +28,7 @@
 
 struct store;
 struct table;
+struct table_index;
 
 struct change {
     row *old;                  /* NULL: insert */
@@ -57,6 +58,14 @@ const struct table_delta *delta_for_table(const struct delta *d,
 void delta_free(struct delta *d);
 
 /* ---- subscribers ------------------------------------------------------------- */
+
+/*
+ * The layers above (materialized views, live queries) register with the
+ * store once and learn everything from its hooks: changes (statement and
+ * commit deltas), rollbacks (the deltas given back, then one settled
+ * call), publication once a commit is complete, dropped indexes, and
+ * whether a table may be dropped. Every hook is optional (NULL).
+ */
 
 enum subscriber_kind {
     /*
@@ -104,6 +113,41 @@ struct store_hooks {
      * it must then resynchronise from the tables. Cannot fail; no writes.
      */
     void (*rollback)(void *ctx, struct store *s, const struct delta *undone);
+    /*
+     * Both kinds: a rollback (of a failed statement, ROLLBACK or ROLLBACK
+     * TO) is complete: every rollback hook has run and the tables show the
+     * restored state. Called once per rollback, before a rollback that
+     * ends the transaction ends it, so store_mark still names the rolled
+     * back transaction, at the position rolled back to. The place to redo
+     * private state against the restored tables (a dataflow run). Cannot
+     * fail; no writes.
+     */
+    void (*settled)(void *ctx, struct store *s);
+    /*
+     * Both kinds: a commit is complete and the store is out of every
+     * statement, transaction and hook: the place to publish what
+     * commit_finish installed (callbacks that may read tables). Called
+     * once per commit (store_stmt_end in autocommit, store_commit, the
+     * store_release that commits), in subscription order. Reading and
+     * store_unsubscribe are allowed; writes, transaction control and
+     * store_subscribe get LDB_MISUSE.
+     */
+    void (*published)(void *ctx, struct store *s);
+    /*
+     * Both kinds: store_drop_index dropped ix, an index of t (not through
+     * the drop of t), inside the open statement: ix is out of t's index
+     * list and stays allocated until the drop commits. The hook may write
+     * tables (the writes belong to the statement). An error (message set
+     * with store_error) is returned by store_drop_index with the drop
+     * done: the caller fails the statement, whose rollback undoes it.
+     */
+    int (*index_dropped)(void *ctx, struct store *s, struct table *t, struct table_index *ix);
+    /*
+     * Both kinds: may t be dropped (store_drop_table, store_check_drop)?
+     * LDB_OK, or a refusal (LDB_ERROR, message set with store_error) that
+     * stops the drop before anything changes. No writes.
+     */
+    int (*check_drop)(void *ctx, struct store *s, struct table *t);
 };
 
 /* A registration; freed by store_unsubscribe or store_close. */

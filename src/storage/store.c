@@ -267,6 +267,8 @@ int store_drop_table(struct store *s, struct table *t)
 {
     int rc = store_ready_to_change(s);
     if (rc == LDB_OK)
+        rc = store_check_drop(s, t);
+    if (rc == LDB_OK)
         rc = store_check_table(s, t);
     if (rc != LDB_OK)
         return rc;
@@ -376,7 +378,7 @@ int store_drop_index(struct store *s, struct table_index *ix)
     store_log(s, (struct undo_entry){ .kind = UNDO_DROP_INDEX, .pos = (uint32_t)pos, .t = t,
                                       .a.ix = ix });
     s->schema_version++;
-    return LDB_OK;
+    return store_notify_index_dropped(s, t, ix);
 }
 
 /* ---- accounting and checks ----------------------------------------------------------- */

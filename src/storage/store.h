@@ -89,9 +89,13 @@ struct table_opts {
 int store_create_table_opts(struct store *s, const struct table_def *def,
                             const struct table_opts *opts, struct table **out);
 /* Drops a table and its indexes. The table stays allocated until the
- * transaction commits (a rollback brings it back). LDB_ERROR for a
- * read-only table outside internal mode. */
+ * transaction commits (a rollback brings it back). Subscribers are asked
+ * first (capture.h check_drop): their refusal is returned. LDB_ERROR for
+ * a read-only table outside internal mode. */
 int store_drop_table(struct store *s, struct table *t);
+/* Asks the subscribers whether t may be dropped, as store_drop_table
+ * does: LDB_OK or the first refusal (message set). */
+int store_check_drop(struct store *s, struct table *t);
 
 /* The table or index with this name (ASCII case-insensitive), or NULL. */
 struct table *store_find_table(const struct store *s, const char *name);
@@ -108,8 +112,10 @@ struct table *store_table_at(const struct store *s, size_t i);
  */
 int store_create_index(struct store *s, struct table *t,
                        const struct index_def *def, struct table_index **out);
-/* Drops an index (kept allocated until commit). LDB_ERROR for the index
- * of a UNIQUE constraint. */
+/* Drops an index (kept allocated until commit), then tells the
+ * subscribers (capture.h index_dropped; a hook's error is returned with
+ * the drop done, and the statement must fail). LDB_ERROR for the index of
+ * a UNIQUE constraint. */
 int store_drop_index(struct store *s, struct table_index *ix);
 
 /* Incremented by every DDL change, its rollback included: a cached plan

@@ -142,6 +142,10 @@ int undo_entry_apply(struct store *s, struct undo_entry *e);
 /* Releases what a committed entry owns. */
 void undo_entry_commit(struct undo_entry *e);
 
+/* Tells the subscribers that ix, an index of t, was dropped (txn.c):
+ * LDB_OK or the first hook's error. */
+int store_notify_index_dropped(struct store *s, struct table *t, struct table_index *ix);
+
 /* Drops the open transaction without undoing or calling hooks, and
  * frees registrations and the log: the first step of store_close. */
 void store_abandon_transaction(struct store *s);

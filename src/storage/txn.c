@@ -9,11 +9,17 @@
  * only step that allocates, and one allowed to fail: the subscriber then
  * resynchronises), then undoes, which needs no memory (store_impl.h), then
  * tells subscribers what they saw was undone, newest first, with the
- * tables already restored. So every rollback completes, out of memory or
- * not. Index trees settle when the transaction ends, committed or undone.
+ * tables already restored, then that the rollback is complete (settled).
+ * So every rollback completes, out of memory or not. Index trees settle
+ * when the transaction ends, committed or undone.
  *
  * Commit is two-phase for subscribers so that a failed prepare cancels
- * the commit with nothing published and the transaction intact.
+ * the commit with nothing published and the transaction intact; once the
+ * transaction has ended, the published hooks run, outside everything.
+ *
+ * Hook phases: while hooks run, the phase says what they may do (writes
+ * only in statement hooks), and unsubscribing only marks a registration,
+ * which is freed when the phase ends.
  */
 #include "storage/store_impl.h"
 
@@ -21,7 +27,14 @@
 
 #include <string.h>
 
-enum hook_phase { PHASE_NONE, PHASE_STATEMENT, PHASE_COMMIT, PHASE_ROLLBACK };
+enum hook_phase {
+    PHASE_NONE,
+    PHASE_STATEMENT, /* statement and index_dropped hooks: writes allowed */
+    PHASE_COMMIT,
+    PHASE_ROLLBACK,  /* rollback and settled hooks */
+    PHASE_PUBLISH,
+    PHASE_CHECK      /* check_drop hooks */
+};
 
 /* The running hook phase; PHASE_NONE between hooks. */
 static enum hook_phase phase(const struct store *s) { return (enum hook_phase)s->hook_phase; }
@@ -44,7 +57,9 @@ int store_ready_to_change(struct store *s)
     if (!s->stmt_open)
         return store_error(s, LDB_MISUSE, "tables change only inside a statement");
     if (phase(s) != PHASE_NONE && phase(s) != PHASE_STATEMENT)
-        return store_error(s, LDB_MISUSE, "tables cannot change during commit or rollback hooks");
+        return store_error(s, LDB_MISUSE,
+                           "tables cannot change during commit, rollback, publication or check "
+                           "hooks");
     return LDB_OK;
 }
 
@@ -294,6 +309,19 @@ static void notify_rollback(struct store *s, size_t target)
     purge_dead(s);
 }
 
+/* The rollback is complete: the tables show the restored state. */
+static void notify_settled(struct store *s)
+{
+    set_phase(s, PHASE_ROLLBACK);
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (!sub->dead && sub->hooks.settled)
+            sub->hooks.settled(sub->ctx, s);
+    }
+    set_phase(s, PHASE_NONE);
+    purge_dead(s);
+}
+
 /* Undoes the log down to target, then keeps keep_frames frames and ends
  * the transaction if end_txn. Needs no memory, so it completes; returns
  * LDB_INTERNAL (message set) only if the log and the tables disagreed. */
@@ -301,7 +329,7 @@ static int rollback_to(struct store *s, size_t target, size_t keep_frames, bool 
 {
     for (size_t i = 0; i < s->subs.len; i++) {
         struct subscription *sub = s->subs.data[i];
-        if (sub->base > target && !sub->base_undo &&
+        if (sub->base > target && !sub->base_undo && sub->hooks.rollback &&
             delta_build(s, target, sub->base, false, &sub->base_undo) != LDB_OK)
             sub->base_undo = NULL; /* the subscriber resynchronises */
     }
@@ -314,12 +342,18 @@ static int rollback_to(struct store *s, size_t target, size_t keep_frames, bool 
     }
     notify_rollback(s, target);
     drop_frames(s, keep_frames);
+    notify_settled(s);
     if (end_txn)
         end_transaction(s);
     return rc;
 }
 
 /* ---- commit ------------------------------------------------------------------------------- */
+
+static bool wants_commit_delta(const struct subscription *sub)
+{
+    return sub->kind == SUB_COMMIT && !sub->dead && sub->hooks.commit_prepare;
+}
 
 /* The commit delta of each commit subscriber; subscribers that started
  * together share one. */
@@ -328,7 +362,7 @@ static int build_commit_deltas(struct store *s, struct delta **deltas)
     for (size_t i = 0; i < s->subs.len; i++) {
         struct subscription *sub = s->subs.data[i];
         deltas[i] = NULL;
-        if (sub->kind != SUB_COMMIT || sub->dead || sub->base == s->undo.len)
+        if (!wants_commit_delta(sub) || sub->base == s->undo.len)
             continue;
         for (size_t j = 0; j < i && !deltas[i]; j++)
             if (deltas[j] && deltas[j]->from == sub->base)
@@ -377,11 +411,24 @@ static int run_commit_hooks(struct store *s, struct delta **deltas)
     return rc;
 }
 
+/* The commit is complete and the store out of it: publication. */
+static void notify_published(struct store *s)
+{
+    set_phase(s, PHASE_PUBLISH);
+    for (size_t i = 0; i < s->subs.len; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (!sub->dead && sub->hooks.published)
+            sub->hooks.published(sub->ctx, s);
+    }
+    set_phase(s, PHASE_NONE);
+    purge_dead(s);
+}
+
 static int commit_transaction(struct store *s)
 {
     bool any = false;
     for (size_t i = 0; i < s->subs.len && !any; i++)
-        any = s->subs.data[i]->kind == SUB_COMMIT && !s->subs.data[i]->dead;
+        any = wants_commit_delta(s->subs.data[i]);
     if (any) {
         struct delta **deltas = mem_calloc(s->subs.len, sizeof *deltas);
         if (!deltas)
@@ -397,6 +444,7 @@ static int commit_transaction(struct store *s)
             return rc;
     }
     end_transaction(s);
+    notify_published(s);
     return LDB_OK;
 }
 
@@ -603,6 +651,50 @@ int store_rollback_to(struct store *s, const char *name)
     if (i < 0)
         return LDB_ERROR;
     return rollback_to(s, s->frames.data[i].undo_pos, (size_t)i + 1, false);
+}
+
+/* ---- DDL hooks ------------------------------------------------------------------------------ */
+
+/* Runs the hooks in phase p (the caller may itself run inside a hook's
+ * phase, which is restored). */
+static enum hook_phase enter_phase(struct store *s, enum hook_phase p)
+{
+    enum hook_phase outer = phase(s);
+    set_phase(s, p);
+    return outer;
+}
+
+static void leave_phase(struct store *s, enum hook_phase outer)
+{
+    set_phase(s, outer);
+    if (outer == PHASE_NONE)
+        purge_dead(s);
+}
+
+int store_check_drop(struct store *s, struct table *t)
+{
+    enum hook_phase outer = enter_phase(s, PHASE_CHECK);
+    int rc = LDB_OK;
+    for (size_t i = 0; i < s->subs.len && rc == LDB_OK; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (!sub->dead && sub->hooks.check_drop)
+            rc = sub->hooks.check_drop(sub->ctx, s, t);
+    }
+    leave_phase(s, outer);
+    return rc;
+}
+
+int store_notify_index_dropped(struct store *s, struct table *t, struct table_index *ix)
+{
+    enum hook_phase outer = enter_phase(s, PHASE_STATEMENT);
+    int rc = LDB_OK;
+    for (size_t i = 0; i < s->subs.len && rc == LDB_OK; i++) {
+        struct subscription *sub = s->subs.data[i];
+        if (!sub->dead && sub->hooks.index_dropped)
+            rc = sub->hooks.index_dropped(sub->ctx, s, t, ix);
+    }
+    leave_phase(s, outer);
+    return rc;
 }
 
 /* ---- teardown ------------------------------------------------------------------------------ */

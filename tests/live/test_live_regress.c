@@ -441,6 +441,83 @@ static void close_in_own_batch(void)
     ldb_close(db);
 }
 
+/* What a callback sees of the statement whose commit it publishes: the
+ * callbacks run inside that statement's ldb_step (the store publishes as
+ * the commit completes), after its counters are set; the statement
+ * itself cannot be stepped, reset, rebound or finalized from there. */
+struct own_step {
+    ldb *db;
+    ldb_stmt *s;
+    int calls;
+    int64_t changes, rowid, total;
+    int step_rc, reset_rc, bind_rc, clear_rc;
+    int rows_seen;
+};
+
+static int count_row(void *ctx, const ldb_row *r)
+{
+    (void)r;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void own_step_attempts(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)q;
+    (void)c;
+    (void)n;
+    struct own_step *o = ctx;
+    if (!o->s)
+        return; /* the first batch, during ldb_live_open */
+    o->calls++;
+    o->changes = ldb_changes(o->db);
+    o->rowid = ldb_last_insert_rowid(o->db);
+    o->total = ldb_total_changes(o->db);
+    o->step_rc = ldb_step(o->s);
+    o->reset_rc = ldb_reset(o->s);
+    o->bind_rc = ldb_bind_int64(o->s, 1, 99);
+    o->clear_rc = ldb_clear_bindings(o->s);
+    ldb_finalize(o->s); /* refused: the step goes on with it */
+    o->rows_seen = 0;
+    ldb_exec(o->db, "SELECT * FROM t", count_row, &o->rows_seen);
+}
+
+static void callback_inside_own_step(void)
+{
+    ldb *db = open_db(callback_schema);
+    struct own_step o;
+    memset(&o, 0, sizeof o);
+    o.db = db;
+    ldb_live *q;
+    CHECK(ldb_live_open(db, "SELECT id, v FROM t", own_step_attempts, &o, &q) == LDB_OK);
+    int64_t total0 = ldb_total_changes(db);
+    CHECK(ldb_prepare(db, "INSERT INTO t VALUES (?, 1), (?, 2)", -1, &o.s, NULL) == LDB_OK);
+    CHECK(ldb_bind_int64(o.s, 1, 20) == LDB_OK && ldb_bind_int64(o.s, 2, 21) == LDB_OK);
+    CHECK_INT(ldb_step(o.s), LDB_DONE);
+    CHECK_INT(o.calls, 1);
+    CHECK_INT(o.changes, 2);
+    CHECK_INT(o.rowid, 21);
+    CHECK_INT(o.total, total0 + 2);
+    CHECK_INT(o.rows_seen, 7); /* the committed rows */
+    CHECK_INT(o.step_rc, LDB_MISUSE);
+    CHECK_INT(o.reset_rc, LDB_MISUSE);
+    CHECK_INT(o.bind_rc, LDB_MISUSE);
+    CHECK_INT(o.clear_rc, LDB_MISUSE);
+    /* the statement is whole: it runs again with its bindings */
+    CHECK_INT(ldb_reset(o.s), LDB_OK);
+    CHECK_INT(ldb_bind_int64(o.s, 1, 22), LDB_OK);
+    CHECK_INT(ldb_bind_int64(o.s, 2, 23), LDB_OK);
+    CHECK_INT(ldb_step(o.s), LDB_DONE);
+    CHECK_INT(o.calls, 2);
+    CHECK_INT(o.rowid, 23);
+    CHECK_INT(o.rows_seen, 9);
+    ldb_stmt *s = o.s;
+    o.s = NULL;
+    ldb_finalize(s);
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
 /* ---- item 7: allocation failures ---------------------------------------------------- */
 
 static const char *nomem_schema =
@@ -1378,6 +1455,7 @@ static void full_join_nullable_keys(void)
 }
 
 TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch),
+          T(callback_inside_own_step),
           T(open_nomem_sweep), T(set_window_nomem_sweep), T(commit_nomem_sweep),
           T(null_arguments), T(top1_beside_uncorrelated), T(top1_subquery_grid),
           T(ddl_keeps_window), T(derived_order_positions), T(hidden_changes_not_reported),

@@ -234,6 +234,15 @@ static void join_keeps_no_copy(void)
     CHECK(mvt_stats(db, "j").retained_bytes > 0);
     EXEC(db, "ROLLBACK; INSERT INTO u VALUES (6, 3, 600)");
     mvt_check_view(db, "j", "SELECT t.id, t.s, u.v FROM t JOIN u ON u.tid = t.id");
+    /* only a program that reads the dropped index is rebuilt */
+    EXEC(db, "CREATE INDEX u_v ON u(v)");
+    uint64_t resyncs = mvt_stats(db, "j").resyncs;
+    EXEC(db, "DROP INDEX u_v");
+    CHECK_INT(mvt_stats(db, "j").resyncs, resyncs);
+    EXEC(db, "DROP INDEX u_tid");
+    CHECK_INT(mvt_stats(db, "j").resyncs, resyncs + 1);
+    EXEC(db, "INSERT INTO u VALUES (7, 2, 700)");
+    mvt_check_view(db, "j", "SELECT t.id, t.s, u.v FROM t JOIN u ON u.tid = t.id");
     ldb_close(db);
 }
 

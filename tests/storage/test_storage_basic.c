@@ -488,7 +488,7 @@ static void capture_api(void)
 
     /* A hook may unsubscribe itself. */
     struct subscription *sub;
-    static const struct store_hooks self_hooks = { unsubscribe_self, NULL, NULL, NULL };
+    static const struct store_hooks self_hooks = { .statement = unsubscribe_self };
     CHECK(store_subscribe(s, SUB_STATEMENT, &self_hooks, &sub, &sub) == LDB_OK);
     v[0] = V_I(2);
     CHECK(stmt_insert(s, t, v) == LDB_OK);
@@ -497,7 +497,7 @@ static void capture_api(void)
     CHECK_INT(self_removals, 1);
 
     /* A hook that always writes fails its statement after the round limit. */
-    static const struct store_hooks endless_hooks = { endless, NULL, NULL, NULL };
+    static const struct store_hooks endless_hooks = { .statement = endless };
     CHECK(store_subscribe(s, SUB_STATEMENT, &endless_hooks, t, &sub) == LDB_OK);
     size_t before = table_count(t);
     v[0] = V_I(4);
@@ -510,6 +510,362 @@ static void capture_api(void)
     CHECK_INT(mem_live(), live);
 }
 
+/* ---- the hooks beyond deltas: settled, published, index_dropped, check_drop ---- */
+
+/* A subscriber that logs which hooks ran, one letter each (s statement,
+ * r rollback, z settled, p prepare, f finish, P published, x index
+ * dropped, c check drop), and what the store showed then. */
+struct recorder {
+    char log[256];
+    struct table *t;              /* counted at settled */
+    size_t rows_at_settle;
+    struct store_mark mark_at_settle;
+    bool txn_at_publish, stmt_at_publish;
+    int write_rc, begin_rc, subscribe_rc; /* tried from published */
+    struct table *dropped_of;
+    struct table_index *dropped;
+    bool dropped_listed;          /* still in its table's index list */
+    int index_rc;                 /* what index_dropped returns */
+    struct table *write_to;       /* index_dropped writes a row here */
+    int64_t writes;
+    const struct table *refuse;   /* check_drop refuses it */
+    int check_write_rc;           /* a write tried from check_drop */
+    struct subscription *sub;
+    bool unsubscribe_at_publish;
+};
+
+static void note(struct recorder *r, char c)
+{
+    size_t n = strlen(r->log);
+    if (n + 1 < sizeof r->log) {
+        r->log[n] = c;
+        r->log[n + 1] = '\0';
+    }
+}
+
+static int rec_statement(void *ctx, struct store *s, const struct delta *d)
+{
+    (void)s;
+    (void)d;
+    note(ctx, 's');
+    return LDB_OK;
+}
+
+static void rec_rollback(void *ctx, struct store *s, const struct delta *d)
+{
+    (void)s;
+    (void)d;
+    note(ctx, 'r');
+}
+
+static void rec_settled(void *ctx, struct store *s)
+{
+    struct recorder *r = ctx;
+    note(r, 'z');
+    r->rows_at_settle = r->t ? table_count(r->t) : 0;
+    r->mark_at_settle = store_mark(s);
+}
+
+static int rec_prepare(void *ctx, struct store *s, const struct delta *d)
+{
+    (void)s;
+    (void)d;
+    note(ctx, 'p');
+    return LDB_OK;
+}
+
+static void rec_finish(void *ctx, struct store *s, bool committed)
+{
+    (void)s;
+    note(ctx, committed ? 'f' : '!');
+}
+
+static void rec_published(void *ctx, struct store *s)
+{
+    struct recorder *r = ctx;
+    note(r, 'P');
+    r->txn_at_publish = store_in_transaction(s);
+    r->stmt_at_publish = store_in_statement(s);
+    value v[3] = { V_I(99), V_T("p"), V_N() };
+    r->write_rc = r->t ? table_insert(s, r->t, v, NULL) : LDB_OK;
+    r->begin_rc = store_stmt_begin(s);
+    struct subscription *sub;
+    static const struct store_hooks none = { .settled = NULL };
+    r->subscribe_rc = store_subscribe(s, SUB_COMMIT, &none, r, &sub);
+    if (r->unsubscribe_at_publish) {
+        store_unsubscribe(s, r->sub);
+        r->sub = NULL;
+    }
+}
+
+static int rec_index_dropped(void *ctx, struct store *s, struct table *t, struct table_index *ix)
+{
+    struct recorder *r = ctx;
+    note(r, 'x');
+    r->dropped_of = t;
+    r->dropped = ix;
+    r->dropped_listed = false;
+    for (size_t i = 0; i < table_index_count(t); i++)
+        r->dropped_listed |= table_index_at(t, i) == ix;
+    if (r->write_to) {
+        value v[3] = { V_I(70 + ++r->writes), V_T("ix"), V_N() };
+        int rc = table_insert(s, r->write_to, v, NULL);
+        if (rc)
+            return rc;
+    }
+    return r->index_rc ? store_error(s, r->index_rc, "index hook failed") : LDB_OK;
+}
+
+static int rec_check_drop(void *ctx, struct store *s, struct table *t)
+{
+    struct recorder *r = ctx;
+    note(r, 'c');
+    value v[3] = { V_I(88), V_T("c"), V_N() };
+    r->check_write_rc = r->t ? table_insert(s, r->t, v, NULL) : LDB_OK;
+    if (t == r->refuse)
+        return store_error(s, LDB_ERROR, "%s is needed", table_name(t));
+    return LDB_OK;
+}
+
+static const struct store_hooks rec_hooks = {
+    .statement = rec_statement,
+    .commit_prepare = rec_prepare,
+    .commit_finish = rec_finish,
+    .rollback = rec_rollback,
+    .settled = rec_settled,
+    .published = rec_published,
+    .index_dropped = rec_index_dropped,
+    .check_drop = rec_check_drop,
+};
+
+static void recorder_start(struct recorder *r)
+{
+    r->log[0] = '\0';
+}
+
+/* One insert of key k as its own statement that ends with end_rc. */
+static int insert_ending(struct store *s, struct table *t, int64_t k, int end_rc)
+{
+    value v[3] = { V_I(k), V_T("n"), V_N() };
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(table_insert(s, t, v, NULL) == LDB_OK);
+    return store_stmt_end(s, end_rc);
+}
+
+/* settled: once per rollback (failed statement, ROLLBACK TO, ROLLBACK),
+ * after the rollback hooks, with the tables restored and the mark at the
+ * rolled back transaction's target; never after a commit. */
+static void hook_settled(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    static struct recorder stmt_rec, commit_rec;
+    memset(&stmt_rec, 0, sizeof stmt_rec);
+    memset(&commit_rec, 0, sizeof commit_rec);
+    stmt_rec.t = commit_rec.t = t;
+    static const struct store_hooks commit_only = { .settled = rec_settled };
+    struct subscription *a, *b;
+    CHECK(store_subscribe(s, SUB_STATEMENT, &rec_hooks, &stmt_rec, &a) == LDB_OK);
+    CHECK(store_subscribe(s, SUB_COMMIT, &commit_only, &commit_rec, &b) == LDB_OK);
+
+    CHECK(insert_ending(s, t, 1, LDB_OK) == LDB_OK);
+    CHECK_STR(stmt_rec.log, "sP");
+    /* a failed statement: nothing consumed, one settle with the row gone */
+    recorder_start(&stmt_rec);
+    CHECK(insert_ending(s, t, 2, LDB_CONSTRAINT) == LDB_CONSTRAINT);
+    CHECK_STR(stmt_rec.log, "z");
+    CHECK_STR(commit_rec.log, "z");
+    CHECK_INT(stmt_rec.rows_at_settle, 1);
+
+    /* ROLLBACK TO: the deltas after the savepoint come back, then settled */
+    CHECK(store_begin(s) == LDB_OK);
+    struct store_mark begin = store_mark(s);
+    CHECK(insert_ending(s, t, 3, LDB_OK) == LDB_OK);
+    CHECK(store_savepoint(s, "p") == LDB_OK);
+    struct store_mark at_p = store_mark(s);
+    CHECK(insert_ending(s, t, 4, LDB_OK) == LDB_OK);
+    CHECK(insert_ending(s, t, 5, LDB_OK) == LDB_OK);
+    recorder_start(&stmt_rec);
+    CHECK(store_rollback_to(s, "p") == LDB_OK);
+    CHECK_STR(stmt_rec.log, "rrz");
+    CHECK_INT(stmt_rec.rows_at_settle, 2);
+    CHECK_INT(stmt_rec.mark_at_settle.txn, at_p.txn);
+    CHECK_INT(stmt_rec.mark_at_settle.pos, at_p.pos);
+    /* ROLLBACK: the rest comes back; settled before the transaction ends */
+    recorder_start(&stmt_rec);
+    CHECK(store_rollback(s) == LDB_OK);
+    CHECK_STR(stmt_rec.log, "rz");
+    CHECK_INT(stmt_rec.rows_at_settle, 1);
+    CHECK_INT(stmt_rec.mark_at_settle.txn, begin.txn);
+    CHECK_INT(stmt_rec.mark_at_settle.pos, 0);
+    CHECK(!store_in_transaction(s));
+    /* commits and releases settle nothing */
+    recorder_start(&stmt_rec);
+    recorder_start(&commit_rec);
+    CHECK(store_savepoint(s, "q") == LDB_OK);
+    CHECK(insert_ending(s, t, 6, LDB_OK) == LDB_OK);
+    CHECK(store_release(s, "q") == LDB_OK);
+    CHECK_STR(stmt_rec.log, "sP");
+    CHECK_STR(commit_rec.log, "");
+    store_unsubscribe(s, a);
+    store_unsubscribe(s, b);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+/* published: once per commit, after commit_finish, with the store out of
+ * the statement and the transaction; no writes, no transaction control,
+ * no subscribing from there; unsubscribing is allowed. */
+static void hook_published(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    static struct recorder r, quitter;
+    memset(&r, 0, sizeof r);
+    memset(&quitter, 0, sizeof quitter);
+    r.t = t;
+    CHECK(store_subscribe(s, SUB_COMMIT, &rec_hooks, &r, &r.sub) == LDB_OK);
+    quitter.unsubscribe_at_publish = true;
+    static const struct store_hooks publish_only = { .published = rec_published };
+    CHECK(store_subscribe(s, SUB_COMMIT, &publish_only, &quitter, &quitter.sub) == LDB_OK);
+    /* the subscriber after the one that leaves is still called */
+    static struct recorder last;
+    memset(&last, 0, sizeof last);
+    struct subscription *c;
+    CHECK(store_subscribe(s, SUB_COMMIT, &publish_only, &last, &c) == LDB_OK);
+
+    CHECK(insert_ending(s, t, 1, LDB_OK) == LDB_OK);
+    CHECK_STR(r.log, "pfP");
+    CHECK_STR(quitter.log, "P");
+    CHECK_STR(last.log, "P");
+    CHECK(quitter.sub == NULL);
+    CHECK(!r.txn_at_publish && !r.stmt_at_publish);
+    CHECK_INT(r.write_rc, LDB_MISUSE);
+    CHECK_INT(r.begin_rc, LDB_MISUSE);
+    CHECK_INT(r.subscribe_rc, LDB_MISUSE);
+    CHECK_INT(table_count(t), 1);
+    /* a failed statement and a rollback publish nothing */
+    recorder_start(&r);
+    CHECK(insert_ending(s, t, 2, LDB_ERROR) == LDB_ERROR);
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(insert_ending(s, t, 2, LDB_OK) == LDB_OK);
+    CHECK(store_rollback(s) == LDB_OK);
+    CHECK_STR(r.log, "zz");
+    /* an explicit transaction publishes at COMMIT only, also with no change */
+    recorder_start(&r);
+    recorder_start(&last);
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(insert_ending(s, t, 2, LDB_OK) == LDB_OK);
+    CHECK(insert_ending(s, t, 3, LDB_OK) == LDB_OK);
+    CHECK_STR(r.log, "");
+    CHECK(store_commit(s) == LDB_OK);
+    CHECK_STR(r.log, "pfP");
+    CHECK(store_begin(s) == LDB_OK);
+    CHECK(store_commit(s) == LDB_OK);
+    CHECK_STR(r.log, "pfPP");
+    CHECK_STR(last.log, "PP");
+    store_unsubscribe(s, r.sub);
+    store_unsubscribe(s, c);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+/* index_dropped: DROP INDEX (not the drop of a table) tells the
+ * subscribers inside the statement, which may write; an error fails the
+ * statement, whose rollback brings the index back. */
+static void hook_index_dropped(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    struct key_part p = PART(1, false), q = PART(2, false);
+    struct table_index *by_name = make_index(s, t, "by_name", INDEX_ORDERED, false, &p, 1);
+    make_index(s, t, "by_score", INDEX_HASH, false, &q, 1);
+    static struct recorder r;
+    memset(&r, 0, sizeof r);
+    r.write_to = t;
+    struct subscription *sub;
+    CHECK(store_subscribe(s, SUB_STATEMENT, &rec_hooks, &r, &sub) == LDB_OK);
+
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_index(s, by_name) == LDB_OK);
+    CHECK_STR(r.log, "x");
+    CHECK(r.dropped == by_name && r.dropped_of == t && !r.dropped_listed);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK(store_find_index(s, "by_name") == NULL);
+    CHECK_INT(table_count(t), 1); /* the hook's write belongs to the statement */
+    CHECK_STR(r.log, "xsP");
+
+    /* a failing hook: the statement fails and the index comes back */
+    recorder_start(&r);
+    r.index_rc = LDB_NOMEM;
+    struct table_index *by_score = store_find_index(s, "by_score");
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    int rc = store_drop_index(s, by_score);
+    CHECK_INT(rc, LDB_NOMEM);
+    CHECK_STR(store_errmsg(s), "index hook failed");
+    CHECK_INT(store_stmt_end(s, rc), LDB_NOMEM);
+    CHECK(store_find_index(s, "by_score") == by_score);
+    CHECK_INT(table_count(t), 1); /* and the hook's write is undone */
+    CHECK_STR(r.log, "xz");
+
+    /* dropping the table drops its indexes without telling */
+    recorder_start(&r);
+    r.index_rc = LDB_OK;
+    r.write_to = NULL;
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    CHECK(store_drop_table(s, t) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK_STR(r.log, "cP");
+    store_unsubscribe(s, sub);
+    CHECK(store_check(s) == NULL);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+/* check_drop: asked before a drop changes anything; a refusal stops it
+ * with the subscriber's message; no writes from there. */
+static void hook_check_drop(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    struct column_def cols[1] = { COL("x", COL_INTEGER) };
+    struct table *other = make_table(s, "other", cols, 1, NULL, 0);
+    static struct recorder r;
+    memset(&r, 0, sizeof r);
+    r.t = other;
+    r.refuse = t;
+    struct subscription *sub;
+    CHECK(store_subscribe(s, SUB_STATEMENT, &rec_hooks, &r, &sub) == LDB_OK);
+
+    CHECK_INT(store_check_drop(s, t), LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "t is needed");
+    CHECK(store_stmt_begin(s) == LDB_OK);
+    size_t len = store_log_length(s);
+    CHECK_INT(store_drop_table(s, t), LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "t is needed");
+    CHECK_INT(store_log_length(s), len);
+    CHECK(store_find_table(s, "t") == t && !t->dropped);
+    CHECK_INT(r.check_write_rc, LDB_MISUSE);
+    /* the refusal comes before storage's own checks */
+    table_set_readonly(t, true);
+    CHECK_INT(store_drop_table(s, t), LDB_ERROR);
+    CHECK_STR(store_errmsg(s), "t is needed");
+    table_set_readonly(t, false);
+    CHECK(store_drop_table(s, other) == LDB_OK);
+    CHECK(store_stmt_end(s, LDB_OK) == LDB_OK);
+    CHECK_STR(r.log, "ccccP");
+    CHECK(store_find_table(s, "other") == NULL);
+    CHECK_INT(table_count(t), 0);
+    store_unsubscribe(s, sub);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
 TEST_MAIN(T(keys_and_lookup), T(hidden_rowid), T(affinity), T(type_error_messages),
           T(unique_constraints), T(catalog), T(readonly_tables), T(savepoints),
-          T(capture_api))
+          T(capture_api), T(hook_settled), T(hook_published), T(hook_index_dropped),
+          T(hook_check_drop))

@@ -879,9 +879,12 @@ static void begin(struct world *w)
     w->in_txn = true;
 }
 
-static const struct store_hooks mirror_stmt_hooks = { on_statement, NULL, NULL, on_rollback };
-static const struct store_hooks mirror_commit_hooks = { NULL, on_prepare, on_finish, on_rollback };
-static const struct store_hooks mv_hooks = { mv_statement, NULL, NULL, NULL };
+static const struct store_hooks mirror_stmt_hooks = { .statement = on_statement,
+                                                      .rollback = on_rollback };
+static const struct store_hooks mirror_commit_hooks = { .commit_prepare = on_prepare,
+                                                        .commit_finish = on_finish,
+                                                        .rollback = on_rollback };
+static const struct store_hooks mv_hooks = { .statement = mv_statement };
 
 static void rejoin_late(struct world *w)
 {

@@ -116,8 +116,9 @@ static void pub_finish(void *ctx, struct store *s, bool committed)
     f->prepared = NULL;
 }
 
-static const struct store_hooks mv_hooks = { mv_hook, NULL, NULL, NULL };
-static const struct store_hooks pub_hooks = { NULL, pub_prepare, pub_finish, NULL };
+static const struct store_hooks mv_hooks = { .statement = mv_hook };
+static const struct store_hooks pub_hooks = { .commit_prepare = pub_prepare,
+                                              .commit_finish = pub_finish };
 
 /* ---- fixture ----------------------------------------------------------------------------- */
 
