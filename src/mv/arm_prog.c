@@ -94,7 +94,7 @@ int mv_prog_fill(struct mv_view *v)
     struct live_program *prog = v->arm.prog.prog;
     int rc = live_program_hydrate(prog);
     if (rc) /* the program's message, not the store's last one */
-        snprintf(v->err.msg, sizeof v->err.msg, "%s", prog->err.msg);
+        snprintf(v->err.msg, sizeof v->err.msg, "%s", live_program_errmsg(prog));
     return rc ? rc : write_output(v, prog);
 }
 
