@@ -99,9 +99,14 @@ typedef struct oquery {
 typedef struct ogen_opts {
     bool mv;            /* a materialized-view body: no parameters */
     bool avoid_top1_with_other_subquery; /* KNOWN_TOP1_OTHER_SUBQUERY */
+    bool big;           /* over big tables: only windows fed from an index
+                           prefix, joined by key (small results) */
 } ogen_opts;
 
 void oq_generate(rng *r, const ogen_opts *o, oquery *q);
+/* A body for a materialized view's cheap arms: one table filtered and
+ * projected, or grouped by plain columns with count/sum/avg/min/max. */
+void oq_generate_simple(rng *r, oquery *q);
 void oq_free(oquery *q);
 /* The text for an engine: SQLite's names string_agg group_concat; a
  * window query gets LIMIT limit OFFSET offset. mem_alloc'd. */
@@ -121,6 +126,8 @@ typedef struct oworld {
     ldb *ld;
     sqlite3 *sq;
     strbuf log;     /* the history so far, as a script (values inlined) */
+    int keys;       /* primary keys of t1 and t2 are drawn in 1..keys */
+    bool big;       /* t1 and t2 hold hundreds of rows (queries: ogen_opts.big) */
     bool in_txn;    /* inside BEGIN ... */
     bool ddl;       /* index DDL since the last commit or rollback (the
                        hooks see it; cleared after them) */
@@ -150,6 +157,8 @@ void ow_open(oworld *w, uint64_t seed);
 void ow_close(oworld *w);
 /* One random step: a write, a transaction, or index DDL. */
 void ow_step(oworld *w, const ow_hooks *h);
+/* One random write on both engines; returns whether it succeeded. */
+bool ow_write(oworld *w);
 /* Runs sql (with params) on both engines; both must succeed or both fail
  * (else the test fails). Returns whether it succeeded. */
 bool ow_both(oworld *w, const char *sql, const oval *params, int n);
