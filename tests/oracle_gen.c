@@ -851,7 +851,10 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
     if (form == 0) {
         sub_aggregate(g, &in, ty, sb);
         sb_printf(sb, " FROM %s AS %s", t->name, alias);
+        bool no_sub = g->no_sub;
+        g->no_sub = no_sub || g->o->sanitizer_safe;
         sub_where(g, &in, gchance(g, 3, 4), sb);
+        g->no_sub = no_sub;
     } else if (form == 1) {
         g->top1s++;
         gen(g, &in, ty, 1, sb);
@@ -1042,7 +1045,8 @@ static void from_item(ogen *g, ofrom *fr, bool derived_ok, strbuf *sb)
 {
     char alias[16];
     new_alias(g, alias);
-    if (derived_ok && !g->in_derived && g->depth == 0 && gchance(g, 1, 5)) {
+    if (derived_ok && !g->in_derived && g->depth == 0 && !g->o->sanitizer_safe &&
+        gchance(g, 1, 5)) {
         strbuf body = STRBUF_INIT;
         gen_derived(g, alias, &body, &fr->sc, &fr->keys);
         if (gchance(g, 1, 3)) {
@@ -1282,7 +1286,9 @@ static void gen_grouped_body(ogen *g, const oscope *outer, int ncols, const enum
 {
     ofrom fr;
     strbuf from = STRBUF_INIT, where = STRBUF_INIT, keys[OQ_MAXCOLS];
-    gen_from(g, &fr, 2, true, &from, &where);
+    bool no_sub = g->no_sub;
+    g->no_sub = no_sub || g->o->sanitizer_safe;
+    gen_from(g, &fr, 2, !g->o->sanitizer_safe, &from, &where);
     fr.sc.outer = outer;
     int nkeys = gpick(g, ncols + 1);
     if (nkeys == ncols && gchance(g, 1, 2))
@@ -1327,6 +1333,7 @@ static void gen_grouped_body(ogen *g, const oscope *outer, int ncols, const enum
         for (int i = 0; i < nkeys; i++)
             sb_free(&keys[i]);
     }
+    g->no_sub = no_sub;
     sb_free(&from);
     sb_free(&where);
     sb_free(&fr.keys);
@@ -1558,7 +1565,8 @@ static void gen_lists(ogen *g, oquery *q, strbuf *sb)
 {
     ofrom fr;
     strbuf from = STRBUF_INIT, where = STRBUF_INIT, key = STRBUF_INIT;
-    gen_from(g, &fr, 2, true, &from, &where);
+    g->no_sub = g->o->sanitizer_safe;
+    gen_from(g, &fr, 2, !g->o->sanitizer_safe, &from, &where);
     static const enum oty kt[] = { OT_INT, OT_TEXT };
     enum oty kty = kt[gpick(g, 2)];
     bool grouped = gchance(g, 3, 4);
@@ -1583,6 +1591,7 @@ static void gen_lists(ogen *g, oquery *q, strbuf *sb)
     sb_free(&from);
     sb_free(&where);
     sb_free(&key);
+    g->no_sub = false;
     sb_free(&fr.keys);
 }
 

@@ -101,6 +101,8 @@ typedef struct ogen_opts {
     bool avoid_top1_with_other_subquery; /* KNOWN_TOP1_OTHER_SUBQUERY */
     bool big;           /* over big tables: only windows fed from an index
                            prefix, joined by key (small results) */
+    bool sanitizer_safe; /* no subquery under an aggregate, no derived
+                            table (KNOWN_NULL_MEMCPY) */
 } ogen_opts;
 
 void oq_generate(rng *r, const ogen_opts *o, oquery *q);

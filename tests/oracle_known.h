@@ -88,6 +88,25 @@
  * are led by coalesce(col, col), which no index serves. */
 #define KNOWN_WINDOW_TIE_INSERT 1
 
+/* src/live memcpy()s from a NULL array of length 0, undefined behaviour
+ * that the sanitizer build stops on: decorrelate.c when a subquery under
+ * an aggregate is decorrelated (count(*) FROM t WHERE a IN (SELECT ...)),
+ * keys.c for a join without equi-keys whose side gets hidden key columns
+ * (t1 CROSS JOIN (SELECT k FROM t3)). Avoided, in sanitizer builds only:
+ * no subquery under an aggregate, no derived table. */
+#define KNOWN_NULL_MEMCPY 1
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ORACLE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ORACLE_SANITIZED 1
+#endif
+#endif
+#ifndef ORACLE_SANITIZED
+#define ORACLE_SANITIZED 0
+#endif
+
 /* true when the oracle runs past bug `on` (a KNOWN_* switch). */
 static inline bool known_bug(int on)
 {
