@@ -1,7 +1,7 @@
 /*
- * oracle_gen.c - the oracles' two databases, histories and query
- * generator (oracle_gen.h says what is generated and why it keeps the
- * engines comparable).
+ * oracle_gen.c - the oracles' schema, values and query generator
+ * (oracle_gen.h says what is generated and why it keeps the engines
+ * comparable; oracle_world.c runs the histories).
  *
  * Generated text carries a reason with every shape it leaves out; the
  * oracle never leaves a shape out to hide a livedb bug except through a
@@ -14,26 +14,10 @@
 
 #include <math.h>
 #include <stdlib.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 /* ---- the schema ------------------------------------------------------------ */
 
-struct otcol {
-    const char *name;
-    enum oty ty;
-    bool nocase;
-};
-
-struct otable {
-    const char *name;
-    int ncols;
-    struct otcol cols[5];
-    int nkey; /* cols[0..nkey) order the rows totally */
-};
-
-static const struct otable otables[] = {
+const struct otable otables[NTABLES] = {
     { "t1", 5, { { "id", OT_INT, 0 }, { "a", OT_INT, 0 }, { "b", OT_TEXT, 0 }, { "c", OT_REAL, 0 },
                  { "d", OT_TEXT, 1 } }, 1 },
     { "t2", 5, { { "id", OT_INT, 0 }, { "t1id", OT_INT, 0 }, { "x", OT_INT, 0 },
@@ -43,33 +27,7 @@ static const struct otable otables[] = {
     { "t4", 4, { { "p", OT_INT, 0 }, { "q", OT_TEXT, 0 }, { "n", OT_INT, 0 }, { "r", OT_REAL, 0 } },
       2 },
 };
-#define NTABLES 4
 
-static const char *const schema_sql =
-    "CREATE TABLE t1(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL, d TEXT COLLATE NOCASE);\n"
-    "CREATE TABLE t2(id INTEGER PRIMARY KEY, t1id INTEGER, x INTEGER, s TEXT COLLATE NOCASE, "
-    "f REAL);\n"
-    "CREATE TABLE t3(k INTEGER, v INTEGER, w TEXT);\n"
-    "CREATE TABLE t4(p INTEGER, q TEXT, n INTEGER, r REAL, PRIMARY KEY(p, q));\n";
-
-/* Indexes (livedb only), created and dropped by the history. */
-static const char *const index_defs[][2] = {
-    { "i_t1a", "t1(a)" },
-    { "i_t1ba", "t1(b, a)" },
-    { "i_t1c", "t1(c DESC)" },
-    { "i_t1d", "t1(d)" },
-    { "i_t1dn", "t1(d DESC NULLS FIRST, id)" },
-    { "i_t2t1", "t2(t1id)" },
-    { "i_t2h", "t2(t1id) USING HASH" },
-    { "i_t2xs", "t2(x, s)" },
-    { "i_t2s", "t2(s DESC)" },
-    { "i_t2f", "t2(f)" },
-    { "i_t3k", "t3(k)" },
-    { "i_t3vk", "t3(v DESC, k)" },
-    { "i_t4n", "t4(n)" },
-    { "i_t4rp", "t4(r, p)" },
-};
-#define NINDEXES (int)(sizeof index_defs / sizeof index_defs[0])
 
 /* ---- values ------------------------------------------------------------------ */
 
@@ -78,35 +36,35 @@ static const char *const texts[] = { "a", "b", "B", "ab", "A b", "", "ba" };
 static const double reals[] = { -1.5, -0.25, 0.0, -0.0, 0.25, 1.0, 1.5, 2.5, 3.0 };
 #define NREALS 9
 
-static int pick(rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
-static bool chance(rng *r, unsigned num, unsigned den) { return rng_chance(r, num, den); }
+int og_pick(rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
+bool og_chance(rng *r, unsigned num, unsigned den) { return rng_chance(r, num, den); }
 
-static oval random_value(rng *r, enum oty ty, bool nullable)
+oval oval_random(rng *r, enum oty ty, bool nullable)
 {
     oval v;
     memset(&v, 0, sizeof v);
     v.ty = ty;
-    if (nullable && chance(r, 1, 7)) {
+    if (nullable && og_chance(r, 1, 7)) {
         v.null = true;
         return v;
     }
     switch (ty) {
     case OT_INT: v.i = rng_range(r, -2, 6); break;
-    case OT_TEXT: v.t = texts[pick(r, NTEXTS)]; break;
+    case OT_TEXT: v.t = texts[og_pick(r, NTEXTS)]; break;
     case OT_FLT:
-        if (chance(r, 1, 6)) {
+        if (og_chance(r, 1, 6)) {
             v.nan = true;
             break;
         }
-        v.d = reals[pick(r, NREALS)];
+        v.d = reals[og_pick(r, NREALS)];
         break;
-    case OT_BOOL: v.i = pick(r, 2); break;
-    default: v.d = reals[pick(r, NREALS)]; break;
+    case OT_BOOL: v.i = og_pick(r, 2); break;
+    default: v.d = reals[og_pick(r, NREALS)]; break;
     }
     return v;
 }
 
-static oval int_value(int64_t i)
+oval oval_int(int64_t i)
 {
     oval v;
     memset(&v, 0, sizeof v);
@@ -117,7 +75,7 @@ static oval int_value(int64_t i)
 
 /* The value as SQL text (for logs and reports): NaN cannot be written,
  * so it shows as a comment. */
-static void put_value(strbuf *sb, const oval *v)
+void oval_sql(strbuf *sb, const oval *v)
 {
     if (v->null)
         sb_puts(sb, "NULL");
@@ -135,7 +93,7 @@ static void put_value(strbuf *sb, const oval *v)
         sb_printf(sb, "%.2f", v->d);
 }
 
-static void bind_livedb(ldb_stmt *st, int i, const oval *v)
+void oval_bind_livedb(ldb_stmt *st, int i, const oval *v)
 {
     int rc;
     if (v->null)
@@ -153,7 +111,7 @@ static void bind_livedb(ldb_stmt *st, int i, const oval *v)
     CHECK_INT(rc, LDB_OK);
 }
 
-static void bind_sqlite(sqlite3_stmt *st, int i, const oval *v)
+void oval_bind_sqlite(sqlite3_stmt *st, int i, const oval *v)
 {
     int rc;
     if (v->null)
@@ -175,14 +133,14 @@ void oq_bind_livedb(const oquery *q, ldb_stmt *st)
 {
     int n = ldb_bind_parameter_count(st);
     for (int i = 0; i < q->nparams && i < n; i++)
-        bind_livedb(st, i + 1, &q->params[i]);
+        oval_bind_livedb(st, i + 1, &q->params[i]);
 }
 
 void oq_bind_sqlite(const oquery *q, sqlite3_stmt *st)
 {
     int n = sqlite3_bind_parameter_count(st);
     for (int i = 0; i < q->nparams && i < n; i++)
-        bind_sqlite(st, i + 1, &q->params[i]);
+        oval_bind_sqlite(st, i + 1, &q->params[i]);
 }
 
 /* ---- the query generator: scopes -------------------------------------------- */
@@ -226,8 +184,8 @@ typedef struct ogen {
                       and orders it under NOCASE, SQLite under BINARY
                       (KNOWN_COMPUTED_COLLATION) */
 
-static int gpick(ogen *g, int n) { return pick(g->r, n); }
-static bool gchance(ogen *g, unsigned num, unsigned den) { return chance(g->r, num, den); }
+static int gpick(ogen *g, int n) { return og_pick(g->r, n); }
+static bool gchance(ogen *g, unsigned num, unsigned den) { return og_chance(g->r, num, den); }
 
 static void scope_add(oscope *sc, const char *alias, const char *col, enum oty ty, int coll)
 {
@@ -291,8 +249,8 @@ static bool can_sub(const ogen *g)
 
 static void literal(ogen *g, enum oty ty, strbuf *sb)
 {
-    oval v = random_value(g->r, ty == OT_FLT ? OT_REAL : ty, false);
-    put_value(sb, &v);
+    oval v = oval_random(g->r, ty == OT_FLT ? OT_REAL : ty, false);
+    oval_sql(sb, &v);
 }
 
 /* A parameter (?N) of type ty, or a literal in a view body. */
@@ -302,7 +260,7 @@ static void param(ogen *g, enum oty ty, strbuf *sb)
         literal(g, ty, sb);
         return;
     }
-    g->q->params[g->q->nparams++] = random_value(g->r, ty, true);
+    g->q->params[g->q->nparams++] = oval_random(g->r, ty, true);
     sb_printf(sb, "?%d", g->q->nparams);
 }
 
@@ -1265,7 +1223,7 @@ static int gen_key(ogen *g, const oscope *sc, enum oty ty, bool subqueries, strb
     oscope local = *sc;
     local.outer = NULL;
     bool no_sub = g->no_sub;
-    g->no_sub = !subqueries;
+    g->no_sub = no_sub || !subqueries;
     g->in_key = true;
     int f;
     do {
@@ -1649,7 +1607,7 @@ void oq_generate(rng *r, const ogen_opts *o, oquery *q)
     g.o = o;
     g.q = q;
     strbuf body = STRBUF_INIT;
-    int k = o->big ? 0 : pick(r, 20);
+    int k = o->big ? 0 : og_pick(r, 20);
     if (k < 3)
         gen_index_window(&g, q, &body);
     else if (k < 9)
@@ -1686,7 +1644,7 @@ static const char *int_column(rng *r, const struct otable *t)
     for (int i = 0; i < t->ncols; i++)
         if (t->cols[i].ty == OT_INT && i >= (t->nkey == 1 ? 1 : 0))
             cols[n++] = t->cols[i].name;
-    return cols[pick(r, n)];
+    return cols[og_pick(r, n)];
 }
 
 void oq_generate_simple(rng *r, oquery *q)
@@ -1700,12 +1658,12 @@ void oq_generate_simple(rng *r, oquery *q)
     g.q = q;
     g.no_sub = true;
     strbuf sb = STRBUF_INIT;
-    if (pick(r, 2) == 0) {
+    if (og_pick(r, 2) == 0) {
         /* projection: one table, a filter, columns and expressions */
-        const struct otable *t = &otables[pick(r, NTABLES)];
+        const struct otable *t = &otables[og_pick(r, NTABLES)];
         oscope sc = { 0, { { "", 0, 0 } }, NULL };
         scope_add_table(&sc, t, "a0");
-        q->ncols = 1 + pick(r, 3);
+        q->ncols = 1 + og_pick(r, 3);
         random_types(&g, q->ncols, q->tys, true);
         sb_puts(&sb, "SELECT ");
         for (int i = 0; i < q->ncols; i++) {
@@ -1714,21 +1672,21 @@ void oq_generate_simple(rng *r, oquery *q)
             sb_printf(&sb, " AS %s", out_names[i]);
         }
         sb_printf(&sb, " FROM %s AS a0", t->name);
-        if (chance(r, 2, 3)) {
+        if (og_chance(r, 2, 3)) {
             sb_puts(&sb, " WHERE ");
             gen_condition(&g, &sc, 2, &sb);
         }
     } else {
         /* GROUP BY plain columns (or none) with count, sum, avg, min, max */
-        int k = pick(r, 10);
+        int k = og_pick(r, 10);
         const char *table = plain_group_cols[k][0];
         const struct otable *t = &otables[table[1] - '1'];
-        int nkeys = pick(r, 3), n = 0;
+        int nkeys = og_pick(r, 3), n = 0;
         const char *keys[2];
         for (int i = 0; i < nkeys && i < 2; i++) {
             int c;
             do
-                c = pick(r, 10);
+                c = og_pick(r, 10);
             while (strcmp(plain_group_cols[c][0], table) != 0);
             keys[n++] = plain_group_cols[c][1];
             if (n == 2 && strcmp(keys[0], keys[1]) == 0)
@@ -1745,16 +1703,16 @@ void oq_generate_simple(rng *r, oquery *q)
         static const char *const aggs[] = { "count(*)", "sum(a0.%s)", "avg(a0.%s)",
                                             "count(a0.%s)", "min(a0.%s)", "max(a0.%s)",
                                             "total(a0.%s)" };
-        int naggs = 1 + pick(r, 3);
+        int naggs = 1 + og_pick(r, 3);
         for (int i = 0; i < naggs && q->ncols < OQ_MAXCOLS; i++) {
-            int a = pick(r, 7);
+            int a = og_pick(r, 7);
             char call[64];
             snprintf(call, sizeof call, aggs[a], int_column(r, t));
             sb_printf(&sb, "%s%s AS %s", q->ncols ? ", " : "", call, out_names[q->ncols]);
             q->tys[q->ncols++] = a == 2 || a == 6 ? OT_REAL : OT_INT;
         }
         sb_printf(&sb, " FROM %s AS a0", t->name);
-        if (chance(r, 1, 3)) {
+        if (og_chance(r, 1, 3)) {
             oscope sc = { 0, { { "", 0, 0 } }, NULL };
             scope_add_table(&sc, t, "a0");
             sb_puts(&sb, " WHERE ");
@@ -1843,486 +1801,3 @@ void oq_normalize(const oquery *q, char **row)
     }
 }
 
-/* ---- the two databases -------------------------------------------------------------- */
-
-/* sql with each ?N replaced by the value it is bound to. */
-static void put_inlined(strbuf *sb, const char *sql, const oval *params, int n)
-{
-    for (const char *p = sql; *p;) {
-        if (*p == '?') {
-            char *end;
-            long k = strtol(p + 1, &end, 10);
-            CHECK(k >= 1 && k <= n);
-            put_value(sb, &params[k - 1]);
-            p = end;
-        } else {
-            sb_putc(sb, *p++);
-        }
-    }
-}
-
-static void log_stmt(oworld *w, const char *sql, const oval *params, int n)
-{
-    put_inlined(&w->log, sql, params, n);
-    sb_puts(&w->log, ";\n");
-}
-
-void ow_log_query(oworld *w, int id, const oquery *q, int64_t offset, int64_t limit)
-{
-    char *sql = oq_text(q, false, offset, limit);
-    sb_printf(&w->log, "-- .live@%d ", id);
-    put_inlined(&w->log, sql, q->params, q->nparams);
-    sb_putc(&w->log, '\n');
-    mem_free(sql);
-}
-
-static int run_livedb(oworld *w, const char *sql, const oval *params, int n)
-{
-    ldb_stmt *st;
-    int rc = ldb_prepare(w->ld, sql, -1, &st, NULL);
-    CHECKF(rc == LDB_OK && st, "%s: %s", sql, ldb_errmsg(w->ld));
-    for (int i = 0; i < n; i++)
-        bind_livedb(st, i + 1, &params[i]);
-    while ((rc = ldb_step(st)) == LDB_ROW)
-        ;
-    ldb_finalize(st);
-    return rc;
-}
-
-static int run_sqlite(oworld *w, const char *sql, const oval *params, int n)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
-    CHECKF(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(w->sq));
-    for (int i = 0; i < n; i++)
-        bind_sqlite(st, i + 1, &params[i]);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        ;
-    sqlite3_finalize(st);
-    return rc;
-}
-
-bool ow_both(oworld *w, const char *sql, const oval *params, int n)
-{
-    size_t at = w->log.len;
-    log_stmt(w, sql, params, n);
-    w->statements++;
-    int lrc = run_livedb(w, sql, params, n);
-    if (lrc != LDB_DONE) { /* the log stays a script that runs to its end */
-        strbuf line = STRBUF_INIT;
-        sb_puts(&line, sb_str(&w->log) + at);
-        sb_truncate(&w->log, at);
-        sb_printf(&w->log, "-- failed: %s", sb_str(&line));
-        sb_free(&line);
-    }
-    char lmsg[256];
-    snprintf(lmsg, sizeof lmsg, "%s", ldb_errmsg(w->ld));
-    int src = run_sqlite(w, sql, params, n);
-    bool lok = lrc == LDB_DONE, sok = src == SQLITE_DONE;
-    if (lok != sok || (!lok && lrc != LDB_CONSTRAINT)) {
-        ow_report_history(w);
-        CHECKF(0, "history seed %llu: the engines disagree on the last statement: livedb %s "
-               "(%d: %s), SQLite %s (%s)",
-               (unsigned long long)w->seed, lok ? "ok" : "failed", lrc, lmsg,
-               sok ? "ok" : "failed", sqlite3_errmsg(w->sq));
-    }
-    w->failed += !lok;
-    return lok;
-}
-
-/* A statement only livedb runs (index DDL). */
-static void livedb_only(oworld *w, const char *sql)
-{
-    sb_printf(&w->log, "%s;\n", sql);
-    w->statements++;
-    w->ddl = true;
-    int rc = ldb_exec(w->ld, sql, NULL, NULL);
-    CHECKF(rc == LDB_OK, "%s: %s", sql, ldb_errmsg(w->ld));
-}
-
-static void index_ddl(oworld *w)
-{
-    int i = pick(&w->r, NINDEXES);
-    char sql[128];
-    if (chance(&w->r, 1, 2))
-        snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s ON %s", index_defs[i][0],
-                 index_defs[i][1]);
-    else
-        snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %s", index_defs[i][0]);
-    livedb_only(w, sql);
-}
-
-/* ---- writes --------------------------------------------------------------------------- */
-
-typedef struct owrite {
-    char sql[320];
-    oval p[24];
-    int n;
-} owrite;
-
-static void add(owrite *wr, oval v) { wr->p[wr->n++] = v; }
-
-/* Rows for t1/t2/t3/t4 with the key from the small ranges (collisions
- * happen and must fail, or be ignored or replaced, in both). */
-static void row_values(rng *r, int keys, int table, owrite *wr)
-{
-    const struct otable *t = &otables[table];
-    for (int c = 0; c < t->ncols; c++) {
-        if (c == 0 && table < 2)
-            add(wr, int_value(rng_range(r, 1, keys)));
-        else if (table == 3 && c == 0)
-            add(wr, int_value(rng_range(r, 0, 4)));
-        else if (table == 3 && c == 1)
-            add(wr, random_value(r, OT_TEXT, false));
-        else if (table == 1 && c == 1)
-            add(wr, chance(r, 1, 8) ? random_value(r, OT_INT, true)
-                                    : int_value(rng_range(r, 0, keys + 1)));
-        else
-            add(wr, random_value(r, t->cols[c].ty, true));
-    }
-}
-
-static void gen_insert(rng *r, int keys, int table, owrite *wr)
-{
-    static const char *const verbs[] = { "INSERT", "INSERT OR IGNORE", "INSERT OR REPLACE" };
-    const struct otable *t = &otables[table];
-    size_t len = (size_t)snprintf(wr->sql, sizeof wr->sql, "%s INTO %s VALUES ",
-                                  verbs[table == 3 ? 1 + pick(r, 2) : pick(r, 3)], t->name);
-    int rows = 1 + pick(r, 3);
-    for (int i = 0; i < rows; i++) {
-        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s(", i ? ", " : "");
-        for (int c = 0; c < t->ncols; c++)
-            len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s?%d", c ? ", " : "",
-                                    wr->n + c + 1);
-        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, ")");
-        row_values(r, keys, table, wr);
-    }
-}
-
-static void gen_update(rng *r, int keys, int table, owrite *wr)
-{
-    switch (table * 10 + pick(r, 6)) {
-    case 0:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = ?1 WHERE id = ?2");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, int_value(rng_range(r, 1, keys)));
-        break;
-    case 1:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET b = ?1, d = ?2 WHERE a = ?3");
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 2:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET c = ?1 WHERE id %% 3 = ?2");
-        add(wr, random_value(r, OT_REAL, true));
-        add(wr, int_value(rng_range(r, 0, 2)));
-        break;
-    case 3:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a + 1 WHERE d = ?1");
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    case 4: /* a key moves (one row: SQL.md differences 10) */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 1, keys)));
-        add(wr, int_value(rng_range(r, 1, keys)));
-        break;
-    case 5: /* changes nothing */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a, c = c WHERE a >= ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 10:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = ?1, s = ?2 WHERE id = ?3");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, int_value(rng_range(r, 1, keys)));
-        break;
-    case 11:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET f = ?1 WHERE id %% 4 = ?2");
-        add(wr, random_value(r, OT_FLT, true));
-        add(wr, int_value(rng_range(r, 0, 3)));
-        break;
-    case 12:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET t1id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 0, keys + 1)));
-        add(wr, int_value(rng_range(r, 1, keys)));
-        break;
-    case 13:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = x - 1 WHERE s = ?1 OR f = ?2");
-        add(wr, random_value(r, OT_TEXT, false));
-        add(wr, random_value(r, OT_FLT, false));
-        break;
-    case 14:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 1, keys)));
-        add(wr, int_value(rng_range(r, 1, keys)));
-        break;
-    case 15:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET s = s, f = f WHERE x <= ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 20: case 21:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET v = v + 1 WHERE k = ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 22: case 23:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET w = ?1 WHERE v = ?2");
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 24: case 25:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET k = ?1 WHERE w = ?2");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    case 30: case 31: case 32:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET n = ?1, r = ?2 WHERE p = ?3");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_REAL, true));
-        add(wr, int_value(rng_range(r, 0, 4)));
-        break;
-    default: /* a key moves */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET q = ?1 WHERE p = ?2 AND q = ?3");
-        add(wr, random_value(r, OT_TEXT, false));
-        add(wr, int_value(rng_range(r, 0, 4)));
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    }
-}
-
-static void gen_delete(rng *r, int keys, int table, owrite *wr)
-{
-    static const char *const forms[4][3] = {
-        { "DELETE FROM t1 WHERE id = ?1", "DELETE FROM t1 WHERE a = ?1",
-          "DELETE FROM t1 WHERE b IS NULL AND a > ?1" },
-        { "DELETE FROM t2 WHERE id = ?1", "DELETE FROM t2 WHERE t1id = ?1",
-          "DELETE FROM t2 WHERE f >= ?1" },
-        { "DELETE FROM t3 WHERE k = ?1", "DELETE FROM t3 WHERE v > ?1",
-          "DELETE FROM t3 WHERE k IS NULL OR v = ?1" },
-        { "DELETE FROM t4 WHERE p = ?1", "DELETE FROM t4 WHERE n = ?1",
-          "DELETE FROM t4 WHERE r IS NULL AND n < ?1" },
-    };
-    int k = pick(r, 3);
-    snprintf(wr->sql, sizeof wr->sql, "%s", forms[table][k]);
-    if (table == 1 && k == 2)
-        add(wr, random_value(r, OT_FLT, false));
-    else if (k == 0 && table < 2)
-        add(wr, int_value(rng_range(r, 1, keys)));
-    else
-        add(wr, random_value(r, OT_INT, false));
-}
-
-bool ow_write(oworld *w)
-{
-    owrite wr;
-    memset(&wr, 0, sizeof wr);
-    int table = pick(&w->r, 4), k = pick(&w->r, 10);
-    if (k < 4)
-        gen_insert(&w->r, w->keys, table, &wr);
-    else if (k < 8)
-        gen_update(&w->r, w->keys, table, &wr);
-    else
-        gen_delete(&w->r, w->keys, table, &wr);
-    return ow_both(w, wr.sql, wr.p, wr.n);
-}
-
-/* ---- histories ------------------------------------------------------------------------ */
-
-void ow_open(oworld *w, uint64_t seed)
-{
-#ifdef __GLIBC__
-    /* SQLite's temporary b-trees (a sorter, DISTINCT) free their pages
-     * after every statement; glibc's default trim gives them back to the
-     * kernel each time, a quarter of the oracles' time in brk() */
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-#endif
-    memset(w, 0, sizeof w[0]);
-    w->seed = seed;
-    rng_seed(&w->r, seed);
-    CHECK(ldb_open(NULL, &w->ld) == LDB_OK);
-    CHECK(sqlite3_open(":memory:", &w->sq) == SQLITE_OK);
-    sb_puts(&w->log, schema_sql);
-    CHECKF(ldb_exec(w->ld, schema_sql, NULL, NULL) == LDB_OK, "%s", ldb_errmsg(w->ld));
-    CHECK(sqlite3_exec(w->sq, schema_sql, NULL, NULL, NULL) == SQLITE_OK);
-    for (int i = 0; i < NINDEXES; i++)
-        if (chance(&w->r, 1, 3))
-            index_ddl(w);
-    /* one history in three has big tables: windows then read a prefix of
-     * an index, which refills and trims (seed 003) */
-    bool big = chance(&w->r, 1, 3);
-    w->big = big;
-    w->keys = big ? 300 : 24;
-    int rows = big ? 150 + pick(&w->r, 100) : 15 + pick(&w->r, 25);
-    for (int i = 0; i < rows; i++) {
-        owrite wr;
-        memset(&wr, 0, sizeof wr);
-        gen_insert(&w->r, w->keys, big ? i % 2 : i % 4, &wr);
-        ow_both(w, wr.sql, wr.p, wr.n);
-    }
-}
-
-void ow_close(oworld *w)
-{
-    ldb_close(w->ld);
-    sqlite3_close(w->sq);
-    sb_free(&w->log);
-}
-
-static void after(oworld *w, const ow_hooks *h, enum ow_point p)
-{
-    if (h->after)
-        h->after(h->ctx, w, p);
-    if (p != OW_IN_TXN)
-        w->ddl = false;
-}
-
-static void control(oworld *w, const ow_hooks *h, const char *sql, enum ow_point p)
-{
-    CHECK(ow_both(w, sql, NULL, 0));
-    after(w, h, p);
-}
-
-/* Writes inside a transaction, with savepoints and index DDL. */
-static void transaction_body(oworld *w, const ow_hooks *h, int depth)
-{
-    int n = 1 + pick(&w->r, 4);
-    for (int i = 0; i < n; i++) {
-        int k = pick(&w->r, 10);
-        if (k < 7) {
-            ow_write(w);
-            after(w, h, OW_IN_TXN);
-        } else if (k < 9 && depth < 2) {
-            char sp[32];
-            snprintf(sp, sizeof sp, "SAVEPOINT s%d", depth);
-            control(w, h, sp, OW_IN_TXN);
-            transaction_body(w, h, depth + 1);
-            if (chance(&w->r, 1, 2)) {
-                snprintf(sp, sizeof sp, "ROLLBACK TO s%d", depth);
-                control(w, h, sp, OW_IN_TXN);
-            }
-            if (chance(&w->r, 2, 3)) {
-                snprintf(sp, sizeof sp, "RELEASE s%d", depth);
-                control(w, h, sp, OW_IN_TXN);
-            }
-        } else {
-            index_ddl(w);
-            after(w, h, OW_IN_TXN);
-        }
-    }
-}
-
-void ow_step(oworld *w, const ow_hooks *h)
-{
-    int k = pick(&w->r, 20);
-    if (h->between && chance(&w->r, 1, 4))
-        h->between(h->ctx, w);
-    if (k < 7) {
-        bool ok = ow_write(w);
-        after(w, h, ok ? OW_COMMITTED : OW_ROLLED_BACK);
-    } else if (k < 13) {
-        control(w, h, "BEGIN", OW_IN_TXN);
-        w->in_txn = true;
-        transaction_body(w, h, 0);
-        w->in_txn = false;
-        if (chance(&w->r, 2, 3))
-            control(w, h, "COMMIT", OW_COMMITTED);
-        else
-            control(w, h, "ROLLBACK", OW_ROLLED_BACK);
-    } else if (k < 15) {
-        /* SAVEPOINT outside BEGIN starts the transaction; its RELEASE
-         * commits it */
-        control(w, h, "SAVEPOINT outer_sp", OW_IN_TXN);
-        w->in_txn = true;
-        transaction_body(w, h, 1);
-        if (chance(&w->r, 1, 3))
-            control(w, h, "ROLLBACK TO outer_sp", OW_IN_TXN);
-        w->in_txn = false;
-        control(w, h, "RELEASE outer_sp", OW_COMMITTED);
-    } else if (k < 16) {
-        /* a transaction whose writes cancel out, or change nothing */
-        control(w, h, "BEGIN", OW_IN_TXN);
-        w->in_txn = true;
-        oval p[5] = { int_value(90 + pick(&w->r, 5)), random_value(&w->r, OT_INT, true),
-                      random_value(&w->r, OT_TEXT, true), random_value(&w->r, OT_REAL, true),
-                      random_value(&w->r, OT_TEXT, true) };
-        ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5)", p, 5);
-        after(w, h, OW_IN_TXN);
-        ow_both(w, "UPDATE t2 SET x = x WHERE id > ?2", p, 2);
-        after(w, h, OW_IN_TXN);
-        ow_both(w, "DELETE FROM t1 WHERE id = ?1", p, 1);
-        after(w, h, OW_IN_TXN);
-        w->in_txn = false;
-        control(w, h, "COMMIT", OW_COMMITTED);
-    } else if (k < 18) {
-        index_ddl(w);
-        after(w, h, OW_COMMITTED);
-    } else {
-        /* fails at its second row, after writing the first */
-        oval p[10];
-        for (int i = 0; i < 10; i++)
-            p[i] = random_value(&w->r, otables[0].cols[i % 5].ty, true);
-        p[0] = p[5] = int_value(40 + pick(&w->r, 5));
-        CHECK(!ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5), (?6, ?7, ?8, ?9, ?10)",
-                       p, 10));
-        after(w, h, OW_ROLLED_BACK);
-    }
-}
-
-void ow_sqlite_rows(oworld *w, const oquery *q, int64_t offset, int64_t limit, cmp_result *r)
-{
-    char *sql = oq_text(q, true, offset, limit);
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
-    CHECKF(rc == SQLITE_OK, "SQLite rejects %s: %s", sql, sqlite3_errmsg(w->sq));
-    oq_bind_sqlite(q, st);
-    cmp_step_sqlite(w->sq, st, r);
-    sqlite3_finalize(st);
-    CHECKF(r->ok, "SQLite fails %s: %s", sql, r->msg);
-    for (size_t i = 0; i < r->n; i++)
-        oq_normalize(q, &r->rows[i]);
-    mem_free(sql);
-}
-
-void ow_report_history(const oworld *w)
-{
-    const char *text = sb_str(&w->log);
-    const char *path = getenv("LDB_ORACLE_LOG");
-    if (path && *path) {
-        FILE *f = fopen(path, "w");
-        if (f) {
-            fputs(text, f);
-            fclose(f);
-            printf("# the whole history is in %s\n", path);
-        }
-    }
-    int lines = 0;
-    const char *start = text + strlen(text);
-    while (start > text && lines < 41)
-        if (*--start == '\n')
-            lines++;
-    printf("# history seed %llu (replay: LDB_SEED=%llu; LDB_ORACLE_LOG=file saves the whole "
-           "history), its last statements:\n",
-           (unsigned long long)w->seed, (unsigned long long)w->seed);
-    for (const char *p = start + (start > text); *p;) {
-        const char *nl = strchr(p, '\n');
-        int n = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("#   %.*s\n", n, p);
-        p += n + (nl != NULL);
-    }
-}
-
-void oq_report(const oquery *q, int64_t offset, int64_t limit)
-{
-    char *sql = oq_text(q, false, offset, limit);
-    printf("# query: %s\n", sql);
-    mem_free(sql);
-    if (q->nparams) {
-        strbuf sb = STRBUF_INIT;
-        for (int i = 0; i < q->nparams; i++) {
-            sb_printf(&sb, "%s?%d = ", i ? ", " : "", i + 1);
-            put_value(&sb, &q->params[i]);
-        }
-        printf("# parameters: %s\n", sb_str(&sb));
-        sb_free(&sb);
-    }
-}
