@@ -55,7 +55,7 @@
  * the query with the window of its SQL text, undoing ldb_live_set_window
  * (and publishing the difference). Relaxed: after a commit with index
  * DDL, a result that matches the query's first window is accepted, and
- * that window becomes the query's. */
+ * every moved window is moved again. */
 #define KNOWN_DDL_RESETS_WINDOW 1
 
 /* A query whose FROM is an ORDER BY ... LIMIT derived table takes that
