@@ -38,7 +38,7 @@ TEST_EXTRA_test_slt        := $(SLT_OBJS)
 TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
 # The comparison with SQLite, and the oracles' generator.
 CMP_OBJS    := $(O)/obj/tests/sqlite_cmp.o
-ORACLE_OBJS := $(CMP_OBJS) $(O)/obj/tests/oracle_gen.o
+ORACLE_OBJS := $(CMP_OBJS) $(O)/obj/tests/oracle_gen.o $(O)/obj/tests/oracle_world.o
 TEST_EXTRA_test_differential := $(CMP_OBJS)
 TEST_EXTRA_test_mv_regress   := $(CMP_OBJS)
 TEST_EXTRA_test_live_sqlite  := $(ORACLE_OBJS)

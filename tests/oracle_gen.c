@@ -1,7 +1,7 @@
 /*
- * oracle_gen.c - the oracles' two databases, histories and query
- * generator (oracle_gen.h says what is generated and why it keeps the
- * engines comparable).
+ * oracle_gen.c - the oracles' schema, values and query generator
+ * (oracle_gen.h says what is generated and why it keeps the engines
+ * comparable; oracle_world.c runs the histories).
  *
  * Generated text carries a reason with every shape it leaves out; the
  * oracle never leaves a shape out to hide a livedb bug except through a
@@ -17,20 +17,7 @@
 
 /* ---- the schema ------------------------------------------------------------ */
 
-struct otcol {
-    const char *name;
-    enum oty ty;
-    bool nocase;
-};
-
-struct otable {
-    const char *name;
-    int ncols;
-    struct otcol cols[5];
-    int nkey; /* cols[0..nkey) order the rows totally */
-};
-
-static const struct otable otables[] = {
+const struct otable otables[NTABLES] = {
     { "t1", 5, { { "id", OT_INT, 0 }, { "a", OT_INT, 0 }, { "b", OT_TEXT, 0 }, { "c", OT_REAL, 0 },
                  { "d", OT_TEXT, 1 } }, 1 },
     { "t2", 5, { { "id", OT_INT, 0 }, { "t1id", OT_INT, 0 }, { "x", OT_INT, 0 },
@@ -40,33 +27,7 @@ static const struct otable otables[] = {
     { "t4", 4, { { "p", OT_INT, 0 }, { "q", OT_TEXT, 0 }, { "n", OT_INT, 0 }, { "r", OT_REAL, 0 } },
       2 },
 };
-#define NTABLES 4
 
-static const char *const schema_sql =
-    "CREATE TABLE t1(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL, d TEXT COLLATE NOCASE);\n"
-    "CREATE TABLE t2(id INTEGER PRIMARY KEY, t1id INTEGER, x INTEGER, s TEXT COLLATE NOCASE, "
-    "f REAL);\n"
-    "CREATE TABLE t3(k INTEGER, v INTEGER, w TEXT);\n"
-    "CREATE TABLE t4(p INTEGER, q TEXT, n INTEGER, r REAL, PRIMARY KEY(p, q));\n";
-
-/* Indexes (livedb only), created and dropped by the history. */
-static const char *const index_defs[][2] = {
-    { "i_t1a", "t1(a)" },
-    { "i_t1ba", "t1(b, a)" },
-    { "i_t1c", "t1(c DESC)" },
-    { "i_t1d", "t1(d)" },
-    { "i_t1dn", "t1(d DESC NULLS FIRST, id)" },
-    { "i_t2t1", "t2(t1id)" },
-    { "i_t2h", "t2(t1id) USING HASH" },
-    { "i_t2xs", "t2(x, s)" },
-    { "i_t2s", "t2(s DESC)" },
-    { "i_t2f", "t2(f)" },
-    { "i_t3k", "t3(k)" },
-    { "i_t3vk", "t3(v DESC, k)" },
-    { "i_t4n", "t4(n)" },
-    { "i_t4rp", "t4(r, p)" },
-};
-#define NINDEXES (int)(sizeof index_defs / sizeof index_defs[0])
 
 /* ---- values ------------------------------------------------------------------ */
 
@@ -75,35 +36,35 @@ static const char *const texts[] = { "a", "b", "B", "ab", "A b", "", "ba" };
 static const double reals[] = { -1.5, -0.25, 0.0, -0.0, 0.25, 1.0, 1.5, 2.5, 3.0 };
 #define NREALS 9
 
-static int pick(rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
-static bool chance(rng *r, unsigned num, unsigned den) { return rng_chance(r, num, den); }
+int og_pick(rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
+bool og_chance(rng *r, unsigned num, unsigned den) { return rng_chance(r, num, den); }
 
-static oval random_value(rng *r, enum oty ty, bool nullable)
+oval oval_random(rng *r, enum oty ty, bool nullable)
 {
     oval v;
     memset(&v, 0, sizeof v);
     v.ty = ty;
-    if (nullable && chance(r, 1, 7)) {
+    if (nullable && og_chance(r, 1, 7)) {
         v.null = true;
         return v;
     }
     switch (ty) {
     case OT_INT: v.i = rng_range(r, -2, 6); break;
-    case OT_TEXT: v.t = texts[pick(r, NTEXTS)]; break;
+    case OT_TEXT: v.t = texts[og_pick(r, NTEXTS)]; break;
     case OT_FLT:
-        if (chance(r, 1, 6)) {
+        if (og_chance(r, 1, 6)) {
             v.nan = true;
             break;
         }
-        v.d = reals[pick(r, NREALS)];
+        v.d = reals[og_pick(r, NREALS)];
         break;
-    case OT_BOOL: v.i = pick(r, 2); break;
-    default: v.d = reals[pick(r, NREALS)]; break;
+    case OT_BOOL: v.i = og_pick(r, 2); break;
+    default: v.d = reals[og_pick(r, NREALS)]; break;
     }
     return v;
 }
 
-static oval int_value(int64_t i)
+oval oval_int(int64_t i)
 {
     oval v;
     memset(&v, 0, sizeof v);
@@ -114,7 +75,7 @@ static oval int_value(int64_t i)
 
 /* The value as SQL text (for logs and reports): NaN cannot be written,
  * so it shows as a comment. */
-static void put_value(strbuf *sb, const oval *v)
+void oval_sql(strbuf *sb, const oval *v)
 {
     if (v->null)
         sb_puts(sb, "NULL");
@@ -132,7 +93,7 @@ static void put_value(strbuf *sb, const oval *v)
         sb_printf(sb, "%.2f", v->d);
 }
 
-static void bind_livedb(ldb_stmt *st, int i, const oval *v)
+void oval_bind_livedb(ldb_stmt *st, int i, const oval *v)
 {
     int rc;
     if (v->null)
@@ -150,7 +111,7 @@ static void bind_livedb(ldb_stmt *st, int i, const oval *v)
     CHECK_INT(rc, LDB_OK);
 }
 
-static void bind_sqlite(sqlite3_stmt *st, int i, const oval *v)
+void oval_bind_sqlite(sqlite3_stmt *st, int i, const oval *v)
 {
     int rc;
     if (v->null)
@@ -172,14 +133,14 @@ void oq_bind_livedb(const oquery *q, ldb_stmt *st)
 {
     int n = ldb_bind_parameter_count(st);
     for (int i = 0; i < q->nparams && i < n; i++)
-        bind_livedb(st, i + 1, &q->params[i]);
+        oval_bind_livedb(st, i + 1, &q->params[i]);
 }
 
 void oq_bind_sqlite(const oquery *q, sqlite3_stmt *st)
 {
     int n = sqlite3_bind_parameter_count(st);
     for (int i = 0; i < q->nparams && i < n; i++)
-        bind_sqlite(st, i + 1, &q->params[i]);
+        oval_bind_sqlite(st, i + 1, &q->params[i]);
 }
 
 /* ---- the query generator: scopes -------------------------------------------- */
@@ -221,8 +182,8 @@ typedef struct ogen {
                       and orders it under NOCASE, SQLite under BINARY
                       (KNOWN_COMPUTED_COLLATION) */
 
-static int gpick(ogen *g, int n) { return pick(g->r, n); }
-static bool gchance(ogen *g, unsigned num, unsigned den) { return chance(g->r, num, den); }
+static int gpick(ogen *g, int n) { return og_pick(g->r, n); }
+static bool gchance(ogen *g, unsigned num, unsigned den) { return og_chance(g->r, num, den); }
 
 static void scope_add(oscope *sc, const char *alias, const char *col, enum oty ty, int coll)
 {
@@ -284,8 +245,8 @@ static bool can_sub(const ogen *g)
 
 static void literal(ogen *g, enum oty ty, strbuf *sb)
 {
-    oval v = random_value(g->r, ty == OT_FLT ? OT_REAL : ty, false);
-    put_value(sb, &v);
+    oval v = oval_random(g->r, ty == OT_FLT ? OT_REAL : ty, false);
+    oval_sql(sb, &v);
 }
 
 /* A parameter (?N) of type ty, or a literal in a view body. */
@@ -295,7 +256,7 @@ static void param(ogen *g, enum oty ty, strbuf *sb)
         literal(g, ty, sb);
         return;
     }
-    g->q->params[g->q->nparams++] = random_value(g->r, ty, true);
+    g->q->params[g->q->nparams++] = oval_random(g->r, ty, true);
     sb_printf(sb, "?%d", g->q->nparams);
 }
 
@@ -1234,7 +1195,7 @@ static int gen_key(ogen *g, const oscope *sc, enum oty ty, bool subqueries, strb
     oscope local = *sc;
     local.outer = NULL;
     bool no_sub = g->no_sub;
-    g->no_sub = !subqueries;
+    g->no_sub = no_sub || !subqueries;
     int f;
     do {
         sb_truncate(key, 0);
@@ -1354,9 +1315,12 @@ static void gen_plain(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
              * prefix of the order, with ties at the window's boundary */
             if (fr.first && gchance(g, 2, 3)) {
                 const struct otable *t = fr.first;
-                sb_printf(sb, "%s.%s", fr.first_alias, t->cols[gpick(g, t->ncols)].name);
-                order_term_suffix(g, sb);
+                strbuf term = STRBUF_INIT;
+                sb_printf(&term, "%s.%s", fr.first_alias, t->cols[gpick(g, t->ncols)].name);
+                order_term_suffix(g, &term);
+                sb_puts(sb, sb_str(&term));
                 sb_puts(sb, ", ");
+                sb_free(&term);
             }
             int n = gpick(g, 2);
             for (int i = 0; i < n; i++) {
@@ -1380,6 +1344,99 @@ static void gen_plain(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
     }
     sb_free(&from);
     sb_free(&where);
+    sb_free(&fr.keys);
+}
+
+/* Index parts a window can be led by: table, then the ORDER BY terms an
+ * index of index_defs serves (its leading parts, in its direction or all
+ * reversed). */
+static const char *const window_leads[][3] = {
+    { "t1", "a", "" },      { "t1", "b", "a" },     { "t1", "c DESC", "" },
+    { "t1", "d", "" },      { "t1", "d DESC NULLS FIRST", "id" },
+    { "t2", "t1id", "" },   { "t2", "x", "s" },     { "t2", "s DESC", "" },
+    { "t2", "f", "" },      { "t3", "k", "" },      { "t3", "v DESC", "k" },
+};
+#define NLEADS (int)(sizeof window_leads / sizeof window_leads[0])
+
+/* Reverses an ORDER BY term: ASC <-> DESC, and the NULL placement with it. */
+static void reversed_term(const char *term, strbuf *sb)
+{
+    char col[32];
+    sscanf(term, "%31s", col);
+    bool desc = strstr(term, "DESC") != NULL;
+    bool nulls_first = strstr(term, "NULLS FIRST") || (!desc && !strstr(term, "NULLS LAST"));
+    sb_printf(sb, "%s%s NULLS %s", col, desc ? "" : " DESC", nulls_first ? "LAST" : "FIRST");
+}
+
+/* A window fed from an index prefix (seed 003): the driving table read
+ * once, joined only to its right by joins that keep its rows, filtered
+ * without subqueries; ORDER BY the leading parts of one of its indexes
+ * (in the index's direction or all reversed; sometimes only the first
+ * part), then other terms, then the keys, so ties of the served prefix
+ * fall on the window's boundary. */
+static void gen_index_window(ogen *g, oquery *q, strbuf *sb)
+{
+    const char *const *lead = window_leads[gpick(g, NLEADS)];
+    const struct otable *t = &otables[lead[0][1] - '1'];
+    ofrom fr;
+    memset(&fr, 0, sizeof fr);
+    strcpy(fr.first_alias, "a0");
+    scope_add_table(&fr.sc, t, "a0");
+    table_keys(t, "a0", &fr.keys);
+    strbuf from = STRBUF_INIT;
+    sb_printf(&from, " FROM %s AS a0", t->name);
+    g->alias = 1;
+    if (gchance(g, 1, 2)) {
+        /* a lookup by t1's or t2's key: one row per driving row at most,
+         * so big tables stay small results */
+        const struct otable *u = &otables[gpick(g, 2)];
+        scope_add_table(&fr.sc, u, "a1");
+        table_keys(u, "a1", &fr.keys);
+        const ocol *c = scope_pick(g, &fr.sc, OT_INT);
+        sb_printf(&from, "%s %s AS a1 ON a1.id = %s", gchance(g, 1, 2) ? " LEFT JOIN" : " JOIN",
+                  u->name, c->ref);
+        g->alias = 2;
+    }
+    q->ncols = 1 + gpick(g, 3);
+    random_types(g, q->ncols, q->tys, true);
+    g->no_sub = true; /* the driving table is scanned once */
+    sb_puts(sb, "SELECT ");
+    for (int i = 0; i < q->ncols; i++) {
+        sb_puts(sb, i ? ", " : "");
+        gen(g, &fr.sc, q->tys[i], 1, sb);
+        sb_printf(sb, " AS %s", out_names[i]);
+    }
+    sb_puts(sb, sb_str(&from));
+    if (gchance(g, 1, 2)) {
+        sb_puts(sb, " WHERE ");
+        gen_condition(g, &fr.sc, 2, sb);
+    }
+    bool reverse = gchance(g, 1, 3);
+    int parts = lead[2][0] && gchance(g, 2, 3) ? 2 : 1;
+    sb_puts(sb, " ORDER BY ");
+    for (int i = 0; i < parts; i++) {
+        strbuf term = STRBUF_INIT, spelled = STRBUF_INIT;
+        sb_printf(&term, "a0.%s", lead[1 + i]);
+        if (reverse)
+            reversed_term(sb_str(&term), &spelled);
+        else
+            sb_puts(&spelled, sb_str(&term));
+        sb_puts(sb, sb_str(&spelled));
+        sb_puts(sb, ", ");
+        sb_free(&term);
+        sb_free(&spelled);
+    }
+    if (gchance(g, 1, 2)) {
+        const ocol *c = &fr.sc.c[gpick(g, fr.sc.n)];
+        sb_printf(sb, "%s%s, ", c->ref, gchance(g, 1, 2) ? " DESC" : "");
+    }
+    sb_puts(sb, sb_str(&fr.keys));
+    q->ordered = true;
+    window_of(g, q);
+    if (q->limit < 0)
+        q->limit = 1 + gpick(g, 8);
+    g->no_sub = false;
+    sb_free(&from);
     sb_free(&fr.keys);
 }
 
@@ -1416,6 +1473,7 @@ static void gen_lists(ogen *g, oquery *q, strbuf *sb)
 {
     ofrom fr;
     strbuf from = STRBUF_INIT, where = STRBUF_INIT, key = STRBUF_INIT;
+    g->no_sub = false;
     gen_from(g, &fr, 2, true, &from, &where);
     static const enum oty kt[] = { OT_INT, OT_TEXT };
     enum oty kty = kt[gpick(g, 2)];
@@ -1441,6 +1499,7 @@ static void gen_lists(ogen *g, oquery *q, strbuf *sb)
     sb_free(&from);
     sb_free(&where);
     sb_free(&key);
+    g->no_sub = false;
     sb_free(&fr.keys);
 }
 
@@ -1498,8 +1557,10 @@ void oq_generate(rng *r, const ogen_opts *o, oquery *q)
     g.o = o;
     g.q = q;
     strbuf body = STRBUF_INIT;
-    int k = pick(r, 20);
-    if (k < 9)
+    int k = o->big ? 0 : og_pick(r, 20);
+    if (k < 3)
+        gen_index_window(&g, q, &body);
+    else if (k < 9)
         gen_plain(&g, q, true, &body);
     else if (k < 14)
         gen_grouped(&g, q, true, &body);
@@ -1515,6 +1576,103 @@ void oq_generate(rng *r, const ogen_opts *o, oquery *q)
     q->sql = sb_take(&all, NULL);
     sb_free(&body);
     sb_free(&g.with);
+}
+
+/* Group columns the aggregate arm takes: equal values are identical
+ * bytes (INTEGER, BINARY TEXT), so not c, d, s, f, r. */
+static const char *const plain_group_cols[][2] = {
+    { "t1", "a" }, { "t1", "b" }, { "t2", "t1id" }, { "t2", "x" }, { "t3", "k" },
+    { "t3", "v" }, { "t3", "w" }, { "t4", "p" }, { "t4", "q" }, { "t4", "n" },
+};
+
+/* The INTEGER columns of table t other than its key (arguments of the
+ * aggregate arm's sum/avg/count). */
+static const char *int_column(rng *r, const struct otable *t)
+{
+    const char *cols[5];
+    int n = 0;
+    for (int i = 0; i < t->ncols; i++)
+        if (t->cols[i].ty == OT_INT && i >= (t->nkey == 1 ? 1 : 0))
+            cols[n++] = t->cols[i].name;
+    return cols[og_pick(r, n)];
+}
+
+void oq_generate_simple(rng *r, oquery *q)
+{
+    ogen_opts o = { .mv = true };
+    memset(q, 0, sizeof *q);
+    ogen g;
+    memset(&g, 0, sizeof g);
+    g.r = r;
+    g.o = &o;
+    g.q = q;
+    g.no_sub = true;
+    strbuf sb = STRBUF_INIT;
+    if (og_pick(r, 2) == 0) {
+        /* projection: one table, a filter, columns and expressions */
+        const struct otable *t = &otables[og_pick(r, NTABLES)];
+        oscope sc = { 0, { { "", 0, 0 } }, NULL };
+        scope_add_table(&sc, t, "a0");
+        q->ncols = 1 + og_pick(r, 3);
+        random_types(&g, q->ncols, q->tys, true);
+        sb_puts(&sb, "SELECT ");
+        for (int i = 0; i < q->ncols; i++) {
+            sb_puts(&sb, i ? ", " : "");
+            gen(&g, &sc, q->tys[i], 1, &sb);
+            sb_printf(&sb, " AS %s", out_names[i]);
+        }
+        sb_printf(&sb, " FROM %s AS a0", t->name);
+        if (og_chance(r, 2, 3)) {
+            sb_puts(&sb, " WHERE ");
+            gen_condition(&g, &sc, 2, &sb);
+        }
+    } else {
+        /* GROUP BY plain columns (or none) with count, sum, avg, min, max */
+        int k = og_pick(r, 10);
+        const char *table = plain_group_cols[k][0];
+        const struct otable *t = &otables[table[1] - '1'];
+        int nkeys = og_pick(r, 3), n = 0;
+        const char *keys[2];
+        for (int i = 0; i < nkeys && i < 2; i++) {
+            int c;
+            do
+                c = og_pick(r, 10);
+            while (strcmp(plain_group_cols[c][0], table) != 0);
+            keys[n++] = plain_group_cols[c][1];
+            if (n == 2 && strcmp(keys[0], keys[1]) == 0)
+                n--;
+        }
+        sb_puts(&sb, "SELECT ");
+        for (int i = 0; i < n; i++) {
+            sb_printf(&sb, "%sa0.%s AS %s", i ? ", " : "", keys[i], out_names[q->ncols]);
+            q->tys[q->ncols++] = strcmp(keys[i], "b") == 0 || strcmp(keys[i], "w") == 0 ||
+                                         strcmp(keys[i], "q") == 0
+                                     ? OT_TEXT
+                                     : OT_INT;
+        }
+        static const char *const aggs[] = { "count(*)", "sum(a0.%s)", "avg(a0.%s)",
+                                            "count(a0.%s)", "min(a0.%s)", "max(a0.%s)",
+                                            "total(a0.%s)" };
+        int naggs = 1 + og_pick(r, 3);
+        for (int i = 0; i < naggs && q->ncols < OQ_MAXCOLS; i++) {
+            int a = og_pick(r, 7);
+            char call[64];
+            snprintf(call, sizeof call, aggs[a], int_column(r, t));
+            sb_printf(&sb, "%s%s AS %s", q->ncols ? ", " : "", call, out_names[q->ncols]);
+            q->tys[q->ncols++] = a == 2 || a == 6 ? OT_REAL : OT_INT;
+        }
+        sb_printf(&sb, " FROM %s AS a0", t->name);
+        if (og_chance(r, 1, 3)) {
+            oscope sc = { 0, { { "", 0, 0 } }, NULL };
+            scope_add_table(&sc, t, "a0");
+            sb_puts(&sb, " WHERE ");
+            gen_condition(&g, &sc, 1, &sb);
+        }
+        for (int i = 0; i < n; i++)
+            sb_printf(&sb, "%sa0.%s", i ? ", " : " GROUP BY ", keys[i]);
+    }
+    CHECK(!sb_error(&sb));
+    q->sql = sb_take(&sb, NULL);
 }
 
 void oq_free(oquery *q)
@@ -1593,476 +1751,3 @@ void oq_normalize(const oquery *q, char **row)
     }
 }
 
-/* ---- the two databases -------------------------------------------------------------- */
-
-/* sql with each ?N replaced by the value it is bound to. */
-static void put_inlined(strbuf *sb, const char *sql, const oval *params, int n)
-{
-    for (const char *p = sql; *p;) {
-        if (*p == '?') {
-            char *end;
-            long k = strtol(p + 1, &end, 10);
-            CHECK(k >= 1 && k <= n);
-            put_value(sb, &params[k - 1]);
-            p = end;
-        } else {
-            sb_putc(sb, *p++);
-        }
-    }
-}
-
-static void log_stmt(oworld *w, const char *sql, const oval *params, int n)
-{
-    put_inlined(&w->log, sql, params, n);
-    sb_puts(&w->log, ";\n");
-}
-
-void ow_log_query(oworld *w, int id, const oquery *q, int64_t offset, int64_t limit)
-{
-    char *sql = oq_text(q, false, offset, limit);
-    sb_printf(&w->log, "-- .live@%d ", id);
-    put_inlined(&w->log, sql, q->params, q->nparams);
-    sb_putc(&w->log, '\n');
-    mem_free(sql);
-}
-
-static int run_livedb(oworld *w, const char *sql, const oval *params, int n)
-{
-    ldb_stmt *st;
-    int rc = ldb_prepare(w->ld, sql, -1, &st, NULL);
-    CHECKF(rc == LDB_OK && st, "%s: %s", sql, ldb_errmsg(w->ld));
-    for (int i = 0; i < n; i++)
-        bind_livedb(st, i + 1, &params[i]);
-    while ((rc = ldb_step(st)) == LDB_ROW)
-        ;
-    ldb_finalize(st);
-    return rc;
-}
-
-static int run_sqlite(oworld *w, const char *sql, const oval *params, int n)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
-    CHECKF(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(w->sq));
-    for (int i = 0; i < n; i++)
-        bind_sqlite(st, i + 1, &params[i]);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        ;
-    sqlite3_finalize(st);
-    return rc;
-}
-
-bool ow_both(oworld *w, const char *sql, const oval *params, int n)
-{
-    size_t at = w->log.len;
-    log_stmt(w, sql, params, n);
-    w->statements++;
-    int lrc = run_livedb(w, sql, params, n);
-    if (lrc != LDB_DONE) { /* the log stays a script that runs to its end */
-        strbuf line = STRBUF_INIT;
-        sb_puts(&line, sb_str(&w->log) + at);
-        sb_truncate(&w->log, at);
-        sb_printf(&w->log, "-- failed: %s", sb_str(&line));
-        sb_free(&line);
-    }
-    char lmsg[256];
-    snprintf(lmsg, sizeof lmsg, "%s", ldb_errmsg(w->ld));
-    int src = run_sqlite(w, sql, params, n);
-    bool lok = lrc == LDB_DONE, sok = src == SQLITE_DONE;
-    if (lok != sok || (!lok && lrc != LDB_CONSTRAINT)) {
-        ow_report_history(w);
-        CHECKF(0, "history seed %llu: the engines disagree on the last statement: livedb %s "
-               "(%d: %s), SQLite %s (%s)",
-               (unsigned long long)w->seed, lok ? "ok" : "failed", lrc, lmsg,
-               sok ? "ok" : "failed", sqlite3_errmsg(w->sq));
-    }
-    w->failed += !lok;
-    return lok;
-}
-
-/* A statement only livedb runs (index DDL). */
-static void livedb_only(oworld *w, const char *sql)
-{
-    sb_printf(&w->log, "%s;\n", sql);
-    w->statements++;
-    w->ddl = true;
-    int rc = ldb_exec(w->ld, sql, NULL, NULL);
-    CHECKF(rc == LDB_OK, "%s: %s", sql, ldb_errmsg(w->ld));
-}
-
-static void index_ddl(oworld *w)
-{
-    int i = pick(&w->r, NINDEXES);
-    char sql[128];
-    if (chance(&w->r, 1, 2))
-        snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s ON %s", index_defs[i][0],
-                 index_defs[i][1]);
-    else
-        snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %s", index_defs[i][0]);
-    livedb_only(w, sql);
-}
-
-/* ---- writes --------------------------------------------------------------------------- */
-
-typedef struct owrite {
-    char sql[320];
-    oval p[24];
-    int n;
-} owrite;
-
-static void add(owrite *wr, oval v) { wr->p[wr->n++] = v; }
-
-/* Rows for t1/t2/t3/t4 with the key from the small ranges (collisions
- * happen and must fail, or be ignored or replaced, in both). */
-static void row_values(rng *r, int table, owrite *wr)
-{
-    const struct otable *t = &otables[table];
-    for (int c = 0; c < t->ncols; c++) {
-        if (c == 0 && table < 2)
-            add(wr, int_value(rng_range(r, 1, 24)));
-        else if (table == 3 && c == 0)
-            add(wr, int_value(rng_range(r, 0, 4)));
-        else if (table == 3 && c == 1)
-            add(wr, random_value(r, OT_TEXT, false));
-        else if (table == 1 && c == 1)
-            add(wr, chance(r, 1, 8) ? random_value(r, OT_INT, true)
-                                    : int_value(rng_range(r, 0, 25)));
-        else
-            add(wr, random_value(r, t->cols[c].ty, true));
-    }
-}
-
-static void gen_insert(rng *r, int table, owrite *wr)
-{
-    static const char *const verbs[] = { "INSERT", "INSERT OR IGNORE", "INSERT OR REPLACE" };
-    const struct otable *t = &otables[table];
-    size_t len = (size_t)snprintf(wr->sql, sizeof wr->sql, "%s INTO %s VALUES ",
-                                  verbs[table == 3 ? 1 + pick(r, 2) : pick(r, 3)], t->name);
-    int rows = 1 + pick(r, 3);
-    for (int i = 0; i < rows; i++) {
-        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s(", i ? ", " : "");
-        for (int c = 0; c < t->ncols; c++)
-            len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, "%s?%d", c ? ", " : "",
-                                    wr->n + c + 1);
-        len += (size_t)snprintf(wr->sql + len, sizeof wr->sql - len, ")");
-        row_values(r, table, wr);
-    }
-}
-
-static void gen_update(rng *r, int table, owrite *wr)
-{
-    switch (table * 10 + pick(r, 6)) {
-    case 0:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = ?1 WHERE id = ?2");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, int_value(rng_range(r, 1, 24)));
-        break;
-    case 1:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET b = ?1, d = ?2 WHERE a = ?3");
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 2:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET c = ?1 WHERE id %% 3 = ?2");
-        add(wr, random_value(r, OT_REAL, true));
-        add(wr, int_value(rng_range(r, 0, 2)));
-        break;
-    case 3:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a + 1 WHERE d = ?1");
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    case 4: /* a key moves (one row: SQL.md differences 10) */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 1, 24)));
-        add(wr, int_value(rng_range(r, 1, 24)));
-        break;
-    case 5: /* changes nothing */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t1 SET a = a, c = c WHERE a >= ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 10:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = ?1, s = ?2 WHERE id = ?3");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, int_value(rng_range(r, 1, 24)));
-        break;
-    case 11:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET f = ?1 WHERE id %% 4 = ?2");
-        add(wr, random_value(r, OT_FLT, true));
-        add(wr, int_value(rng_range(r, 0, 3)));
-        break;
-    case 12:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET t1id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 0, 25)));
-        add(wr, int_value(rng_range(r, 1, 24)));
-        break;
-    case 13:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET x = x - 1 WHERE s = ?1 OR f = ?2");
-        add(wr, random_value(r, OT_TEXT, false));
-        add(wr, random_value(r, OT_FLT, false));
-        break;
-    case 14:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET id = ?1 WHERE id = ?2");
-        add(wr, int_value(rng_range(r, 1, 24)));
-        add(wr, int_value(rng_range(r, 1, 24)));
-        break;
-    case 15:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t2 SET s = s, f = f WHERE x <= ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 20: case 21:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET v = v + 1 WHERE k = ?1");
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 22: case 23:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET w = ?1 WHERE v = ?2");
-        add(wr, random_value(r, OT_TEXT, true));
-        add(wr, random_value(r, OT_INT, false));
-        break;
-    case 24: case 25:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t3 SET k = ?1 WHERE w = ?2");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    case 30: case 31: case 32:
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET n = ?1, r = ?2 WHERE p = ?3");
-        add(wr, random_value(r, OT_INT, true));
-        add(wr, random_value(r, OT_REAL, true));
-        add(wr, int_value(rng_range(r, 0, 4)));
-        break;
-    default: /* a key moves */
-        snprintf(wr->sql, sizeof wr->sql, "UPDATE t4 SET q = ?1 WHERE p = ?2 AND q = ?3");
-        add(wr, random_value(r, OT_TEXT, false));
-        add(wr, int_value(rng_range(r, 0, 4)));
-        add(wr, random_value(r, OT_TEXT, false));
-        break;
-    }
-}
-
-static void gen_delete(rng *r, int table, owrite *wr)
-{
-    static const char *const forms[4][3] = {
-        { "DELETE FROM t1 WHERE id = ?1", "DELETE FROM t1 WHERE a = ?1",
-          "DELETE FROM t1 WHERE b IS NULL AND a > ?1" },
-        { "DELETE FROM t2 WHERE id = ?1", "DELETE FROM t2 WHERE t1id = ?1",
-          "DELETE FROM t2 WHERE f >= ?1" },
-        { "DELETE FROM t3 WHERE k = ?1", "DELETE FROM t3 WHERE v > ?1",
-          "DELETE FROM t3 WHERE k IS NULL OR v = ?1" },
-        { "DELETE FROM t4 WHERE p = ?1", "DELETE FROM t4 WHERE n = ?1",
-          "DELETE FROM t4 WHERE r IS NULL AND n < ?1" },
-    };
-    int k = pick(r, 3);
-    snprintf(wr->sql, sizeof wr->sql, "%s", forms[table][k]);
-    if (table == 1 && k == 2)
-        add(wr, random_value(r, OT_FLT, false));
-    else if (k == 0 && table < 2)
-        add(wr, int_value(rng_range(r, 1, 24)));
-    else
-        add(wr, random_value(r, OT_INT, false));
-}
-
-/* One random write; returns whether it succeeded. */
-static bool random_write(oworld *w)
-{
-    owrite wr;
-    memset(&wr, 0, sizeof wr);
-    int table = pick(&w->r, 4), k = pick(&w->r, 10);
-    if (k < 4)
-        gen_insert(&w->r, table, &wr);
-    else if (k < 8)
-        gen_update(&w->r, table, &wr);
-    else
-        gen_delete(&w->r, table, &wr);
-    return ow_both(w, wr.sql, wr.p, wr.n);
-}
-
-/* ---- histories ------------------------------------------------------------------------ */
-
-void ow_open(oworld *w, uint64_t seed)
-{
-    memset(w, 0, sizeof w[0]);
-    w->seed = seed;
-    rng_seed(&w->r, seed);
-    CHECK(ldb_open(NULL, &w->ld) == LDB_OK);
-    CHECK(sqlite3_open(":memory:", &w->sq) == SQLITE_OK);
-    sb_puts(&w->log, schema_sql);
-    CHECKF(ldb_exec(w->ld, schema_sql, NULL, NULL) == LDB_OK, "%s", ldb_errmsg(w->ld));
-    CHECK(sqlite3_exec(w->sq, schema_sql, NULL, NULL, NULL) == SQLITE_OK);
-    for (int i = 0; i < NINDEXES; i++)
-        if (chance(&w->r, 1, 3))
-            index_ddl(w);
-    int rows = 15 + pick(&w->r, 25);
-    for (int i = 0; i < rows; i++) {
-        owrite wr;
-        memset(&wr, 0, sizeof wr);
-        gen_insert(&w->r, i % 4, &wr);
-        ow_both(w, wr.sql, wr.p, wr.n);
-    }
-}
-
-void ow_close(oworld *w)
-{
-    ldb_close(w->ld);
-    sqlite3_close(w->sq);
-    sb_free(&w->log);
-}
-
-static void after(oworld *w, const ow_hooks *h, enum ow_point p)
-{
-    if (h->after)
-        h->after(h->ctx, w, p);
-    if (p != OW_IN_TXN)
-        w->ddl = false;
-}
-
-static void control(oworld *w, const ow_hooks *h, const char *sql, enum ow_point p)
-{
-    CHECK(ow_both(w, sql, NULL, 0));
-    after(w, h, p);
-}
-
-/* Writes inside a transaction, with savepoints and index DDL. */
-static void transaction_body(oworld *w, const ow_hooks *h, int depth)
-{
-    int n = 1 + pick(&w->r, 4);
-    for (int i = 0; i < n; i++) {
-        int k = pick(&w->r, 10);
-        if (k < 7) {
-            random_write(w);
-            after(w, h, OW_IN_TXN);
-        } else if (k < 9 && depth < 2) {
-            char sp[32];
-            snprintf(sp, sizeof sp, "SAVEPOINT s%d", depth);
-            control(w, h, sp, OW_IN_TXN);
-            transaction_body(w, h, depth + 1);
-            if (chance(&w->r, 1, 2)) {
-                snprintf(sp, sizeof sp, "ROLLBACK TO s%d", depth);
-                control(w, h, sp, OW_IN_TXN);
-            }
-            if (chance(&w->r, 2, 3)) {
-                snprintf(sp, sizeof sp, "RELEASE s%d", depth);
-                control(w, h, sp, OW_IN_TXN);
-            }
-        } else {
-            index_ddl(w);
-            after(w, h, OW_IN_TXN);
-        }
-    }
-}
-
-void ow_step(oworld *w, const ow_hooks *h)
-{
-    int k = pick(&w->r, 20);
-    if (h->between && chance(&w->r, 1, 4))
-        h->between(h->ctx, w);
-    if (k < 7) {
-        bool ok = random_write(w);
-        after(w, h, ok ? OW_COMMITTED : OW_ROLLED_BACK);
-    } else if (k < 13) {
-        control(w, h, "BEGIN", OW_IN_TXN);
-        w->in_txn = true;
-        transaction_body(w, h, 0);
-        w->in_txn = false;
-        if (chance(&w->r, 2, 3))
-            control(w, h, "COMMIT", OW_COMMITTED);
-        else
-            control(w, h, "ROLLBACK", OW_ROLLED_BACK);
-    } else if (k < 15) {
-        /* SAVEPOINT outside BEGIN starts the transaction; its RELEASE
-         * commits it */
-        control(w, h, "SAVEPOINT outer_sp", OW_IN_TXN);
-        w->in_txn = true;
-        transaction_body(w, h, 1);
-        if (chance(&w->r, 1, 3))
-            control(w, h, "ROLLBACK TO outer_sp", OW_IN_TXN);
-        w->in_txn = false;
-        control(w, h, "RELEASE outer_sp", OW_COMMITTED);
-    } else if (k < 16) {
-        /* a transaction whose writes cancel out, or change nothing */
-        control(w, h, "BEGIN", OW_IN_TXN);
-        w->in_txn = true;
-        oval p[5] = { int_value(90 + pick(&w->r, 5)), random_value(&w->r, OT_INT, true),
-                      random_value(&w->r, OT_TEXT, true), random_value(&w->r, OT_REAL, true),
-                      random_value(&w->r, OT_TEXT, true) };
-        ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5)", p, 5);
-        after(w, h, OW_IN_TXN);
-        ow_both(w, "UPDATE t2 SET x = x WHERE id > ?2", p, 2);
-        after(w, h, OW_IN_TXN);
-        ow_both(w, "DELETE FROM t1 WHERE id = ?1", p, 1);
-        after(w, h, OW_IN_TXN);
-        w->in_txn = false;
-        control(w, h, "COMMIT", OW_COMMITTED);
-    } else if (k < 18) {
-        index_ddl(w);
-        after(w, h, OW_COMMITTED);
-    } else {
-        /* fails at its second row, after writing the first */
-        oval p[10];
-        for (int i = 0; i < 10; i++)
-            p[i] = random_value(&w->r, otables[0].cols[i % 5].ty, true);
-        p[0] = p[5] = int_value(40 + pick(&w->r, 5));
-        CHECK(!ow_both(w, "INSERT INTO t1 VALUES (?1, ?2, ?3, ?4, ?5), (?6, ?7, ?8, ?9, ?10)",
-                       p, 10));
-        after(w, h, OW_ROLLED_BACK);
-    }
-}
-
-void ow_sqlite_rows(oworld *w, const oquery *q, int64_t offset, int64_t limit, cmp_result *r)
-{
-    char *sql = oq_text(q, true, offset, limit);
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(w->sq, sql, -1, &st, NULL);
-    CHECKF(rc == SQLITE_OK, "SQLite rejects %s: %s", sql, sqlite3_errmsg(w->sq));
-    oq_bind_sqlite(q, st);
-    cmp_step_sqlite(w->sq, st, r);
-    sqlite3_finalize(st);
-    CHECKF(r->ok, "SQLite fails %s: %s", sql, r->msg);
-    for (size_t i = 0; i < r->n; i++)
-        oq_normalize(q, &r->rows[i]);
-    mem_free(sql);
-}
-
-void ow_report_history(const oworld *w)
-{
-    const char *text = sb_str(&w->log);
-    const char *path = getenv("LDB_ORACLE_LOG");
-    if (path && *path) {
-        FILE *f = fopen(path, "w");
-        if (f) {
-            fputs(text, f);
-            fclose(f);
-            printf("# the whole history is in %s\n", path);
-        }
-    }
-    int lines = 0;
-    const char *start = text + strlen(text);
-    while (start > text && lines < 41)
-        if (*--start == '\n')
-            lines++;
-    printf("# history seed %llu (replay: LDB_SEED=%llu; LDB_ORACLE_LOG=file saves the whole "
-           "history), its last statements:\n",
-           (unsigned long long)w->seed, (unsigned long long)w->seed);
-    for (const char *p = start + (start > text); *p;) {
-        const char *nl = strchr(p, '\n');
-        int n = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("#   %.*s\n", n, p);
-        p += n + (nl != NULL);
-    }
-}
-
-void oq_report(const oquery *q, int64_t offset, int64_t limit)
-{
-    char *sql = oq_text(q, false, offset, limit);
-    printf("# query: %s\n", sql);
-    mem_free(sql);
-    if (q->nparams) {
-        strbuf sb = STRBUF_INIT;
-        for (int i = 0; i < q->nparams; i++) {
-            sb_printf(&sb, "%s?%d = ", i ? ", " : "", i + 1);
-            put_value(&sb, &q->params[i]);
-        }
-        printf("# parameters: %s\n", sb_str(&sb));
-        sb_free(&sb);
-    }
-}

@@ -2,8 +2,9 @@
  * oracle_gen.h - what the live-query and materialized-view oracles
  * (tests/live/test_live_sqlite.c, tests/mv/test_mv_sqlite.c) share: two
  * databases, livedb and SQLite, holding the same four tables; random
- * histories of writes, transactions, savepoints and index DDL run on both;
- * and random queries that both engines must answer alike.
+ * histories of writes, transactions, savepoints and index DDL run on both
+ * (oracle_world.c); and random queries that both engines must answer
+ * alike (oracle_gen.c).
  *
  * The schema (fixed; the variety is in the data and the queries):
  *   t1(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL, d TEXT COLLATE NOCASE)
@@ -68,6 +69,23 @@
 /* The types of the generator. OT_FLT is REAL that may be NaN (t2.f). */
 enum oty { OT_INT, OT_REAL, OT_TEXT, OT_BOOL, OT_FLT };
 
+/* The schema (oracle_world.c creates it). */
+struct otcol {
+    const char *name;
+    enum oty ty;
+    bool nocase;
+};
+
+struct otable {
+    const char *name;
+    int ncols;
+    struct otcol cols[5];
+    int nkey; /* cols[0..nkey) order the rows totally */
+};
+
+#define NTABLES 4
+extern const struct otable otables[NTABLES];
+
 /* A bound parameter value (also a value a write binds). */
 typedef struct oval {
     enum oty ty;
@@ -77,6 +95,18 @@ typedef struct oval {
     double d;
     const char *t; /* static text */
 } oval;
+
+/* Uniform in [0, n) / true with probability num/den. */
+int og_pick(rng *r, int n);
+bool og_chance(rng *r, unsigned num, unsigned den);
+/* A value of the data's domain for type ty (NULL 1 in 7 if nullable). */
+oval oval_random(rng *r, enum oty ty, bool nullable);
+oval oval_int(int64_t i);
+/* The value as SQL text, for logs (NaN cannot be written: a comment). */
+void oval_sql(strbuf *sb, const oval *v);
+/* Binds v as parameter i: NaN is +inf for SQLite (see above). */
+void oval_bind_livedb(ldb_stmt *st, int i, const oval *v);
+void oval_bind_sqlite(sqlite3_stmt *st, int i, const oval *v);
 
 #define OQ_MAXCOLS 6
 #define OQ_MAXPARAMS 32
@@ -98,9 +128,14 @@ typedef struct oquery {
 /* Which rules of oracle_known.h and which shapes a generator follows. */
 typedef struct ogen_opts {
     bool mv;            /* a materialized-view body: no parameters */
+    bool big;           /* over big tables: only windows fed from an index
+                           prefix, joined by key (small results) */
 } ogen_opts;
 
 void oq_generate(rng *r, const ogen_opts *o, oquery *q);
+/* A body for a materialized view's cheap arms: one table filtered and
+ * projected, or grouped by plain columns with count/sum/avg/min/max. */
+void oq_generate_simple(rng *r, oquery *q);
 void oq_free(oquery *q);
 /* The text for an engine: SQLite's names string_agg group_concat; a
  * window query gets LIMIT limit OFFSET offset. mem_alloc'd. */
@@ -120,6 +155,8 @@ typedef struct oworld {
     ldb *ld;
     sqlite3 *sq;
     strbuf log;     /* the history so far, as a script (values inlined) */
+    int keys;       /* primary keys of t1 and t2 are drawn in 1..keys */
+    bool big;       /* t1 and t2 hold hundreds of rows (queries: ogen_opts.big) */
     bool in_txn;    /* inside BEGIN ... */
     bool ddl;       /* index DDL since the last commit or rollback (the
                        hooks see it; cleared after them) */
@@ -149,6 +186,8 @@ void ow_open(oworld *w, uint64_t seed);
 void ow_close(oworld *w);
 /* One random step: a write, a transaction, or index DDL. */
 void ow_step(oworld *w, const ow_hooks *h);
+/* One random write on both engines; returns whether it succeeded. */
+bool ow_write(oworld *w);
 /* Runs sql (with params) on both engines; both must succeed or both fail
  * (else the test fails). Returns whether it succeeded. */
 bool ow_both(oworld *w, const char *sql, const oval *params, int n);
