@@ -87,10 +87,10 @@ int db_write_begin(ldb *db)
     if (live_publishing(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot write to the database");
-    db->epoch++;
     int rc = store_stmt_begin(db->store);
-    if (rc)
+    if (rc) /* e.g. a write from inside a running write: nothing changes */
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    db->epoch++;
     mv_settle(db->mv); /* a rollback the store just finished */
     return LDB_OK;
 }

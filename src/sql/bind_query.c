@@ -99,7 +99,10 @@ struct plan *bind_table_scan(binder *b, struct table *t, const char *alias)
                                         c->hidden };
     }
     p->u.scan.table = t;
-    p->u.scan.alias = alias ? alias : table_name(t);
+    /* a copy: the executor names the table after it may have been dropped */
+    if (!alias && !(alias = bstrdup(b, table_name(t), strlen(table_name(t)))))
+        return NULL;
+    p->u.scan.alias = alias;
     return p;
 }
 

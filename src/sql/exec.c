@@ -365,7 +365,6 @@ struct scan_op {
     struct table *t;
     const struct access_path *a;
     enum scan_mode mode;
-    uint64_t epoch;
     bool started;
     value probes[INDEX_MAX_PARTS + 1]; /* eq probes, then lo */
     value hi;
@@ -389,14 +388,32 @@ static int eval_probe(struct scan_op *s, const struct expr *e, uint8_t aff, valu
     return rc;
 }
 
+/*
+ * A write since the execution started may have changed the table, or
+ * dropped it with its indexes (DDL frees them at commit): a scan then
+ * fails before it touches either, whether it is reading or being opened
+ * again (a correlated subquery's scan, re-opened per outer row). The
+ * message names the table by its FROM name, which the plan owns.
+ */
+static int check_epoch(struct scan_op *s)
+{
+    struct exec *x = s->base.x;
+    if (*x->env.epoch == x->epoch)
+        return LDB_OK;
+    return exec_error(x, LDB_ABORT, UINT32_MAX,
+                      "table %s was changed while a statement was reading it",
+                      s->base.p->u.scan.alias);
+}
+
 static int scan_open(struct op *o)
 {
     struct scan_op *s = (struct scan_op *)o;
     const struct access_path *a = s->a;
-    s->epoch = *o->x->env.epoch;
     s->started = false;
+    int rc = check_epoch(s);
+    if (rc)
+        return rc;
     bool null = false;
-    int rc = LDB_OK;
     for (uint32_t i = 0; i < a->neq && rc == LDB_OK; i++)
         rc = eval_probe(s, a->eq[i], a->aff[i], &s->probes[i], &null);
     if (rc == LDB_OK && a->lo)
@@ -511,10 +528,9 @@ static row *scan_step(struct scan_op *s)
 static int scan_next(struct op *o, row **out)
 {
     struct scan_op *s = (struct scan_op *)o;
-    if (*o->x->env.epoch != s->epoch)
-        return exec_error(o->x, LDB_ABORT, UINT32_MAX,
-                          "table %s was changed while a statement was reading it",
-                          table_name(s->t));
+    int rc = check_epoch(s);
+    if (rc)
+        return rc;
     row *r = scan_step(s);
     if (!r)
         return LDB_DONE;
@@ -626,6 +642,7 @@ struct limit_op {
     struct op base;
     int64_t limit;             /* -1: none */
     int64_t offset;
+    int64_t end;               /* offset + limit, saturated at INT64_MAX */
     int64_t seen;
 };
 
@@ -642,8 +659,10 @@ static int limit_value(struct op *o, const struct expr *e, int64_t *out)
         if (!value_parse_number(p, n, &num))
             num = value_null();
     }
+    /* a REAL counts when it is an integer in int64 range (2^63 is not) */
     bool ok = value_type(&num) == LDB_INTEGER ||
-              (value_type(&num) == LDB_REAL && num.h.u.r == (double)(int64_t)num.h.u.r);
+              (value_type(&num) == LDB_REAL && num.h.u.r >= -0x1p63 && num.h.u.r < 0x1p63 &&
+               num.h.u.r == (double)(int64_t)num.h.u.r);
     if (ok)
         *out = value_type(&num) == LDB_INTEGER ? num.h.u.i : (int64_t)num.h.u.r;
     value_release(&v);
@@ -666,9 +685,9 @@ static int limit_open(struct op *o)
         l->limit = -1;
     if (l->offset < 0)
         l->offset = 0;
-    if (l->limit >= 0 && o->in->p->kind == PLAN_SORT && !o->in->p->u.sort.presorted &&
-        l->limit <= INT64_MAX - l->offset)
-        op_sort_limit(o->in, (uint64_t)(l->limit + l->offset));
+    l->end = l->limit < 0 || l->limit > INT64_MAX - l->offset ? INT64_MAX : l->offset + l->limit;
+    if (l->limit >= 0 && o->in->p->kind == PLAN_SORT && !o->in->p->u.sort.presorted)
+        op_sort_limit(o->in, (uint64_t)l->end);
     return LDB_OK;
 }
 
@@ -677,7 +696,7 @@ static int limit_next(struct op *o, row **out)
     struct limit_op *l = (struct limit_op *)o;
     int rc;
     for (;;) {
-        if (l->limit >= 0 && l->seen >= l->offset + l->limit)
+        if (l->seen >= l->end)
             return LDB_DONE;
         if ((rc = op_next(o->in, out)) != LDB_ROW)
             return rc;

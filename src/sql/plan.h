@@ -189,7 +189,8 @@ struct plan {
     union {
         struct {
             struct table *table;
-            const char *alias;       /* FROM name, for EXPLAIN */
+            const char *alias;       /* FROM name, for EXPLAIN and errors (never
+                                        borrowed from the table) */
             bool not_indexed;        /* NOT INDEXED: read without indexes */
             struct access_path access;
         } scan;
