@@ -549,6 +549,7 @@ int db_run_txn(ldb_stmt *s)
         return db_error(s->db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot control transactions");
     s->db->epoch++;
+    struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
     switch (st->kind) {
     case AST_STMT_BEGIN: rc = store_begin(store); break;
     case AST_STMT_COMMIT: rc = store_commit(store); break;
@@ -560,6 +561,7 @@ int db_run_txn(ldb_stmt *s)
     default: rc = store_release(store, st->u.savepoint.str); break;
     }
     mv_settle(s->db->mv); /* views restore what a rollback undid */
+    intr_swap(scope);
     return rc ? store_failed(s, rc, st->off) : LDB_DONE;
 }
 

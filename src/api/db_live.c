@@ -39,8 +39,15 @@ int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
     }
     struct eval_error err;
     memset(&err, 0, sizeof err);
-    rc = live_open(db->live, own->bound.u.select, own->params, own->nparams, release_stmt, own,
-                   fn, ctx, out, &err);
+    /* hydration may be stopped (ldb_interrupt): the query is then not opened */
+    struct intr *outer = db_run_begin(db);
+    rc = db_check_interrupt(db);
+    if (rc)
+        ldb_finalize(own);
+    else
+        rc = live_open(db->live, own->bound.u.select, own->params, own->nparams, release_stmt,
+                       own, fn, ctx, out, &err);
+    db_run_end(db, outer);
     if (rc)
         return db_error(db, rc, NULL, -1, "%s", err.msg[0] ? err.msg : ldb_errstr(rc));
     return LDB_OK;
@@ -65,7 +72,13 @@ int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_liv
 
 int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
 {
-    return q ? live_set_window(q, offset, limit) : LDB_MISUSE;
+    if (!q)
+        return LDB_MISUSE;
+    /* the window's loading is never stopped halfway: the query would be lost */
+    struct intr *scope = intr_swap(NULL);
+    int rc = live_set_window(q, offset, limit);
+    intr_swap(scope);
+    return rc;
 }
 
 int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx)

@@ -356,6 +356,8 @@ int stmt_next(ldb_stmt *s)
 
 void stmt_finish(ldb_stmt *s)
 {
+    if (s->state == ST_RUNNING)
+        db_active_leave(s->db);
     exec_free(s->exec);
     s->exec = NULL;
     s->root = NULL;

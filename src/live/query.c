@@ -13,6 +13,7 @@
  */
 #include "live/live_internal.h"
 
+#include "base/interrupt.h"
 #include "base/mem.h"
 #include "live/window.h"
 #include "storage/capture.h"
@@ -75,7 +76,9 @@ static int stage(ldb_live *q)
 static void trim_windows(ldb_live *q)
 {
     q->p->published = &q->rs;
+    struct intr *scope = intr_swap(NULL); /* an interrupt must not fail an open query */
     live_program_trim(q->p);
+    intr_swap(scope);
 }
 
 /* Adds every current result row with weight -1 (the result's negation). */

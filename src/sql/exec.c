@@ -30,7 +30,12 @@ int exec_error(struct exec *x, int code, uint32_t off, const char *fmt, ...)
 
 int exec_nomem(struct exec *x)
 {
-    return exec_error(x, LDB_NOMEM, UINT32_MAX, "out of memory");
+    return exec_fail(x, LDB_NOMEM);
+}
+
+int exec_fail(struct exec *x, int code)
+{
+    return exec_error(x, code, UINT32_MAX, "%s", ldb_errstr(code));
 }
 
 static int run_subquery(void *ctx, struct eval_ctx *cx, const struct expr *e,

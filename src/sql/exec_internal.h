@@ -19,6 +19,7 @@
 
 #include "base/arena.h"
 #include "base/hmap.h"
+#include "base/interrupt.h"
 #include "base/vec.h"
 #include "sql/exec.h"
 #include "sql/sqlvalue.h"
@@ -67,8 +68,16 @@ struct op *op_build(struct exec *x, const struct plan *p, const value *outer,
 int op_open(struct op *o);
 void op_close(struct op *o);
 
+/* Records a code that carries no message of its own (LDB_NOMEM,
+ * LDB_INTERRUPT) as the exec's error, with ldb_errstr's text; returns it. */
+int exec_fail(struct exec *x, int code);
+
+/* Every pull is a unit of work for ldb_interrupt and the progress handler
+ * (intr_tick: a decrement while nothing is due). */
 static inline int op_next(struct op *o, row **out)
 {
+    if (intr_tick())
+        return exec_fail(o->x, LDB_INTERRUPT);
     return o->next(o, out);
 }
 
@@ -111,7 +120,9 @@ bool rows_equal(const row *a, const row *b, const struct plan_col *cols, uint32_
 int sort_cmp(const value *a, const value *b, bool desc, bool nulls_first,
              enum ldb_collation coll);
 
-/* Stable merge sort of n elements of size bytes (exec_sort.c). LDB_NOMEM. */
+/* Stable merge sort of n elements of size bytes (exec_sort.c); each pass
+ * over the elements counts as work (interrupt.h). LDB_NOMEM or
+ * LDB_INTERRUPT, the elements then in some order. */
 int msort(void *base, size_t n, size_t size, int (*cmp)(void *ctx, const void *a, const void *b),
           void *ctx);
 

@@ -12,6 +12,7 @@
  */
 #include "storage/store_impl.h"
 
+#include "base/interrupt.h"
 #include "base/mem.h"
 
 #include <stdarg.h>
@@ -309,7 +310,9 @@ static int fill_index(struct store *s, struct table *t, struct table_index *ix)
     for (row *r; (r = table_scan_next(&sc));)
         rows[i++] = r;
     row *conflict = NULL;
-    int rc = index_build(ix, rows, n, &conflict);
+    int rc = intr_tick_n((int64_t)n); /* ldb_interrupt stops a long CREATE INDEX */
+    if (rc == LDB_OK)
+        rc = index_build(ix, rows, n, &conflict);
     mem_free(rows);
     if (rc == LDB_CONSTRAINT) {
         uint32_t cols[INDEX_MAX_PARTS];

@@ -9,6 +9,12 @@
  */
 #include "test_sql_util.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/time.h>
+#include <time.h>
+
 /* ---- LIMIT and OFFSET ------------------------------------------------------------- */
 
 static void limit_offset_edges(void)
@@ -139,4 +145,220 @@ static void write_from_row_callback(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(limit_offset_edges), T(drop_while_reading), T(write_from_row_callback))
+/* ---- interrupting --------------------------------------------------------------------- */
+
+/* t(k, g): 10,000 rows, g = k % 10; a cross join of three copies is 10^12
+ * rows, which no test waits for. */
+static ldb *open_big(void)
+{
+    ldb *db = sqlt_open();
+    EXEC(db, "CREATE TABLE d(x); INSERT INTO d VALUES (0), (1), (2), (3), (4), (5), (6), (7), "
+             "(8), (9)");
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, g)");
+    EXEC(db, "INSERT INTO t SELECT a.x + 10 * b.x + 100 * c.x + 1000 * e.x, a.x "
+             "FROM d a, d b, d c, d e");
+    CHECK_ROWS(db, "SELECT count(*), sum(g) FROM t", "10000|45000\n");
+    return db;
+}
+
+#define RUNAWAY "SELECT count(*) FROM t a, t b, t c"
+
+static atomic_int worker_done;
+
+static void *interrupter(void *arg)
+{
+    ldb *db = arg;
+    /* until the statement gives up: an interrupt that comes before it
+     * started is dropped, as documented */
+    while (!atomic_load(&worker_done)) {
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        ldb_interrupt(db);
+    }
+    return NULL;
+}
+
+static void interrupt_from_thread(void)
+{
+    ldb *db = open_big();
+    atomic_store(&worker_done, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, interrupter, db) == 0);
+    int rc = ldb_exec(db, RUNAWAY, NULL, NULL);
+    atomic_store(&worker_done, 1);
+    pthread_join(th, NULL);
+    CHECK_INT(rc, LDB_INTERRUPT);
+    CHECK_STR(ldb_errmsg(db), "interrupted");
+    CHECK_STR(ldb_errstr(LDB_INTERRUPT), "interrupted");
+    /* nothing runs any more: the flag is gone and the next call works */
+    CHECK_ROWS(db, "SELECT count(*) FROM t WHERE g = 3", "1000\n");
+    ldb_close(db);
+}
+
+static int progress_calls, progress_stop_after;
+
+static int on_progress(void *ctx)
+{
+    CHECK(ctx == &progress_calls);
+    return ++progress_calls > progress_stop_after;
+}
+
+static void progress_handler(void)
+{
+    ldb *db = open_big();
+    /* a handler that never stops is called about every n units */
+    progress_calls = 0;
+    progress_stop_after = 1 << 30;
+    ldb_progress_handler(db, 100, on_progress, &progress_calls);
+    CHECK_ROWS(db, "SELECT count(*) FROM t WHERE g = 3", "1000\n");
+    CHECKF(progress_calls >= 100 && progress_calls <= 400, "%d calls", progress_calls);
+    /* a nonzero return stops the statement */
+    progress_calls = 0;
+    progress_stop_after = 50;
+    CHECK_FAILS(db, RUNAWAY, LDB_INTERRUPT);
+    CHECK_STR(ldb_errmsg(db), "interrupted");
+    CHECK_INT(progress_calls, 51);
+    /* removed, it is called no more */
+    ldb_progress_handler(db, 0, NULL, NULL);
+    progress_calls = 0;
+    CHECK_ROWS(db, "SELECT count(*) FROM t a, d b", "100000\n");
+    CHECK_INT(progress_calls, 0);
+    ldb_close(db);
+}
+
+static ldb *alarm_db;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    ldb_interrupt(alarm_db);
+}
+
+static void interrupt_from_signal_handler(void)
+{
+    ldb *db = alarm_db = open_big();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+    /* every 20 ms, in case one fires before the statement started */
+    struct itimerval every = { { 0, 20000 }, { 0, 20000 } }, off = { { 0, 0 }, { 0, 0 } };
+    CHECK(setitimer(ITIMER_REAL, &every, NULL) == 0);
+    int rc = ldb_exec(db, RUNAWAY, NULL, NULL);
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_DFL);
+    CHECK_INT(rc, LDB_INTERRUPT);
+    CHECK_ROWS(db, "SELECT count(*) FROM t", "10000\n");
+    ldb_close(db);
+}
+
+/* Stops the statement after a number of progress calls. */
+static void stop_after(ldb *db, int calls)
+{
+    progress_calls = 0;
+    progress_stop_after = calls;
+    ldb_progress_handler(db, 10, on_progress, &progress_calls);
+}
+
+static void interrupted_writes_roll_back(void)
+{
+    ldb *db = open_big();
+    EXEC(db, "CREATE TABLE w(a INTEGER PRIMARY KEY, b)");
+    EXEC(db, "INSERT INTO w VALUES (-1, 'kept')");
+    /* rows were inserted before the interrupt: the statement undoes them */
+    stop_after(db, 300);
+    CHECK_FAILS(db, "INSERT INTO w SELECT a.k * 10000 + b.k, 'x' FROM t a, t b", LDB_INTERRUPT);
+    stop_after(db, 300);
+    CHECK_FAILS(db, "UPDATE t SET g = g + 1 WHERE k IN (SELECT a.k FROM t a, t b WHERE a.k = b.g)",
+                LDB_INTERRUPT);
+    stop_after(db, 3);
+    CHECK_FAILS(db, "CREATE INDEX t_g ON t(g)", LDB_INTERRUPT);
+    stop_after(db, 300);
+    CHECK_FAILS(db, "CREATE TABLE big AS SELECT a.k FROM t a, t b", LDB_INTERRUPT);
+    stop_after(db, 300);
+    CHECK_FAILS(db, "CREATE MATERIALIZED VIEW m AS SELECT a.k, b.k FROM t a JOIN t b ON a.g = b.g",
+                LDB_INTERRUPT);
+    /* inside a transaction only the interrupted statement is undone */
+    ldb_progress_handler(db, 0, NULL, NULL);
+    EXEC(db, "BEGIN; INSERT INTO w VALUES (-2, 'in txn')");
+    stop_after(db, 300);
+    CHECK_FAILS(db, "INSERT INTO w SELECT a.k * 10000 + b.k, 'x' FROM t a, t b", LDB_INTERRUPT);
+    ldb_progress_handler(db, 0, NULL, NULL);
+    EXEC(db, "COMMIT");
+    CHECK_ROWS(db, "SELECT * FROM w ORDER BY a", "-2|in txn\n-1|kept\n");
+    CHECK_ROWS(db, "SELECT count(*), sum(g) FROM t", "10000|45000\n");
+    CHECK_ROWS(db, "SELECT name FROM livedb_schema ORDER BY name", "d\nt\nw\n");
+    /* and everything still works */
+    EXEC(db, "CREATE INDEX t_g ON t(g); CREATE MATERIALIZED VIEW m AS SELECT g, count(*) FROM t "
+             "GROUP BY g");
+    CHECK_ROWS(db, "SELECT * FROM m WHERE g = 4", "4|1000\n");
+    ldb_close(db);
+}
+
+static int changes_seen;
+
+static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)ctx;
+    (void)q;
+    (void)c;
+    changes_seen += (int)n;
+}
+
+static void interrupted_live_open(void)
+{
+    ldb *db = open_big();
+    ldb_live *q = NULL;
+    /* hydration of a 10^7-row join stops; no query is opened */
+    stop_after(db, 300);
+    CHECK_INT(ldb_live_open(db, "SELECT a.k, b.k FROM t a JOIN t b ON a.g = b.g", on_change,
+                            NULL, &q),
+              LDB_INTERRUPT);
+    CHECK(q == NULL);
+    CHECK_STR(ldb_errmsg(db), "interrupted");
+    /* the maintenance of live queries at a commit is never stopped: here
+     * an insert joins 1000 rows, well past the handler's 5 calls */
+    ldb_progress_handler(db, 0, NULL, NULL);
+    int rc = ldb_live_open(db, "SELECT a.x, b.k FROM d a JOIN t b ON a.x = b.g", on_change, NULL, &q);
+    CHECKF(rc == LDB_OK, "%s", ldb_errmsg(db));
+    CHECK_INT(ldb_live_count(q), 10000);
+    stop_after(db, 5);
+    changes_seen = 0;
+    EXEC(db, "INSERT INTO d VALUES (7)");
+    CHECK_INT(ldb_live_error(q, NULL), LDB_OK);
+    CHECK_INT(changes_seen, 1000);
+    CHECK_INT(ldb_live_count(q), 11000);
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
+static void interrupt_flag_lifetime(void)
+{
+    ldb *db = open_big();
+    /* with nothing running, an interrupt has no effect */
+    ldb_interrupt(db);
+    CHECK_ROWS(db, "SELECT count(*) FROM d", "10\n");
+    /* a statement stepped and not done keeps it set: it and any statement
+     * started meanwhile stop; once none is left, the next call works */
+    ldb_stmt *s;
+    CHECK(ldb_prepare(db, "SELECT k FROM t", -1, &s, NULL) == LDB_OK);
+    CHECK_INT(ldb_step(s), LDB_ROW);
+    ldb_interrupt(db);
+    CHECK_FAILS(db, "SELECT count(*) FROM d", LDB_INTERRUPT);
+    CHECK_INT(ldb_step(s), LDB_INTERRUPT);
+    CHECK_STR(ldb_errmsg(db), "interrupted");
+    CHECK_ROWS(db, "SELECT count(*) FROM d", "10\n");
+    CHECK_INT(ldb_step(s), LDB_ROW); /* runs again from the start */
+    ldb_interrupt(db);
+    CHECK_INT(ldb_reset(s), LDB_OK);
+    CHECK_ROWS(db, "SELECT count(*) FROM d", "10\n");
+    ldb_finalize(s);
+    ldb_interrupt(NULL);
+    ldb_progress_handler(NULL, 1, on_progress, NULL);
+    ldb_close(db);
+}
+
+TEST_MAIN(T(limit_offset_edges), T(drop_while_reading), T(write_from_row_callback),
+          T(interrupt_from_thread), T(progress_handler), T(interrupt_from_signal_handler),
+          T(interrupted_writes_roll_back), T(interrupted_live_open), T(interrupt_flag_lifetime))
