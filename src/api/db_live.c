@@ -15,6 +15,23 @@
 
 static void release_stmt(void *owner) { ldb_finalize(owner); }
 
+/* The live compiler copies a shared body per reference and recurses
+ * deeper per node than the executor: bounded here, before it starts. */
+static int check_compilable(ldb *db, const struct plan *p)
+{
+    if (plan_expanded_size(p) > PLAN_EXPANDED_MAX)
+        return db_error(db, LDB_ERROR, NULL, -1,
+                        "query too complex for a live query: its views and CTEs expand to "
+                        "more than %d plan nodes",
+                        PLAN_EXPANDED_MAX);
+    if (plan_height(p) > PLAN_HEIGHT_MAX)
+        return db_error(db, LDB_ERROR, NULL, -1,
+                        "query too complex for a live query: its plan is more than %d nodes "
+                        "deep",
+                        PLAN_HEIGHT_MAX);
+    return LDB_OK;
+}
+
 int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
     if (!s || !out)
@@ -34,6 +51,10 @@ int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
         own->params[i] = value_copy(&s->params[i]);
     }
     if ((rc = stmt_compile(own))) {
+        ldb_finalize(own);
+        return rc;
+    }
+    if ((rc = check_compilable(db, own->bound.u.select))) {
         ldb_finalize(own);
         return rc;
     }

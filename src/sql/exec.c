@@ -1,7 +1,8 @@
 /*
  * exec.c - the executor's framework (exec.h): execution state, operator
  * life cycle, the subquery runner the evaluator calls, and the streaming
- * operators: scan (every access path), values, filter, project, limit.
+ * operators: scan (every access path), values, filter, project, limit,
+ * and the reader of a shared node's rows.
  */
 #include "sql/exec_internal.h"
 
@@ -82,6 +83,11 @@ void exec_free(struct exec *x)
             value_release(&st->captures[k]);
     }
     mem_free(x->subs);
+    for (struct shared_rows *sr = x->shared; sr; sr = sr->next) {
+        for (size_t i = 0; i < sr->rows.len; i++)
+            row_release(sr->rows.data[i]);
+        vec_free(&sr->rows);
+    }
     arena_free(&x->a);
     mem_free(x);
 }
@@ -710,6 +716,80 @@ static int limit_next(struct op *o, row **out)
     }
 }
 
+/* ---- shared nodes ------------------------------------------------------------------------------------ */
+
+struct shared_op {
+    struct op base;
+    struct shared_rows *sr;
+    size_t pos;
+};
+
+static int fill_shared(struct exec *x, struct shared_rows *sr)
+{
+    int rc = op_open(sr->root);
+    row *r;
+    while (rc == LDB_OK && (rc = op_next(sr->root, &r)) == LDB_ROW) {
+        if (vec_push(&sr->rows, r)) {
+            rc = exec_nomem(x);
+            break;
+        }
+        row_retain(r);
+        rc = LDB_OK;
+    }
+    op_close(sr->root);
+    if (rc != LDB_DONE)
+        return rc;
+    sr->filled = true;
+    return LDB_OK;
+}
+
+static int shared_open(struct op *o)
+{
+    ((struct shared_op *)o)->pos = 0;
+    return LDB_OK;
+}
+
+static int shared_next(struct op *o, row **out)
+{
+    struct shared_op *s = (struct shared_op *)o;
+    int rc;
+    if (!s->sr->filled && (rc = fill_shared(o->x, s->sr)))
+        return rc;
+    if (s->pos >= s->sr->rows.len)
+        return LDB_DONE;
+    *out = s->sr->rows.data[s->pos++];
+    return LDB_ROW;
+}
+
+static struct op *build_node(struct exec *x, const struct plan *p, const value *outer,
+                             uint32_t nouter);
+
+/* A reader of p's rows; p's own tree is built once per execution. */
+static struct op *op_shared(struct exec *x, const struct plan *p)
+{
+    struct shared_rows *sr = x->shared;
+    while (sr && sr->p != p)
+        sr = sr->next;
+    if (!sr) {
+        if (!(sr = arena_calloc(&x->a, sizeof *sr))) {
+            exec_nomem(x);
+            return NULL;
+        }
+        sr->p = p;
+        sr->next = x->shared;
+        x->shared = sr;
+        if (!(sr->root = build_node(x, p, NULL, 0)))
+            return NULL;
+    }
+    struct shared_op *s = (struct shared_op *)op_alloc(x, p, sizeof *s, NULL, 0);
+    if (!s)
+        return NULL;
+    s->sr = sr;
+    s->base.open = shared_open;
+    s->base.next = shared_next;
+    return &s->base;
+}
+
 /* ---- building ---------------------------------------------------------------------------------------- */
 
 static struct op *simple_op(struct exec *x, const struct plan *p, size_t size,
@@ -740,6 +820,13 @@ static struct op *simple_op(struct exec *x, const struct plan *p, size_t size,
 }
 
 struct op *op_build(struct exec *x, const struct plan *p, const value *outer, uint32_t nouter)
+{
+    return p->shared ? op_shared(x, p) : build_node(x, p, outer, nouter);
+}
+
+/* The operator of p itself and its inputs' (op_build). */
+static struct op *build_node(struct exec *x, const struct plan *p, const value *outer,
+                             uint32_t nouter)
 {
     struct op *o = NULL;
     switch (p->kind) {

@@ -50,19 +50,33 @@ struct subq_state {
     bool set_has_null;
 };
 
+/* The rows of a shared plan node (a CTE or view body with several
+ * parents), computed once per execution by its own operator tree and
+ * read by one reader operator per parent. Shared bodies read no
+ * captures, so the rows are the same wherever they are read. */
+struct shared_rows {
+    const struct plan *p;
+    struct op *root;
+    VEC(row *) rows;           /* retained */
+    bool filled;
+    struct shared_rows *next;
+};
+
 struct exec {
     struct exec_env env;
     struct eval_error *err;
     arena a;                   /* operators */
     struct op *all;            /* every operator built */
     struct subq_state *subs;   /* env.nsubqueries entries */
+    struct shared_rows *shared; /* per shared node met */
     uint64_t epoch;            /* *env.epoch when the exec started */
 };
 
 /* Allocates and links an operator of size bytes (zeroed). */
 struct op *op_alloc(struct exec *x, const struct plan *p, size_t size,
                     const value *outer, uint32_t nouter);
-/* Builds the operator tree of p; outer is what EXPR_OUTER reads. */
+/* Builds the operator tree of p; outer is what EXPR_OUTER reads. A shared
+ * node becomes a reader of the rows its own tree computes once. */
 struct op *op_build(struct exec *x, const struct plan *p, const value *outer,
                     uint32_t nouter);
 int op_open(struct op *o);

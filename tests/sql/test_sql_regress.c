@@ -10,6 +10,7 @@
 #include "test_sql_util.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/time.h>
@@ -145,7 +146,7 @@ static void write_from_row_callback(void)
     ldb_close(db);
 }
 
-/* ---- interrupting --------------------------------------------------------------------- */
+/* ---- a table to work on --------------------------------------------------------------- */
 
 /* t(k, g): 10,000 rows, g = k % 10; a cross join of three copies is 10^12
  * rows, which no test waits for. */
@@ -162,6 +163,176 @@ static ldb *open_big(void)
 }
 
 #define RUNAWAY "SELECT count(*) FROM t a, t b, t c"
+
+/* ---- nesting depth --------------------------------------------------------------------- */
+
+/* "WITH c0 AS (SELECT x FROM t), c1 AS (<body over c0>), ... SELECT ...
+ * FROM cN": body is a printf format with two %d (i and i - 1). */
+static char *cte_chain(int n, const char *body, const char *final)
+{
+    size_t cap = (size_t)n * (strlen(body) + 40) + strlen(final) + 100, k = 0;
+    char *sql = malloc(cap);
+    CHECK(sql != NULL);
+    k += (size_t)snprintf(sql + k, cap - k, "WITH c0 AS (SELECT x FROM t)");
+    for (int i = 1; i <= n; i++) {
+        k += (size_t)snprintf(sql + k, cap - k, ", c%d AS (", i);
+        k += (size_t)snprintf(sql + k, cap - k, body, i - 1, i - 1);
+        k += (size_t)snprintf(sql + k, cap - k, ")");
+    }
+    snprintf(sql + k, cap - k, final, n);
+    return sql;
+}
+
+static int rows_seen;
+
+static int count_rows(void *ctx, const ldb_row *r)
+{
+    (void)ctx;
+    (void)r;
+    rows_seen++;
+    return 0;
+}
+
+static void on_change_ignore(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)ctx;
+    (void)q;
+    (void)c;
+    (void)n;
+}
+
+static void deep_cte_and_view_chains(void)
+{
+    ldb *db = sqlt_open();
+    EXEC(db, "CREATE TABLE t(x INTEGER PRIMARY KEY); INSERT INTO t VALUES (1), (2), (3)");
+    /* 10,000 CTEs each reading the previous one overflowed the binder's stack */
+    char *sql = cte_chain(10000, "SELECT x FROM c%d", " SELECT count(*) FROM c%d");
+    CHECK_FAILS(db, sql, LDB_ERROR);
+    CHECK(strstr(ldb_errmsg(db), "query too complex: more than 1000 levels") != NULL);
+    free(sql);
+    /* near the limit, with every node a query level can have: it runs,
+     * EXPLAIN prints it (its recursion overflowed at this height), and the
+     * live and view compilers refuse it instead of recursing that deep */
+    sql = cte_chain(990, "SELECT DISTINCT x FROM c%d WHERE x > 0 GROUP BY x HAVING count(*) > 0 "
+                         "ORDER BY x LIMIT 5",
+                    " SELECT x FROM c%d ORDER BY x");
+    CHECK_ROWS(db, sql, "1\n2\n3\n");
+    char *explain = malloc(strlen(sql) + 40);
+    sprintf(explain, "EXPLAIN %s", sql);
+    rows_seen = 0;
+    CHECK_INT(ldb_exec(db, explain, count_rows, NULL), LDB_OK);
+    CHECK(rows_seen > 6900);
+    ldb_live *q = NULL;
+    CHECK_INT(ldb_live_open(db, sql, on_change_ignore, NULL, &q), LDB_ERROR);
+    CHECK_STR(ldb_errmsg(db),
+              "query too complex for a live query: its plan is more than 1000 nodes deep");
+    sprintf(explain, "CREATE MATERIALIZED VIEW m AS %s", sql);
+    CHECK_FAILS(db, explain, LDB_ERROR);
+    CHECK(strstr(ldb_errmsg(db), "its plan is more than 1000 nodes deep") != NULL);
+    free(explain);
+    free(sql);
+    /* a plainer chain is shallow enough for them (two nodes a level) */
+    sql = cte_chain(450, "SELECT x FROM c%d WHERE x < 3", " SELECT x FROM c%d");
+    int rc = ldb_live_open(db, sql, on_change_ignore, NULL, &q);
+    CHECKF(rc == LDB_OK, "%s", ldb_errmsg(db));
+    CHECK_INT(ldb_live_count(q), 2);
+    EXEC(db, "DELETE FROM t WHERE x = 1");
+    CHECK_INT(ldb_live_count(q), 1);
+    ldb_live_close(q);
+    free(sql);
+    /* views count too: each view below is 400 levels deep */
+    char body[8000];
+    EXEC(db, "CREATE VIEW v0 AS SELECT x FROM t");
+    for (int v = 1; v <= 3; v++) {
+        size_t k = (size_t)sprintf(body, "CREATE VIEW v%d AS ", v);
+        for (int i = 0; i < 400; i++)
+            k += (size_t)sprintf(body + k, "SELECT x FROM (");
+        k += (size_t)sprintf(body + k, "SELECT x FROM v%d", v - 1);
+        for (int i = 0; i < 400; i++)
+            body[k++] = ')';
+        body[k] = '\0';
+        if (v < 3) {
+            EXEC(db, body);
+            continue;
+        }
+        /* the third one is bound, through the other two, 1200 levels deep */
+        CHECK_FAILS(db, body, LDB_ERROR);
+        CHECK(strstr(ldb_errmsg(db), "query too complex") != NULL);
+    }
+    CHECK_ROWS(db, "SELECT count(*) FROM v2", "2\n");
+    ldb_close(db);
+}
+
+/* ---- shared CTEs and views ---------------------------------------------------------------- */
+
+static void shared_ctes_and_views(void)
+{
+    ldb *db = open_big();
+    /* 20 CTEs each joining the previous one twice took 1.5 GB and 11 s when
+     * every reference was bound and run again: the plan is now a DAG */
+    char *sql = cte_chain(20, "SELECT a.x FROM c%d a JOIN c%d b ON a.x = b.x",
+                          " SELECT count(*), sum(x) FROM c%d");
+    EXEC(db, "CREATE TABLE s(x INTEGER PRIMARY KEY)");
+    EXEC(db, "INSERT INTO s SELECT k FROM t WHERE k < 100");
+    char *on_s = malloc(strlen(sql) + 1);
+    strcpy(on_s, sql);
+    memcpy(strstr(on_s, "FROM t)"), "FROM s)", 7);
+    CHECK_ROWS(db, on_s, "100|4950\n");
+    char *explain = malloc(strlen(on_s) + 10);
+    sprintf(explain, "EXPLAIN %s", on_s);
+    rows_seen = 0;
+    CHECK_INT(ldb_exec(db, explain, count_rows, NULL), LDB_OK);
+    CHECK(rows_seen < 200); /* each body printed once */
+    CHECK_ROWS(db, "EXPLAIN WITH c AS (SELECT x FROM s WHERE x < 5) SELECT * FROM c a, c b",
+               "PROJECT x, x\n  CROSS JOIN\n    SHARED 1: PROJECT x\n      FILTER (x < 5)\n"
+               "        SCAN s\n    SHARED 1 (above)\n");
+    free(explain);
+    free(on_s);
+    free(sql);
+    /* the same chain of 20 views */
+    EXEC(db, "CREATE VIEW v0 AS SELECT x FROM s");
+    for (int i = 1; i <= 20; i++) {
+        char v[200];
+        sprintf(v, "CREATE VIEW v%d AS SELECT a.x FROM v%d a JOIN v%d b ON a.x = b.x", i, i - 1,
+                i - 1);
+        EXEC(db, v);
+    }
+    CHECK_ROWS(db, "SELECT count(*), sum(x) FROM v20", "100|4950\n");
+    /* a live query and a view over them: compiled per reference, they
+     * refuse the expansion */
+    ldb_live *q = NULL;
+    CHECK_INT(ldb_live_open(db, "SELECT count(*) FROM v20", on_change_ignore, NULL, &q), LDB_ERROR);
+    CHECK(strstr(ldb_errmsg(db), "expand to more than 100000 plan nodes") != NULL);
+    CHECK_INT(ldb_live_open(db, "SELECT count(*) FROM v3", on_change_ignore, NULL, &q), LDB_OK);
+    EXEC(db, "INSERT INTO s VALUES (1000)");
+    CHECK_INT(ldb_live_error(q, NULL), LDB_OK);
+    CHECK_INT(ldb_live_count(q), 1);
+    ldb_live_close(q);
+    CHECK_ROWS(db, "SELECT count(*) FROM v3", "101\n");
+
+    /* a shared body means the same rows at each reference, filters of one
+     * reference are not pushed into it */
+    EXEC(db, "DELETE FROM s WHERE x >= 10");
+    CHECK_ROWS(db, "WITH c AS (SELECT k, g FROM t WHERE k < 20) SELECT count(*) FROM c a "
+                   "JOIN c b ON a.k = b.k WHERE a.g = 1 AND b.g = 2", "0\n");
+    CHECK_ROWS(db, "WITH c AS (SELECT k, g FROM t WHERE k < 20) SELECT count(*) FROM c a "
+                   "JOIN c b ON a.g = b.g WHERE a.g = 1 AND b.k > 10", "2\n");
+    CHECK_ROWS(db, "WITH c AS (SELECT x FROM s) SELECT x FROM c WHERE x > 7 UNION ALL "
+                   "SELECT x + 100 FROM c WHERE x < 2 ORDER BY 1", "8\n9\n100\n101\n");
+    /* in a correlated subquery, rerun per outer row */
+    CHECK_ROWS(db, "WITH c AS (SELECT x FROM s) SELECT x, (SELECT count(*) FROM c a, c b "
+                   "WHERE a.x < s.x AND b.x < a.x) FROM s WHERE x < 4 ORDER BY x",
+               "0|0\n1|0\n2|1\n3|3\n");
+    /* a non-deterministic body is run once */
+    CHECK_ROWS(db, "WITH r AS (SELECT random() AS v) SELECT a.v = b.v FROM r a, r b", "true\n");
+    /* INSERT ... SELECT that reads its target through a shared CTE */
+    EXEC(db, "INSERT INTO s WITH c AS (SELECT x FROM s) SELECT x + 100 FROM c UNION ALL "
+             "SELECT x + 200 FROM c");
+    CHECK_ROWS(db, "SELECT count(*), sum(x) FROM s", "30|3135\n");
+    ldb_close(db);
+}
+
+/* ---- interrupting --------------------------------------------------------------------- */
 
 static atomic_int worker_done;
 
@@ -360,5 +531,6 @@ static void interrupt_flag_lifetime(void)
 }
 
 TEST_MAIN(T(limit_offset_edges), T(drop_while_reading), T(write_from_row_callback),
+          T(deep_cte_and_view_chains), T(shared_ctes_and_views),
           T(interrupt_from_thread), T(progress_handler), T(interrupt_from_signal_handler),
           T(interrupted_writes_roll_back), T(interrupted_live_open), T(interrupt_flag_lifetime))
