@@ -39,6 +39,19 @@ static void limit_offset_edges(void)
     ldb_close(db);
 }
 
+/* A '*' width below zero left-justifies (SQLite); -INT64_MIN was negated
+ * in int64 (undefined behaviour, caught by UBSan). */
+static void printf_star_width(void)
+{
+    ldb *db = sqlt_open();
+    CHECK_ROWS(db, "SELECT printf('%*d|', -5, 1), printf('%-*d|', -3, 7), printf('%*d|', 4, 2)",
+               "1    ||7  ||   2|\n");
+    CHECK_ROWS(db, "SELECT length(printf('%*d', -9223372036854775808, 1)), "
+                   "length(printf('%.*f', -9223372036854775808, 1.0))",
+               "100000|100002\n");
+    ldb_close(db);
+}
+
 /* ---- writes and schema changes while a statement is running ---------------------- */
 
 /* Steps s once, then runs sql on the side, then steps again: the reading
@@ -530,7 +543,7 @@ static void interrupt_flag_lifetime(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(limit_offset_edges), T(drop_while_reading), T(write_from_row_callback),
+TEST_MAIN(T(limit_offset_edges), T(printf_star_width), T(drop_while_reading), T(write_from_row_callback),
           T(deep_cte_and_view_chains), T(shared_ctes_and_views),
           T(interrupt_from_thread), T(progress_handler), T(interrupt_from_signal_handler),
           T(interrupted_writes_roll_back), T(interrupted_live_open), T(interrupt_flag_lifetime))
