@@ -35,8 +35,8 @@ static int unsupported(ldb_stmt *s, uint32_t off, const char *what)
 
 static int store_failed(ldb_stmt *s, int rc, uint32_t off)
 {
-    if (rc == LDB_NOMEM)
-        return db_error(s->db, rc, NULL, -1, "out of memory");
+    if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* not about a place in the text */
+        return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
     return db_error(s->db, rc, s->ast, off, "%s", store_errmsg(s->db->store));
 }
 

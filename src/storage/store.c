@@ -345,7 +345,9 @@ int store_create_index(struct store *s, struct table *t, const struct index_def 
     if (rc != LDB_OK) {
         index_destroy(ix);
         mem_free(ix);
-        return rc == LDB_NOMEM ? store_error(s, rc, "out of memory") : rc;
+        if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* no message of their own */
+            return store_error(s, rc, "%s", ldb_errstr(rc));
+        return rc;
     }
     t->indexes.data[t->indexes.len++] = ix;
     store_log(s, (struct undo_entry){ .kind = UNDO_CREATE_INDEX,

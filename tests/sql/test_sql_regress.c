@@ -453,21 +453,27 @@ static void interrupted_writes_roll_back(void)
     /* rows were inserted before the interrupt: the statement undoes them */
     stop_after(db, 300);
     CHECK_FAILS(db, "INSERT INTO w SELECT a.k * 10000 + b.k, 'x' FROM t a, t b", LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     stop_after(db, 300);
     CHECK_FAILS(db, "UPDATE t SET g = g + 1 WHERE k IN (SELECT a.k FROM t a, t b WHERE a.k = b.g)",
                 LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     stop_after(db, 3);
     CHECK_FAILS(db, "CREATE INDEX t_g ON t(g)", LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     stop_after(db, 300);
     CHECK_FAILS(db, "CREATE TABLE big AS SELECT a.k FROM t a, t b", LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     stop_after(db, 300);
     CHECK_FAILS(db, "CREATE MATERIALIZED VIEW m AS SELECT a.k, b.k FROM t a JOIN t b ON a.g = b.g",
                 LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     /* inside a transaction only the interrupted statement is undone */
     ldb_progress_handler(db, 0, NULL, NULL);
     EXEC(db, "BEGIN; INSERT INTO w VALUES (-2, 'in txn')");
     stop_after(db, 300);
     CHECK_FAILS(db, "INSERT INTO w SELECT a.k * 10000 + b.k, 'x' FROM t a, t b", LDB_INTERRUPT);
+    CHECK(strstr(ldb_errmsg(db), "interrupted") != NULL);
     ldb_progress_handler(db, 0, NULL, NULL);
     EXEC(db, "COMMIT");
     CHECK_ROWS(db, "SELECT * FROM w ORDER BY a", "-2|in txn\n-1|kept\n");
