@@ -121,6 +121,19 @@ static void drop_while_reading(void)
     CHECK_INT(ldb_step(s), LDB_ERROR);
     CHECK_STR(ldb_errmsg(db), "line 1, column 16: no such table: big");
     ldb_finalize(s);
+    /* the same for an index the statement names */
+    setup_pair(db);
+    CHECK(ldb_prepare(db, "SELECT id FROM big INDEXED BY big_v WHERE v > 5", -1, &s, NULL) ==
+          LDB_OK);
+    CHECK_INT(ldb_step(s), LDB_ROW);
+    EXEC(db, "DROP INDEX big_v");
+    CHECK_INT(ldb_step(s), LDB_ABORT);
+    CHECK_INT(ldb_reset(s), LDB_OK);
+    CHECK_INT(ldb_step(s), LDB_ERROR);
+    CHECK_STR(ldb_errmsg(db), "line 1, column 31: no such index: big_v");
+    EXEC(db, "CREATE INDEX big_v ON big(v)");
+    CHECK_INT(ldb_step(s), LDB_ROW);
+    ldb_finalize(s);
     ldb_close(db);
 }
 
