@@ -202,9 +202,10 @@ LDB_API int64_t ldb_last_insert_rowid(ldb *db);
 LDB_API void ldb_interrupt(ldb *db);
 
 /*
- * Calls fn(ctx) about every n units of work (rows produced or visited by
- * the executor's operators, rows read while hydrating, pairs a dataflow
- * join visits) of the work ldb_interrupt can stop; a nonzero return stops
+ * Calls fn(ctx) about every n units of work (table rows the executor
+ * visits, rows it produces from VALUES or a CTE read twice, pairs a join
+ * tries, rows read while hydrating a live query) of the work
+ * ldb_interrupt can stop; a nonzero return stops
  * it with LDB_INTERRUPT, as ldb_interrupt does. fn runs on the thread
  * stepping the statement and must not use db (nor close it). n < 1 or fn
  * NULL removes the handler; a new call replaces the previous one. Call it

@@ -33,13 +33,6 @@ void intr_set_progress(struct intr *in, int n, int (*fn)(void *ctx), void *ctx)
     schedule(in);
 }
 
-struct intr *intr_swap(struct intr *in)
-{
-    struct intr *prev = intr_current;
-    intr_current = in;
-    return prev;
-}
-
 int intr_poll(struct intr *in)
 {
     int64_t done = in->span - in->left;

@@ -53,7 +53,12 @@ void intr_init(struct intr *in);
 /* Sets the progress handler: fn every n units (n < 1 or fn NULL: none). */
 void intr_set_progress(struct intr *in, int n, int (*fn)(void *ctx), void *ctx);
 /* Makes in the current state and returns the one to restore. */
-struct intr *intr_swap(struct intr *in);
+static inline struct intr *intr_swap(struct intr *in)
+{
+    struct intr *prev = intr_current;
+    intr_current = in;
+    return prev;
+}
 /* The slow path of intr_tick: reads the flag, calls the handler when due. */
 int intr_poll(struct intr *in);
 

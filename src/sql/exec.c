@@ -540,7 +540,7 @@ static int scan_next(struct op *o, row **out)
 {
     struct scan_op *s = (struct scan_op *)o;
     int rc = check_epoch(s);
-    if (rc)
+    if (rc || (rc = op_tick(o)))
         return rc;
     row *r = scan_step(s);
     if (!r)
@@ -586,17 +586,18 @@ static int values_next(struct op *o, row **out)
 {
     struct values_op *v = (struct values_op *)o;
     const struct plan *p = o->p;
+    int rc = op_tick(o);
+    if (rc)
+        return rc;
     if (v->row_i >= p->u.values.nrows)
         return LDB_DONE;
     row *r = scratch_row(o, &v->scratch, p->ncols);
     if (!r)
         return LDB_NOMEM;
-    for (uint32_t c = 0; c < p->ncols; c++) {
-        int rc = op_eval(o, p->u.values.cells[(size_t)v->row_i * p->ncols + c], NULL,
-                         &r->cols[c]);
-        if (rc)
+    for (uint32_t c = 0; c < p->ncols; c++)
+        if ((rc = op_eval(o, p->u.values.cells[(size_t)v->row_i * p->ncols + c], NULL,
+                          &r->cols[c])))
             return rc;
-    }
     v->row_i++;
     *out = r;
     return LDB_ROW;
@@ -752,8 +753,8 @@ static int shared_open(struct op *o)
 static int shared_next(struct op *o, row **out)
 {
     struct shared_op *s = (struct shared_op *)o;
-    int rc;
-    if (!s->sr->filled && (rc = fill_shared(o->x, s->sr)))
+    int rc = op_tick(o);
+    if (rc || (!s->sr->filled && (rc = fill_shared(o->x, s->sr))))
         return rc;
     if (s->pos >= s->sr->rows.len)
         return LDB_DONE;

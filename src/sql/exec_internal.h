@@ -86,13 +86,18 @@ void op_close(struct op *o);
  * LDB_INTERRUPT) as the exec's error, with ldb_errstr's text; returns it. */
 int exec_fail(struct exec *x, int code);
 
-/* Every pull is a unit of work for ldb_interrupt and the progress handler
- * (intr_tick: a decrement while nothing is due). */
+/* Units of work for ldb_interrupt and the progress handler (intr_tick, a
+ * decrement while nothing is due) are counted where rows come from: the
+ * leaves (scan, VALUES, a shared body's reader), the join's candidate
+ * pairs and the sort's passes; every other operator only pulls those. */
 static inline int op_next(struct op *o, row **out)
 {
-    if (intr_tick())
-        return exec_fail(o->x, LDB_INTERRUPT);
     return o->next(o, out);
+}
+
+static inline int op_tick(struct op *o)
+{
+    return intr_tick() ? exec_fail(o->x, LDB_INTERRUPT) : LDB_OK;
 }
 
 /* Evaluates e on r (the first ncols columns). */

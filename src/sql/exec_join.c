@@ -183,9 +183,10 @@ static int candidates(struct join_op *j, row **out)
     int64_t at;
     while ((at = next_candidate(j)) >= 0) {
         /* a pair the residual rejects is work too (a cross join's) */
-        if (intr_tick())
-            return exec_fail(j->base.x, LDB_INTERRUPT);
-        int rc = emit(j, j->rows.data[at], j->cur, out);
+        int rc = op_tick(&j->base);
+        if (rc)
+            return rc;
+        rc = emit(j, j->rows.data[at], j->cur, out);
         if (rc != LDB_ROW)
             return rc;
         const struct expr *res = j->base.p->u.join.residual;
