@@ -41,6 +41,7 @@ extern "C" {
 #define LDB_ABORT 8       /* a callback asked to stop */
 #define LDB_INTERNAL 9    /* an internal invariant failed (a bug) */
 #define LDB_UNSUPPORTED 10 /* valid SQL that livedb does not support */
+#define LDB_INTERRUPT 11  /* stopped by ldb_interrupt or the progress handler */
 #define LDB_ROW 100       /* a statement step produced a row */
 #define LDB_DONE 101      /* a statement step finished */
 
@@ -183,6 +184,37 @@ LDB_API void ldb_finalize(ldb_stmt *s);
 LDB_API int64_t ldb_changes(ldb *db);
 LDB_API int64_t ldb_total_changes(ldb *db);
 LDB_API int64_t ldb_last_insert_rowid(ldb *db);
+
+/* ---- interrupting long work -------------------------------------------- */
+
+/*
+ * Stops the work running on db: the statement being stepped (a SELECT, a
+ * write, CREATE INDEX, CREATE TABLE AS, CREATE MATERIALIZED VIEW) or the
+ * hydration of ldb_live_open fails soon with LDB_INTERRUPT, message
+ * "interrupted". An interrupted write leaves the database as it was before
+ * the statement (inside BEGIN the transaction stays open). The maintenance
+ * of live queries and materialized views at a commit is never stopped.
+ *
+ * It only sets a flag: it takes no lock and may be called from any thread
+ * and from a signal handler, while db is open. The flag stays set while
+ * any statement of db is running or stepped but not yet done (those fail
+ * too at their next step, as do statements started meanwhile), and is
+ * cleared when none is left, so the next call works. Called while nothing
+ * runs, it has no effect. NULL is a no-op.
+ */
+LDB_API void ldb_interrupt(ldb *db);
+
+/*
+ * Calls fn(ctx) about every n units of work (table rows the executor
+ * visits, rows it produces from VALUES or a CTE read twice, pairs a join
+ * tries, rows read while hydrating a live query) of the work
+ * ldb_interrupt can stop; a nonzero return stops
+ * it with LDB_INTERRUPT, as ldb_interrupt does. fn runs on the thread
+ * stepping the statement and must not use db (nor close it). n < 1 or fn
+ * NULL removes the handler; a new call replaces the previous one. Call it
+ * from the thread that uses db, not while a statement of db runs.
+ */
+LDB_API void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ctx);
 
 /* ---- live queries ---------------------------------------------------------- */
 

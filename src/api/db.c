@@ -15,6 +15,9 @@
  *   committed (the store publishes as the commit completes): while a
  *   statement is being stepped it cannot be stepped, reset, rebound or
  *   finalized (busy(), LDB_MISUSE), since the step still uses it.
+ * - db->nactive counts the calls running SQL (db_run_begin/end) plus the
+ *   RUNNING statements; the interrupt flag is cleared whenever it is 0,
+ *   so an interrupt stops what runs now and nothing after it.
  */
 #include "api/db_internal.h"
 
@@ -84,6 +87,51 @@ int ldb_error_offset(ldb *db)
     return db && db->errcode != LDB_OK ? db->erroff : -1;
 }
 
+/* ---- running and interrupting -------------------------------------------------------- */
+
+static void clear_interrupt(ldb *db)
+{
+    atomic_store_explicit(&db->intr.flag, 0, memory_order_relaxed);
+}
+
+struct intr *db_run_begin(ldb *db)
+{
+    if (db->nactive++ == 0)
+        clear_interrupt(db);
+    return intr_swap(&db->intr);
+}
+
+void db_active_leave(ldb *db)
+{
+    if (--db->nactive == 0)
+        clear_interrupt(db);
+}
+
+void db_run_end(ldb *db, struct intr *outer)
+{
+    db_active_leave(db);
+    intr_swap(outer);
+}
+
+int db_check_interrupt(ldb *db)
+{
+    if (!atomic_load_explicit(&db->intr.flag, memory_order_relaxed))
+        return LDB_OK;
+    return db_error(db, LDB_INTERRUPT, NULL, -1, "%s", ldb_errstr(LDB_INTERRUPT));
+}
+
+void ldb_interrupt(ldb *db)
+{
+    if (db)
+        atomic_store_explicit(&db->intr.flag, 1, memory_order_relaxed);
+}
+
+void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ctx)
+{
+    if (db)
+        intr_set_progress(&db->intr, n, fn, ctx);
+}
+
 /* ---- writes ------------------------------------------------------------------------ */
 
 int db_write_begin(ldb *db)
@@ -91,16 +139,18 @@ int db_write_begin(ldb *db)
     if (live_in_callback(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot write to the database");
-    db->epoch++;
     int rc = store_stmt_begin(db->store);
-    if (rc)
+    if (rc) /* e.g. a write from inside a running write: nothing changes */
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    db->epoch++;
     return LDB_OK;
 }
 
 int db_write_end(ldb *db, int rc)
 {
+    struct intr *scope = intr_swap(NULL); /* the hooks' work must not fail halfway */
     int end = store_stmt_end(db->store, rc);
+    intr_swap(scope);
     if (end != LDB_OK && rc == LDB_OK)
         return db_error(db, end, NULL, -1, "%s", store_errmsg(db->store));
     return end;
@@ -130,6 +180,7 @@ int ldb_open(const char *path, ldb **out)
         return rc;
     }
     db_clear_error(db);
+    intr_init(&db->intr);
     uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)db;
     db->env.rng[0] = seed | 1;
     db->env.rng[1] = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -337,19 +388,12 @@ int ldb_reset(ldb_stmt *s)
 /* One step; the caller marks s as stepping. */
 static int step(ldb_stmt *s)
 {
-    int rc;
-    if (s->state == ST_DONE)
-        stmt_finish(s); /* stepping a finished statement runs it again */
-    if (s->state == ST_READY) {
-        if ((rc = stmt_start(s)) != LDB_OK) {
-            stmt_finish(s);
-            s->state = ST_DONE;
-            return rc;
-        }
+    int rc = db_check_interrupt(s->db);
+    if (rc == LDB_OK && s->state == ST_READY && (rc = stmt_start(s)) == LDB_OK) {
         s->state = ST_RUNNING;
+        s->db->nactive++;
     }
-    rc = stmt_next(s);
-    if (rc == LDB_ROW)
+    if (rc == LDB_OK && (rc = stmt_next(s)) == LDB_ROW)
         return rc;
     stmt_finish(s);
     s->state = ST_DONE;
@@ -362,9 +406,14 @@ int ldb_step(ldb_stmt *s)
         return LDB_MISUSE;
     if (busy(s))
         return LDB_MISUSE;
-    db_clear_error(s->db);
+    ldb *db = s->db;
+    db_clear_error(db);
+    if (s->state == ST_DONE)
+        stmt_finish(s); /* stepping a finished statement runs it again */
     s->stepping = true;
+    struct intr *outer = db_run_begin(db);
     int rc = step(s);
+    db_run_end(db, outer);
     s->stepping = false;
     return rc;
 }

@@ -34,8 +34,8 @@ static int unsupported(ldb_stmt *s, uint32_t off, const char *what)
 
 static int store_failed(ldb_stmt *s, int rc, uint32_t off)
 {
-    if (rc == LDB_NOMEM)
-        return db_error(s->db, rc, NULL, -1, "out of memory");
+    if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* not about a place in the text */
+        return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
     return db_error(s->db, rc, s->ast, off, "%s", store_errmsg(s->db->store));
 }
 
@@ -545,6 +545,7 @@ int db_run_txn(ldb_stmt *s)
         return db_error(s->db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot control transactions");
     s->db->epoch++;
+    struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
     switch (st->kind) {
     case AST_STMT_BEGIN: rc = store_begin(store); break;
     case AST_STMT_COMMIT: rc = store_commit(store); break;
@@ -555,6 +556,7 @@ int db_run_txn(ldb_stmt *s)
     case AST_STMT_SAVEPOINT: rc = store_savepoint(store, st->u.savepoint.str); break;
     default: rc = store_release(store, st->u.savepoint.str); break;
     }
+    intr_swap(scope);
     return rc ? store_failed(s, rc, st->off) : LDB_DONE;
 }
 

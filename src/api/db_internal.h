@@ -24,6 +24,7 @@
 #ifndef LDB_DB_INTERNAL_H
 #define LDB_DB_INTERNAL_H
 
+#include "base/interrupt.h"
 #include "base/vec.h"
 #include "livedb.h"
 #include "sql/bind.h"
@@ -46,6 +47,9 @@ struct ldb {
     char errmsg[512];
     struct eval_env env;       /* random state, changes, last rowid */
     uint64_t epoch;            /* bumped by every statement that writes */
+    struct intr intr;          /* ldb_interrupt's flag, the progress handler */
+    uint32_t nactive;          /* calls running SQL, plus statements stepped
+                                  and not done: the flag clears at 0 */
     struct ldb_stmt *stmts;    /* every unfinalized statement */
     struct live_registry *live; /* open live queries (src/live) */
     struct mv_registry *mv;    /* materialized views (src/mv) */
@@ -94,13 +98,27 @@ int db_error(ldb *db, int code, const sql_ast *ast, int64_t off, const char *fmt
 int db_error_from(ldb *db, const sql_ast *ast, const struct eval_error *err);
 void db_clear_error(ldb *db);
 
+/* ---- running (db.c) ---- */
+
+/* Enters a call that runs SQL on db (a step, a live query's hydration):
+ * its work may be stopped by ldb_interrupt and the progress handler, and
+ * an interrupt left from a moment when nothing ran is dropped. Returns
+ * the interrupt scope to give back to db_run_end. */
+struct intr *db_run_begin(ldb *db);
+void db_run_end(ldb *db, struct intr *outer);
+/* One call or RUNNING statement fewer (stmt_finish); the flag clears at 0. */
+void db_active_leave(ldb *db);
+/* LDB_INTERRUPT, with its message, when db's flag is set; else LDB_OK. */
+int db_check_interrupt(ldb *db);
+
 /* ---- writes (db.c) ---- */
 
 /* Opens a storage statement for a write; bumps the epoch. */
 int db_write_begin(ldb *db);
 /* Ends it: rc == LDB_OK commits (in autocommit) after the statement
  * hooks; anything else undoes the statement. Returns the final code and
- * records storage's message when storage failed. */
+ * records storage's message when storage failed. The hooks (view and
+ * live query maintenance) are never interrupted. */
 int db_write_end(ldb *db, int rc);
 
 /* ---- compiling and running (db_run.c) ---- */

@@ -32,6 +32,23 @@ static int live_failed(ldb *db, int rc, const struct eval_error *err)
     return db_error(db, rc, NULL, -1, "%s", err->msg[0] ? err->msg : ldb_errstr(rc));
 }
 
+/* The live compiler copies a shared body per reference and recurses
+ * deeper per node than the executor: bounded here, before it starts. */
+static int check_compilable(ldb *db, const struct plan *p)
+{
+    if (plan_expanded_size(p) > PLAN_EXPANDED_MAX)
+        return db_error(db, LDB_ERROR, NULL, -1,
+                        "query too complex for a live query: its views and CTEs expand to "
+                        "more than %d plan nodes",
+                        PLAN_EXPANDED_MAX);
+    if (plan_height(p) > PLAN_HEIGHT_MAX)
+        return db_error(db, LDB_ERROR, NULL, -1,
+                        "query too complex for a live query: its plan is more than %d nodes "
+                        "deep",
+                        PLAN_HEIGHT_MAX);
+    return LDB_OK;
+}
+
 int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
     if (!s)
@@ -56,11 +73,22 @@ int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
         ldb_finalize(own);
         return rc;
     }
+    if ((rc = check_compilable(db, own->bound.u.select))) {
+        ldb_finalize(own);
+        return rc;
+    }
     struct eval_error err;
     memset(&err, 0, sizeof err);
     bool ordered = own->ast->stmt->u.select->order_by.n > 0;
-    rc = live_open(db->live, own->bound.u.select, ordered, own->params, own->nparams,
-                   release_stmt, own, fn, ctx, out, &err);
+    /* hydration may be stopped (ldb_interrupt): the query is then not opened */
+    struct intr *outer = db_run_begin(db);
+    rc = db_check_interrupt(db);
+    if (rc)
+        ldb_finalize(own);
+    else
+        rc = live_open(db->live, own->bound.u.select, ordered, own->params, own->nparams,
+                       release_stmt, own, fn, ctx, out, &err);
+    db_run_end(db, outer);
     return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 
@@ -93,7 +121,10 @@ int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
     db_clear_error(db);
     struct eval_error err;
     memset(&err, 0, sizeof err);
+    /* the window's loading is never stopped halfway: the query would be lost */
+    struct intr *scope = intr_swap(NULL);
     int rc = live_set_window(q, offset, limit, &err);
+    intr_swap(scope);
     return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 

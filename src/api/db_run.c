@@ -173,9 +173,14 @@ static int new_exec(ldb_stmt *s)
 static int run_dml(ldb_stmt *s)
 {
     ldb *db = s->db;
-    int rc = new_exec(s);
-    if (rc || (rc = db_write_begin(db)))
+    /* the execution starts after the write's epoch bump: its own scans are current */
+    int rc = db_write_begin(db);
+    if (rc)
         return rc;
+    if ((rc = new_exec(s))) {
+        db_write_end(db, rc);
+        return rc;
+    }
     struct dml_result res = { 0 };
     switch (s->bound.kind) {
     case AST_STMT_INSERT: rc = exec_insert(s->exec, &s->bound.u.insert, &res); break;
@@ -331,22 +336,29 @@ int stmt_start(ldb_stmt *s)
     }
 }
 
+static void drop_current(ldb_stmt *s)
+{
+    row_release(s->cur);
+    s->cur = NULL;
+}
+
 int stmt_next(ldb_stmt *s)
 {
+    /* the row handed out is held until the next step, so that a caller
+     * that writes in between (which may free the stored row) can still
+     * read it; released before pulling, so the producer may reuse it */
+    drop_current(s);
     row *r = NULL;
     int rc;
     if (s->root) {
-        if ((rc = exec_next(s->root, &r)) != LDB_ROW) {
-            s->cur = NULL;
+        if ((rc = exec_next(s->root, &r)) != LDB_ROW)
             return rc == LDB_DONE ? rc : db_error_from(s->db, s->ast, &s->err);
-        }
     } else if (s->out_i < s->out_rows.len) {
         r = s->out_rows.data[s->out_i++];
     } else {
-        s->cur = NULL;
         return LDB_DONE;
     }
-    s->cur = r;
+    s->cur = row_retain(r);
     s->row.vals = r->cols;
     s->row.n = s->ncols < r->ncols ? s->ncols : r->ncols;
     return LDB_ROW;
@@ -354,6 +366,8 @@ int stmt_next(ldb_stmt *s)
 
 void stmt_finish(ldb_stmt *s)
 {
+    if (s->state == ST_RUNNING)
+        db_active_leave(s->db);
     exec_free(s->exec);
     s->exec = NULL;
     s->root = NULL;
@@ -361,6 +375,6 @@ void stmt_finish(ldb_stmt *s)
         row_release(s->out_rows.data[i]);
     vec_free(&s->out_rows);
     s->out_i = 0;
-    s->cur = NULL;
+    drop_current(s);
     s->state = ST_READY;
 }

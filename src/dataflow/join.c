@@ -50,6 +50,7 @@
  */
 #include "dataflow/internal.h"
 
+#include "base/interrupt.h"
 #include "base/mem.h"
 
 #include <string.h>
@@ -118,7 +119,9 @@ static int pair_visit(void *c, row *r, int64_t w)
     struct pair_ctx *p = c;
     const row *a = p->probe_left ? p->probe : r, *b = p->probe_left ? r : p->probe;
     bool keep;
-    int rc = passes(p->j, a, b, &keep);
+    int rc = intr_tick(); /* every pair visited is work ldb_interrupt can stop */
+    if (rc == LDB_OK)
+        rc = passes(p->j, a, b, &keep);
     if (rc || !keep || w == 0)
         return rc;
     return emit_joined(p->j, a, b, p->w * w);

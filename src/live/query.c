@@ -22,6 +22,7 @@
  */
 #include "live/live_internal.h"
 
+#include "base/interrupt.h"
 #include "base/mem.h"
 #include "live/window.h"
 #include "storage/capture.h"
@@ -128,7 +129,10 @@ static int stage(ldb_live *q)
 static int trim_windows(ldb_live *q)
 {
     q->p->published = &q->rs;
-    return live_program_trim(q->p);
+    struct intr *scope = intr_swap(NULL); /* an interrupt must not fail an open query */
+    int rc = live_program_trim(q->p);
+    intr_swap(scope);
+    return rc;
 }
 
 /* Adds every current result row with weight -1 (the result's negation). */

@@ -16,6 +16,8 @@
  */
 #include "live/live_internal.h"
 
+#include "base/interrupt.h"
+
 #include "live/window.h"
 #include "storage/capture.h"
 #include "storage/table.h"
@@ -74,7 +76,9 @@ int live_hydrate(struct live_program *prog)
         struct table_scan sc = table_scan_begin(s->table);
         for (row *r; (r = table_scan_next(&sc));) {
             prog->stats.rows_read++;
-            int rc = df_push(s->input, r, 1);
+            int rc = intr_tick(); /* ldb_interrupt stops a long hydration */
+            if (rc == LDB_OK)
+                rc = df_push(s->input, r, 1);
             if (rc)
                 return rc;
         }

@@ -15,6 +15,8 @@
  */
 #include "mv/mv_internal.h"
 
+#include "base/interrupt.h"
+
 #include <string.h>
 
 static void mv_eval_ctx(struct mv_view *v, struct eval_ctx *cx, const value *vals, uint32_t n)
@@ -117,7 +119,9 @@ int mv_fill_from_source(struct mv_view *v, struct table *src,
     for (row *r; k < n && (r = table_scan_next(&sc));)
         chs[k++] = (struct change){ NULL, r };
     struct table_delta td = { src, chs, k };
-    int rc = apply(v, &td);
+    int rc = intr_tick_n((int64_t)k); /* ldb_interrupt stops a long CREATE */
+    if (rc == LDB_OK)
+        rc = apply(v, &td);
     mem_free(chs);
     return rc;
 }

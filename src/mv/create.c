@@ -77,6 +77,18 @@ static int bind(struct mv_view *v, struct plan **out, struct eval_error *err)
     int rc = bind_query(&env, v->ast, cv->select, out);
     if (rc)
         return rc;
+    /* the compilers copy a shared body per reference and recurse deeper
+     * per node than the executor: bounded before they start */
+    if (plan_expanded_size(*out) > PLAN_EXPANDED_MAX)
+        return fail(err, LDB_ERROR, cv->select->off, true,
+                    "query too complex for a materialized view: its views and CTEs expand "
+                    "to more than %d plan nodes",
+                    PLAN_EXPANDED_MAX);
+    if (plan_height(*out) > PLAN_HEIGHT_MAX)
+        return fail(err, LDB_ERROR, cv->select->off, true,
+                    "query too complex for a materialized view: its plan is more than %d "
+                    "nodes deep",
+                    PLAN_HEIGHT_MAX);
     uint32_t nvis = mv_visible_count(*out);
     if (cv->cols.n && cv->cols.n != nvis)
         return fail(err, LDB_ERROR, cv->name.name.off, true,

@@ -44,6 +44,24 @@ int bind_nomem(binder *b)
     return LDB_NOMEM;
 }
 
+bool bind_enter(binder *b, uint32_t off)
+{
+    if (b->depth >= SQL_MAX_DEPTH) {
+        bind_error(b, LDB_ERROR, off,
+                   "query too complex: more than %d levels of nesting, compound terms or "
+                   "joins, views and CTEs included",
+                   SQL_MAX_DEPTH);
+        return false;
+    }
+    b->depth++;
+    return true;
+}
+
+void bind_leave(binder *b)
+{
+    b->depth--;
+}
+
 void *balloc(binder *b, size_t n)
 {
     void *p = plan_alloc(b->pa, n);
@@ -202,60 +220,50 @@ static bool with_ctes(binder *b, const ast_with *w, struct cte_frame *frame)
 
 /* ---- INSERT ------------------------------------------------------------------------------ */
 
-static bool plan_reads(const struct plan *p, const struct table *t);
+/* Whether evaluating a plan reads table t (the INSERT ... SELECT snapshot
+ * rule). Each shared node is looked into once: seen is indexed by its id. */
+struct reads {
+    const struct table *t;
+    bool *seen;
+};
 
-static bool expr_reads(const struct expr *e, const struct table *t)
+static bool plan_reads(struct reads *w, const struct plan *p);
+
+static bool expr_reads(struct reads *w, const struct expr *e)
 {
     if (!e)
         return false;
-    if (e->kind == EXPR_SUBQUERY && plan_reads(e->u.sq.plan, t))
+    if (e->kind == EXPR_SUBQUERY && plan_reads(w, e->u.sq.plan))
         return true;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_reads(e->args[i], t))
+        if (expr_reads(w, e->args[i]))
             return true;
     return false;
 }
 
-static bool exprs_read(struct expr *const *es, uint32_t n, const struct table *t)
+static bool expr_reads_fn(void *ctx, const struct expr *e)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (expr_reads(es[i], t))
-            return true;
-    return false;
+    return expr_reads(ctx, e);
 }
 
-/* Whether evaluating p reads table t (the INSERT ... SELECT snapshot rule). */
-static bool plan_reads(const struct plan *p, const struct table *t)
+static bool node_reads(struct reads *w, const struct plan *p)
+{
+    if (p->kind == PLAN_SCAN && p->u.scan.table == w->t)
+        return true;
+    return plan_node_exprs(p, expr_reads_fn, w);
+}
+
+static bool plan_reads(struct reads *w, const struct plan *p)
 {
     if (!p)
         return false;
-    switch (p->kind) {
-    case PLAN_SCAN: return p->u.scan.table == t;
-    case PLAN_VALUES:
-        return exprs_read(p->u.values.cells, p->u.values.nrows * p->ncols, t);
-    case PLAN_FILTER: if (expr_reads(p->u.pred, t)) return true; break;
-    case PLAN_PROJECT: if (exprs_read(p->u.exprs, p->ncols, t)) return true; break;
-    case PLAN_JOIN: if (expr_reads(p->u.join.residual, t)) return true; break;
-    case PLAN_AGGREGATE:
-        if (exprs_read(p->u.agg.groups, p->u.agg.ngroups, t))
-            return true;
-        for (uint32_t i = 0; i < p->u.agg.naggs; i++)
-            if (exprs_read(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs, t) ||
-                expr_reads(p->u.agg.aggs[i].filter, t))
-                return true;
-        break;
-    case PLAN_SORT:
-        for (uint32_t i = 0; i < p->u.sort.nkeys; i++)
-            if (expr_reads(p->u.sort.keys[i].e, t))
-                return true;
-        break;
-    case PLAN_LIMIT:
-        if (expr_reads(p->u.limit.limit, t) || expr_reads(p->u.limit.offset, t))
-            return true;
-        break;
-    default: break;
+    if (p->shared) {
+        if (w->seen[p->shared->id])
+            return false; /* it did not, or the walk would have stopped */
+        w->seen[p->shared->id] = true;
     }
-    return plan_reads(p->in, t) || plan_reads(p->left, t) || plan_reads(p->right, t);
+    return node_reads(w, p) || plan_reads(w, p->in) || plan_reads(w, p->left) ||
+           plan_reads(w, p->right);
 }
 
 static bool bind_insert_columns(binder *b, const ast_insert *ins, struct bound_insert *out,
@@ -307,7 +315,10 @@ static bool bind_insert_source(binder *b, const ast_insert *ins, struct bound_in
     }
     for (uint32_t i = 0; i < ncols; i++)
         out->source_col[cols[i]] = i;
-    out->reads_target = plan_reads(out->source, out->table);
+    struct reads w = { out->table, balloc(b, b->pa->nshared + 1) };
+    if (!w.seen)
+        return false;
+    out->reads_target = plan_reads(&w, out->source);
     return true;
 }
 

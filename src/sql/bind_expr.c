@@ -944,7 +944,7 @@ static struct expr *bind_in_table(binder *b, const ast_expr *e)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-struct expr *bind_expr(binder *b, const ast_expr *e)
+static struct expr *bind_node(binder *b, const ast_expr *e)
 {
     switch ((enum ast_expr_kind)e->kind) {
     case AST_LITERAL: return ex_const(b, &e->u.literal.v, e->off);
@@ -973,4 +973,13 @@ struct expr *bind_expr(binder *b, const ast_expr *e)
     }
     bind_error(b, LDB_INTERNAL, e->off, "unknown expression kind %d", e->kind);
     return NULL;
+}
+
+struct expr *bind_expr(binder *b, const ast_expr *e)
+{
+    if (!bind_enter(b, e->off))
+        return NULL;
+    struct expr *x = bind_node(b, e);
+    bind_leave(b);
+    return x;
 }

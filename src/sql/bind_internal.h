@@ -23,6 +23,19 @@
  * aggregate calls become columns of the AGGREGATE node, and a column that
  * is neither is an error.
  *
+ * Shared bodies. A CTE or view is bound once per statement, the first
+ * time it is referenced; later references get the same plan, marked
+ * shared (plan.h). Its binding cannot depend on the reference: it sees
+ * only its own scopes and the CTEs before it.
+ *
+ * Depth. Every query (subquery, derived table, and CTE or view body
+ * where it is bound), join, compound term and expression operator bound
+ * inside another is a level: the parser's measure of a query's height
+ * (ast_select.height), continued through views and CTEs. So the plan's
+ * height and every walk over it (planner, executor, live and view
+ * compilers, expression evaluation) stay bounded whatever views and CTEs
+ * stack up; past SQL_MAX_DEPTH levels the query is "too complex".
+ *
  * Memory: every allocation comes from the plan arena, so an error path
  * frees nothing.
  */
@@ -124,12 +137,26 @@ typedef struct binder {
     uint32_t view_depth;       /* views being expanded */
     uint32_t view_off;         /* position of the outermost view reference */
     const char *view_name;
+    uint32_t depth;            /* levels being bound (see Depth) */
+    struct bound_body *bodies; /* CTE and view bodies bound so far */
+    uint32_t nbodies, bodies_cap;
 } binder;
+
+/* A CTE (by its ast_cte) or view (by its table) and its bound plan. */
+struct bound_body {
+    const void *def;
+    struct plan *plan;
+};
 
 /* ---- errors (bind.c) ---- */
 int bind_error(binder *b, int code, uint32_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int bind_nomem(binder *b);
+
+/* ---- depth (bind.c) ---- */
+/* One level more (see Depth); false with b's error set past the limit. */
+bool bind_enter(binder *b, uint32_t off);
+void bind_leave(binder *b);
 
 /* ---- allocation helpers (bind.c) ---- */
 void *balloc(binder *b, size_t n);

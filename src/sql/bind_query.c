@@ -99,7 +99,10 @@ struct plan *bind_table_scan(binder *b, struct table *t, const char *alias)
                                         c->hidden };
     }
     p->u.scan.table = t;
-    p->u.scan.alias = alias ? alias : table_name(t);
+    /* a copy: the executor names the table after it may have been dropped */
+    if (!alias && !(alias = bstrdup(b, table_name(t), strlen(table_name(t)))))
+        return NULL;
+    p->u.scan.alias = alias;
     return p;
 }
 
@@ -116,6 +119,33 @@ static struct plan *rename_columns(binder *b, struct plan *p, const ast_name_lis
     }
     for (uint32_t i = 0; i < names->n; i++)
         p->cols[i].name = names->items[i].str;
+    return p;
+}
+
+/* ---- shared bodies ------------------------------------------------------------------------ */
+
+/* The plan def was bound to before, now shared by one more parent; NULL
+ * when def was not bound yet (or out of memory: then b's error is set). */
+static struct plan *bound_before(binder *b, const void *def)
+{
+    for (uint32_t i = 0; i < b->nbodies; i++) {
+        struct plan *p = b->bodies[i].plan;
+        if (b->bodies[i].def != def)
+            continue;
+        if (plan_share(b->pa, p)) {
+            bind_nomem(b);
+            return NULL;
+        }
+        return p;
+    }
+    return NULL;
+}
+
+static struct plan *remember_body(binder *b, const void *def, struct plan *p)
+{
+    struct bound_body body = { def, p };
+    if (p && !bpush(b, (void **)&b->bodies, &b->nbodies, &b->bodies_cap, sizeof body, &body))
+        return NULL;
     return p;
 }
 
@@ -157,10 +187,14 @@ static struct plan *bind_isolated(binder *b, const ast_select *sel, const sql_as
 static struct plan *bind_cte_ref(binder *b, struct cte_frame *f, uint32_t i, uint32_t off)
 {
     const ast_cte *cte = &f->with->items[i];
+    struct plan *p = bound_before(b, cte);
+    if (p || b->env->err->code)
+        return p;
     struct cte_frame limited = *f;
     limited.visible = i; /* a CTE sees the ones before it */
-    struct plan *p = bind_isolated(b, cte->select, f->src, &limited);
-    return p ? rename_columns(b, p, &cte->cols, off, cte->name.str) : NULL;
+    p = bind_isolated(b, cte->select, f->src, &limited);
+    p = p ? rename_columns(b, p, &cte->cols, off, cte->name.str) : NULL;
+    return remember_body(b, cte, p);
 }
 
 bool table_is_view(const struct table *t)
@@ -183,6 +217,9 @@ bool table_is_view(const struct table *t)
 
 static struct plan *bind_view(binder *b, struct table *t, uint32_t off)
 {
+    struct plan *shared = bound_before(b, t);
+    if (shared || b->env->err->code)
+        return shared;
     if (b->view_depth >= MAX_VIEW_DEPTH) {
         bind_error(b, LDB_ERROR, off, "view %s is circularly defined or nested too deeply",
                    table_name(t));
@@ -217,7 +254,7 @@ static struct plan *bind_view(binder *b, struct table *t, uint32_t off)
     }
     for (uint32_t i = 0; i < p->ncols; i++)
         p->cols[i].name = sc->cols[i].name;
-    return p;
+    return remember_body(b, t, p);
 }
 
 static bool check_index_hint(binder *b, const ast_from *f, struct table *t, struct plan *p)
@@ -480,9 +517,12 @@ static enum join_kind join_kind_of(enum ast_join_kind k)
 static struct plan *bind_join(binder *b, struct scope *s, const ast_from *f)
 {
     uint32_t left_lo = s->nitems, base = s->width;
+    if (!bind_enter(b, f->off))
+        return NULL;
     struct plan *l = bind_from(b, s, f->u.join.left);
     uint32_t right_lo = s->nitems;
     struct plan *r = l ? bind_from(b, s, f->u.join.right) : NULL;
+    bind_leave(b);
     if (!r)
         return NULL;
     struct plan *j = node(b, PLAN_JOIN, l->ncols + r->ncols, NULL);
@@ -1314,8 +1354,11 @@ static struct plan *bind_body(binder *b, const ast_body *body, struct scope *par
         p = bind_values(b, body, parent, sq);
         break;
     case AST_BODY_COMPOUND: {
+        if (!bind_enter(b, body->off))
+            break;
         struct plan *l = bind_body(b, body->u.compound.left, parent, sq);
         struct plan *r = l ? bind_body(b, body->u.compound.right, parent, sq) : NULL;
+        bind_leave(b);
         if (!r)
             break;
         if (l->ncols != r->ncols) {
@@ -1366,8 +1409,9 @@ static struct plan *order_compound(binder *b, struct plan *p, const ast_order_li
     return sort_node(b, p, items, ol->n);
 }
 
-struct plan *bind_select(binder *b, const ast_select *sel, struct scope *parent,
-                         struct subq *sq)
+/* A query's WITH, body, ORDER BY and LIMIT. */
+static struct plan *bind_query_levels(binder *b, const ast_select *sel, struct scope *parent,
+                                      struct subq *sq)
 {
     struct cte_frame frame = { &sel->with, sel->with.n, b->src, b->ctes };
     struct cte_frame *save_ctes = b->ctes;
@@ -1390,5 +1434,15 @@ struct plan *bind_select(binder *b, const ast_select *sel, struct scope *parent,
     }
     b->ctes = save_ctes;
     b->scope = save_scope;
+    return p;
+}
+
+struct plan *bind_select(binder *b, const ast_select *sel, struct scope *parent,
+                         struct subq *sq)
+{
+    if (!bind_enter(b, sel->off))
+        return NULL;
+    struct plan *p = bind_query_levels(b, sel, parent, sq);
+    bind_leave(b);
     return p;
 }

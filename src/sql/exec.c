@@ -1,7 +1,8 @@
 /*
  * exec.c - the executor's framework (exec.h): execution state, operator
  * life cycle, the subquery runner the evaluator calls, and the streaming
- * operators: scan (every access path), values, filter, project, limit.
+ * operators: scan (every access path), values, filter, project, limit,
+ * and the reader of a shared node's rows.
  */
 #include "sql/exec_internal.h"
 
@@ -30,7 +31,12 @@ int exec_error(struct exec *x, int code, uint32_t off, const char *fmt, ...)
 
 int exec_nomem(struct exec *x)
 {
-    return exec_error(x, LDB_NOMEM, UINT32_MAX, "out of memory");
+    return exec_fail(x, LDB_NOMEM);
+}
+
+int exec_fail(struct exec *x, int code)
+{
+    return exec_error(x, code, UINT32_MAX, "%s", ldb_errstr(code));
 }
 
 static int run_subquery(void *ctx, struct eval_ctx *cx, const struct expr *e,
@@ -77,6 +83,11 @@ void exec_free(struct exec *x)
             value_release(&st->captures[k]);
     }
     mem_free(x->subs);
+    for (struct shared_rows *sr = x->shared; sr; sr = sr->next) {
+        for (size_t i = 0; i < sr->rows.len; i++)
+            row_release(sr->rows.data[i]);
+        vec_free(&sr->rows);
+    }
     arena_free(&x->a);
     mem_free(x);
 }
@@ -365,7 +376,6 @@ struct scan_op {
     struct table *t;
     const struct access_path *a;
     enum scan_mode mode;
-    uint64_t epoch;
     bool started;
     value probes[INDEX_MAX_PARTS + 1]; /* eq probes, then lo */
     value hi;
@@ -389,14 +399,32 @@ static int eval_probe(struct scan_op *s, const struct expr *e, uint8_t aff, valu
     return rc;
 }
 
+/*
+ * A write since the execution started may have changed the table, or
+ * dropped it with its indexes (DDL frees them at commit): a scan then
+ * fails before it touches either, whether it is reading or being opened
+ * again (a correlated subquery's scan, re-opened per outer row). The
+ * message names the table by its FROM name, which the plan owns.
+ */
+static int check_epoch(struct scan_op *s)
+{
+    struct exec *x = s->base.x;
+    if (*x->env.epoch == x->epoch)
+        return LDB_OK;
+    return exec_error(x, LDB_ABORT, UINT32_MAX,
+                      "table %s was changed while a statement was reading it",
+                      s->base.p->u.scan.alias);
+}
+
 static int scan_open(struct op *o)
 {
     struct scan_op *s = (struct scan_op *)o;
     const struct access_path *a = s->a;
-    s->epoch = *o->x->env.epoch;
     s->started = false;
+    int rc = check_epoch(s);
+    if (rc)
+        return rc;
     bool null = false;
-    int rc = LDB_OK;
     for (uint32_t i = 0; i < a->neq && rc == LDB_OK; i++)
         rc = eval_probe(s, a->eq[i], a->aff[i], &s->probes[i], &null);
     if (rc == LDB_OK && a->lo)
@@ -511,10 +539,9 @@ static row *scan_step(struct scan_op *s)
 static int scan_next(struct op *o, row **out)
 {
     struct scan_op *s = (struct scan_op *)o;
-    if (*o->x->env.epoch != s->epoch)
-        return exec_error(o->x, LDB_ABORT, UINT32_MAX,
-                          "table %s was changed while a statement was reading it",
-                          table_name(s->t));
+    int rc = check_epoch(s);
+    if (rc || (rc = op_tick(o)))
+        return rc;
     row *r = scan_step(s);
     if (!r)
         return LDB_DONE;
@@ -559,17 +586,18 @@ static int values_next(struct op *o, row **out)
 {
     struct values_op *v = (struct values_op *)o;
     const struct plan *p = o->p;
+    int rc = op_tick(o);
+    if (rc)
+        return rc;
     if (v->row_i >= p->u.values.nrows)
         return LDB_DONE;
     row *r = scratch_row(o, &v->scratch, p->ncols);
     if (!r)
         return LDB_NOMEM;
-    for (uint32_t c = 0; c < p->ncols; c++) {
-        int rc = op_eval(o, p->u.values.cells[(size_t)v->row_i * p->ncols + c], NULL,
-                         &r->cols[c]);
-        if (rc)
+    for (uint32_t c = 0; c < p->ncols; c++)
+        if ((rc = op_eval(o, p->u.values.cells[(size_t)v->row_i * p->ncols + c], NULL,
+                          &r->cols[c])))
             return rc;
-    }
     v->row_i++;
     *out = r;
     return LDB_ROW;
@@ -626,6 +654,7 @@ struct limit_op {
     struct op base;
     int64_t limit;             /* -1: none */
     int64_t offset;
+    int64_t end;               /* offset + limit, saturated at INT64_MAX */
     int64_t seen;
 };
 
@@ -642,8 +671,10 @@ static int limit_value(struct op *o, const struct expr *e, int64_t *out)
         if (!value_parse_number(p, n, &num))
             num = value_null();
     }
+    /* a REAL counts when it is an integer in int64 range (2^63 is not) */
     bool ok = value_type(&num) == LDB_INTEGER ||
-              (value_type(&num) == LDB_REAL && num.h.u.r == (double)(int64_t)num.h.u.r);
+              (value_type(&num) == LDB_REAL && num.h.u.r >= -0x1p63 && num.h.u.r < 0x1p63 &&
+               num.h.u.r == (double)(int64_t)num.h.u.r);
     if (ok)
         *out = value_type(&num) == LDB_INTEGER ? num.h.u.i : (int64_t)num.h.u.r;
     value_release(&v);
@@ -666,9 +697,9 @@ static int limit_open(struct op *o)
         l->limit = -1;
     if (l->offset < 0)
         l->offset = 0;
-    if (l->limit >= 0 && o->in->p->kind == PLAN_SORT && !o->in->p->u.sort.presorted &&
-        l->limit <= INT64_MAX - l->offset)
-        op_sort_limit(o->in, (uint64_t)(l->limit + l->offset));
+    l->end = l->limit < 0 || l->limit > INT64_MAX - l->offset ? INT64_MAX : l->offset + l->limit;
+    if (l->limit >= 0 && o->in->p->kind == PLAN_SORT && !o->in->p->u.sort.presorted)
+        op_sort_limit(o->in, (uint64_t)l->end);
     return LDB_OK;
 }
 
@@ -677,13 +708,87 @@ static int limit_next(struct op *o, row **out)
     struct limit_op *l = (struct limit_op *)o;
     int rc;
     for (;;) {
-        if (l->limit >= 0 && l->seen >= l->offset + l->limit)
+        if (l->seen >= l->end)
             return LDB_DONE;
         if ((rc = op_next(o->in, out)) != LDB_ROW)
             return rc;
         if (l->seen++ >= l->offset)
             return LDB_ROW;
     }
+}
+
+/* ---- shared nodes ------------------------------------------------------------------------------------ */
+
+struct shared_op {
+    struct op base;
+    struct shared_rows *sr;
+    size_t pos;
+};
+
+static int fill_shared(struct exec *x, struct shared_rows *sr)
+{
+    int rc = op_open(sr->root);
+    row *r;
+    while (rc == LDB_OK && (rc = op_next(sr->root, &r)) == LDB_ROW) {
+        if (vec_push(&sr->rows, r)) {
+            rc = exec_nomem(x);
+            break;
+        }
+        row_retain(r);
+        rc = LDB_OK;
+    }
+    op_close(sr->root);
+    if (rc != LDB_DONE)
+        return rc;
+    sr->filled = true;
+    return LDB_OK;
+}
+
+static int shared_open(struct op *o)
+{
+    ((struct shared_op *)o)->pos = 0;
+    return LDB_OK;
+}
+
+static int shared_next(struct op *o, row **out)
+{
+    struct shared_op *s = (struct shared_op *)o;
+    int rc = op_tick(o);
+    if (rc || (!s->sr->filled && (rc = fill_shared(o->x, s->sr))))
+        return rc;
+    if (s->pos >= s->sr->rows.len)
+        return LDB_DONE;
+    *out = s->sr->rows.data[s->pos++];
+    return LDB_ROW;
+}
+
+static struct op *build_node(struct exec *x, const struct plan *p, const value *outer,
+                             uint32_t nouter);
+
+/* A reader of p's rows; p's own tree is built once per execution. */
+static struct op *op_shared(struct exec *x, const struct plan *p)
+{
+    struct shared_rows *sr = x->shared;
+    while (sr && sr->p != p)
+        sr = sr->next;
+    if (!sr) {
+        if (!(sr = arena_calloc(&x->a, sizeof *sr))) {
+            exec_nomem(x);
+            return NULL;
+        }
+        sr->p = p;
+        sr->next = x->shared;
+        x->shared = sr;
+        if (!(sr->root = build_node(x, p, NULL, 0)))
+            return NULL;
+    }
+    struct shared_op *s = (struct shared_op *)op_alloc(x, p, sizeof *s, NULL, 0);
+    if (!s)
+        return NULL;
+    s->sr = sr;
+    s->base.open = shared_open;
+    s->base.next = shared_next;
+    return &s->base;
 }
 
 /* ---- building ---------------------------------------------------------------------------------------- */
@@ -716,6 +821,13 @@ static struct op *simple_op(struct exec *x, const struct plan *p, size_t size,
 }
 
 struct op *op_build(struct exec *x, const struct plan *p, const value *outer, uint32_t nouter)
+{
+    return p->shared ? op_shared(x, p) : build_node(x, p, outer, nouter);
+}
+
+/* The operator of p itself and its inputs' (op_build). */
+static struct op *build_node(struct exec *x, const struct plan *p, const value *outer,
+                             uint32_t nouter)
 {
     struct op *o = NULL;
     switch (p->kind) {

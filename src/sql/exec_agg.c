@@ -201,8 +201,9 @@ static int collect(struct setop_op *s)
         rc = collect_side(s, s->base.left, false);
     if (rc)
         return rc;
-    if (msort(s->result.rows.data, s->result.rows.len, sizeof(row *), row_order, &s->result))
-        return exec_nomem(s->base.x);
+    if ((rc = msort(s->result.rows.data, s->result.rows.len, sizeof(row *), row_order,
+                    &s->result)))
+        return exec_fail(s->base.x, rc);
     s->collected = true;
     return LDB_OK;
 }
@@ -416,8 +417,9 @@ static int consume_input(struct agg_op *a)
     size_t at;
     if (ng == 0 && a->groups.len == 0 && (rc = new_group(a, NULL, &at)))
         return rc;
-    if (msort(a->groups.data, a->groups.len, sizeof *a->groups.data, group_order, (void *)p))
-        return exec_nomem(a->base.x);
+    if ((rc = msort(a->groups.data, a->groups.len, sizeof *a->groups.data, group_order,
+                    (void *)p)))
+        return exec_fail(a->base.x, rc);
     a->consumed = true;
     return LDB_OK;
 }

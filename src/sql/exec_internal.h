@@ -19,6 +19,7 @@
 
 #include "base/arena.h"
 #include "base/hmap.h"
+#include "base/interrupt.h"
 #include "base/vec.h"
 #include "sql/exec.h"
 #include "sql/sqlvalue.h"
@@ -49,27 +50,54 @@ struct subq_state {
     bool set_has_null;
 };
 
+/* The rows of a shared plan node (a CTE or view body with several
+ * parents), computed once per execution by its own operator tree and
+ * read by one reader operator per parent. Shared bodies read no
+ * captures, so the rows are the same wherever they are read. */
+struct shared_rows {
+    const struct plan *p;
+    struct op *root;
+    VEC(row *) rows;           /* retained */
+    bool filled;
+    struct shared_rows *next;
+};
+
 struct exec {
     struct exec_env env;
     struct eval_error *err;
     arena a;                   /* operators */
     struct op *all;            /* every operator built */
     struct subq_state *subs;   /* env.nsubqueries entries */
+    struct shared_rows *shared; /* per shared node met */
     uint64_t epoch;            /* *env.epoch when the exec started */
 };
 
 /* Allocates and links an operator of size bytes (zeroed). */
 struct op *op_alloc(struct exec *x, const struct plan *p, size_t size,
                     const value *outer, uint32_t nouter);
-/* Builds the operator tree of p; outer is what EXPR_OUTER reads. */
+/* Builds the operator tree of p; outer is what EXPR_OUTER reads. A shared
+ * node becomes a reader of the rows its own tree computes once. */
 struct op *op_build(struct exec *x, const struct plan *p, const value *outer,
                     uint32_t nouter);
 int op_open(struct op *o);
 void op_close(struct op *o);
 
+/* Records a code that carries no message of its own (LDB_NOMEM,
+ * LDB_INTERRUPT) as the exec's error, with ldb_errstr's text; returns it. */
+int exec_fail(struct exec *x, int code);
+
+/* Units of work for ldb_interrupt and the progress handler (intr_tick, a
+ * decrement while nothing is due) are counted where rows come from: the
+ * leaves (scan, VALUES, a shared body's reader), the join's candidate
+ * pairs and the sort's passes; every other operator only pulls those. */
 static inline int op_next(struct op *o, row **out)
 {
     return o->next(o, out);
+}
+
+static inline int op_tick(struct op *o)
+{
+    return intr_tick() ? exec_fail(o->x, LDB_INTERRUPT) : LDB_OK;
 }
 
 /* Evaluates e on r (the first ncols columns). */
@@ -111,7 +139,9 @@ bool rows_equal(const row *a, const row *b, const struct plan_col *cols, uint32_
 int sort_cmp(const value *a, const value *b, bool desc, bool nulls_first,
              enum ldb_collation coll);
 
-/* Stable merge sort of n elements of size bytes (exec_sort.c). LDB_NOMEM. */
+/* Stable merge sort of n elements of size bytes (exec_sort.c); each pass
+ * over the elements counts as work (interrupt.h). LDB_NOMEM or
+ * LDB_INTERRUPT, the elements then in some order. */
 int msort(void *base, size_t n, size_t size, int (*cmp)(void *ctx, const void *a, const void *b),
           void *ctx);
 

@@ -34,7 +34,9 @@ struct join_op {
     bool built;
     /* probe side */
     enum join_phase phase;
-    row *cur;
+    row *cur;                  /* held while its candidates are paired: a
+                                  write between two pulls may free the
+                                  stored row */
     value *pkeys;              /* nkeys */
     bool pkeys_null;
     uint64_t phash;
@@ -161,6 +163,12 @@ static int64_t next_candidate(struct join_op *j)
     return -1;
 }
 
+static void release_probe_row(struct join_op *j)
+{
+    row_release(j->cur);
+    j->cur = NULL;
+}
+
 static int start_probe_row(struct join_op *j)
 {
     for (uint32_t i = 0; i < j->nkeys; i++)
@@ -174,7 +182,11 @@ static int candidates(struct join_op *j, row **out)
 {
     int64_t at;
     while ((at = next_candidate(j)) >= 0) {
-        int rc = emit(j, j->rows.data[at], j->cur, out);
+        /* a pair the residual rejects is work too (a cross join's) */
+        int rc = op_tick(&j->base);
+        if (rc)
+            return rc;
+        rc = emit(j, j->rows.data[at], j->cur, out);
         if (rc != LDB_ROW)
             return rc;
         const struct expr *res = j->base.p->u.join.residual;
@@ -203,11 +215,19 @@ static int join_next(struct op *o, row **out)
     for (;;) {
         switch (j->phase) {
         case J_PROBE:
+            /* released before the pull, so the probe side may reuse its row */
+            release_probe_row(j);
             if ((rc = op_next(j->probe, &j->cur)) == LDB_DONE) {
+                j->cur = NULL;
                 j->phase = j->build_outer ? J_UNMATCHED : J_DONE;
                 continue;
             }
-            if (rc != LDB_ROW || (rc = start_probe_row(j)))
+            if (rc != LDB_ROW) {
+                j->cur = NULL;
+                return rc;
+            }
+            row_retain(j->cur);
+            if ((rc = start_probe_row(j)))
                 return rc;
             j->cur_matched = false;
             j->pos = j->nkeys ? UINT32_MAX : 0;
@@ -263,6 +283,7 @@ static void join_close(struct op *o)
         value_release(&j->pkeys[k]);
     mem_free(j->pkeys);
     j->pkeys = NULL;
+    release_probe_row(j);
     scratch_free(&j->scratch);
 }
 

@@ -45,6 +45,12 @@ int msort(void *base, size_t n, size_t size, int (*cmp)(void *, const void *, co
     if (!tmp)
         return LDB_NOMEM;
     for (size_t width = 1; width < n; width *= 2) {
+        /* stopping between passes leaves every element in base once */
+        int rc = intr_tick_n((int64_t)n);
+        if (rc) {
+            mem_free(tmp);
+            return rc;
+        }
         merge_pass(dst, src, n, size, width, cmp, ctx);
         char *t = src;
         src = dst;
@@ -185,8 +191,8 @@ static int consume(struct sort_op *s)
     }
     if (rc != LDB_DONE)
         return rc;
-    if (msort(s->items.data, s->items.len, sizeof *s->items.data, entry_cmp, (void *)p))
-        return exec_nomem(s->base.x);
+    if ((rc = msort(s->items.data, s->items.len, sizeof *s->items.data, entry_cmp, (void *)p)))
+        return exec_fail(s->base.x, rc);
     s->sorted = true;
     return LDB_OK;
 }

@@ -468,7 +468,9 @@ struct spec {
     char conv;
 };
 
-static int spec_number(const char **f, const value *a, uint32_t n, uint32_t *k)
+/* A width or precision, clamped; *negative when a '*' argument was below
+ * zero (a width then left-justifies, as in SQLite). */
+static int spec_number(const char **f, const value *a, uint32_t n, uint32_t *k, bool *negative)
 {
     int64_t v = 0;
     if (**f == '*') {
@@ -481,9 +483,10 @@ static int spec_number(const char **f, const value *a, uint32_t n, uint32_t *k)
         while (isdigit((unsigned char)**f))
             (*f)++;
     }
-    if (v < 0)
-        v = -v;
-    return (int)(v > PRINTF_MAX_WIDTH ? PRINTF_MAX_WIDTH : v);
+    *negative = v < 0;
+    /* the magnitude in uint64: -INT64_MIN does not fit in int64 */
+    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    return (int)(m > PRINTF_MAX_WIDTH ? PRINTF_MAX_WIDTH : m);
 }
 
 static void parse_spec(const char **f, struct spec *sp, const value *a, uint32_t n,
@@ -497,12 +500,16 @@ static void parse_spec(const char **f, struct spec *sp, const value *a, uint32_t
     }
     while (**f == '!' || **f == ',')
         (*f)++;
+    bool negative = false;
+    sp->width = (isdigit((unsigned char)**f) || **f == '*') ? spec_number(f, a, n, k, &negative)
+                                                           : -1;
+    if (negative && nf + 1 < sizeof sp->flags)
+        sp->flags[nf++] = '-';
     sp->flags[nf] = '\0';
-    sp->width = (isdigit((unsigned char)**f) || **f == '*') ? spec_number(f, a, n, k) : -1;
     sp->prec = -1;
     if (**f == '.') {
         (*f)++;
-        sp->prec = spec_number(f, a, n, k);
+        sp->prec = spec_number(f, a, n, k, &negative);
     }
     while (**f == 'l' || **f == 'h')
         (*f)++;

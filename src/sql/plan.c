@@ -1,7 +1,9 @@
 /*
- * plan.c - plan memory, the questions the live and materialized-view
- * layers ask of a plan (unique keys, lineage, determinism), and EXPLAIN's
- * text form.
+ * plan.c - plan memory, shared nodes, the questions the live and
+ * materialized-view layers ask of a plan (unique keys, lineage,
+ * determinism, expanded size), and EXPLAIN's text form. The walks answer
+ * a shared node from its plan_shared record, so each is linear in the
+ * DAG.
  */
 #include "sql/plan.h"
 
@@ -19,6 +21,7 @@ void plan_arena_init(plan_arena *pa)
     pa->owned.data = NULL;
     pa->owned.len = pa->owned.cap = 0;
     pa->nsubqueries = 0;
+    pa->nshared = 0;
 }
 
 void plan_arena_free(plan_arena *pa)
@@ -28,6 +31,7 @@ void plan_arena_free(plan_arena *pa)
     vec_free(&pa->owned);
     arena_free(&pa->a);
     pa->nsubqueries = 0;
+    pa->nshared = 0;
 }
 
 void *plan_alloc(plan_arena *pa, size_t n)
@@ -154,7 +158,8 @@ static bool join_key(const struct plan *p, uint32_t *key, uint32_t *n)
     return ok;
 }
 
-bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n)
+/* plan_unique_key of p itself, even when p is shared. */
+static bool node_unique_key(const struct plan *p, uint32_t *key, uint32_t *n)
 {
     *n = 0;
     switch (p->kind) {
@@ -185,6 +190,15 @@ bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n)
         return p->u.setop != SETOP_UNION_ALL && all_columns(p, key, n);
     }
     return false;
+}
+
+bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n)
+{
+    if (!p->shared)
+        return node_unique_key(p, key, n);
+    memcpy(key, p->shared->key, p->shared->nkey * sizeof *key);
+    *n = p->shared->nkey;
+    return p->shared->has_key;
 }
 
 /* ---- lineage and determinism ------------------------------------------------------------- */
@@ -224,60 +238,196 @@ bool plan_lineage(const struct plan *p, uint32_t col, struct table **table,
     }
 }
 
-static bool any_nondet(struct expr *const *es, uint32_t n)
+/* ---- the expressions of a node -------------------------------------------------------- */
+
+static bool each_expr(struct expr *const *es, uint32_t n, plan_expr_fn fn, void *ctx)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (es[i] && (es[i]->flags & EXPR_NONDET))
+        if (es[i] && fn(ctx, es[i]))
             return true;
     return false;
+}
+
+bool plan_node_exprs(const struct plan *p, plan_expr_fn fn, void *ctx)
+{
+    switch (p->kind) {
+    case PLAN_SCAN: {
+        const struct access_path *a = &p->u.scan.access;
+        return each_expr(a->eq, a->neq, fn, ctx) || each_expr(&a->lo, 1, fn, ctx) ||
+               each_expr(&a->hi, 1, fn, ctx);
+    }
+    case PLAN_VALUES: return each_expr(p->u.values.cells, p->u.values.nrows * p->ncols, fn, ctx);
+    case PLAN_FILTER: return each_expr(&p->u.pred, 1, fn, ctx);
+    case PLAN_PROJECT: return each_expr(p->u.exprs, p->ncols, fn, ctx);
+    case PLAN_JOIN:
+        if (each_expr(&p->u.join.residual, 1, fn, ctx))
+            return true;
+        for (uint32_t i = 0; i < p->u.join.nkeys; i++)
+            if (each_expr(&p->u.join.keys[i].left, 1, fn, ctx) ||
+                each_expr(&p->u.join.keys[i].right, 1, fn, ctx))
+                return true;
+        return false;
+    case PLAN_AGGREGATE:
+        if (each_expr(p->u.agg.groups, p->u.agg.ngroups, fn, ctx))
+            return true;
+        for (uint32_t i = 0; i < p->u.agg.naggs; i++)
+            if (each_expr(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs, fn, ctx) ||
+                each_expr(&p->u.agg.aggs[i].filter, 1, fn, ctx))
+                return true;
+        return false;
+    case PLAN_SORT:
+        for (uint32_t i = 0; i < p->u.sort.nkeys; i++)
+            if (each_expr(&p->u.sort.keys[i].e, 1, fn, ctx))
+                return true;
+        return false;
+    case PLAN_LIMIT:
+        return each_expr(&p->u.limit.limit, 1, fn, ctx) ||
+               each_expr(&p->u.limit.offset, 1, fn, ctx);
+    default:
+        return false;
+    }
+}
+
+/* ---- determinism ---------------------------------------------------------------------- */
+
+static bool expr_nondet(void *ctx, const struct expr *e)
+{
+    (void)ctx;
+    return (e->flags & EXPR_NONDET) != 0;
+}
+
+/* plan_is_nondeterministic of p itself, even when p is shared. */
+static bool node_nondet(const struct plan *p)
+{
+    bool nd = plan_node_exprs(p, expr_nondet, NULL);
+    for (uint32_t i = 0; p->kind == PLAN_AGGREGATE && i < p->u.agg.naggs && !nd; i++)
+        nd = !func_is_deterministic(p->u.agg.aggs[i].fn);
+    return nd || plan_is_nondeterministic(p->in) || plan_is_nondeterministic(p->left) ||
+           plan_is_nondeterministic(p->right);
 }
 
 bool plan_is_nondeterministic(const struct plan *p)
 {
     if (!p)
         return false;
-    bool nd = false;
-    switch (p->kind) {
-    case PLAN_VALUES: nd = any_nondet(p->u.values.cells, p->u.values.nrows * p->ncols); break;
-    case PLAN_FILTER: nd = any_nondet(&p->u.pred, 1); break;
-    case PLAN_PROJECT: nd = any_nondet(p->u.exprs, p->ncols); break;
-    case PLAN_JOIN: nd = any_nondet(&p->u.join.residual, 1); break;
-    case PLAN_AGGREGATE:
-        nd = any_nondet(p->u.agg.groups, p->u.agg.ngroups);
-        for (uint32_t i = 0; i < p->u.agg.naggs && !nd; i++)
-            nd = !func_is_deterministic(p->u.agg.aggs[i].fn) ||
-                 any_nondet(p->u.agg.aggs[i].args, p->u.agg.aggs[i].nargs) ||
-                 any_nondet(&p->u.agg.aggs[i].filter, 1);
-        break;
-    case PLAN_SORT:
-        for (uint32_t i = 0; i < p->u.sort.nkeys && !nd; i++)
-            nd = any_nondet(&p->u.sort.keys[i].e, 1);
-        break;
-    case PLAN_LIMIT: nd = any_nondet(&p->u.limit.limit, 1) || any_nondet(&p->u.limit.offset, 1); break;
-    case PLAN_SCAN:
-        nd = any_nondet(p->u.scan.access.eq, p->u.scan.access.neq) ||
-             any_nondet(&p->u.scan.access.lo, 1) || any_nondet(&p->u.scan.access.hi, 1);
-        break;
-    default: break;
-    }
-    return nd || plan_is_nondeterministic(p->in) || plan_is_nondeterministic(p->left) ||
-           plan_is_nondeterministic(p->right);
+    return p->shared ? p->shared->nondet : node_nondet(p);
+}
+
+/* ---- shared nodes and expanded size ---------------------------------------------------- */
+
+static uint64_t add_size(uint64_t a, uint64_t b)
+{
+    return a > PLAN_SIZE_CAP - b ? PLAN_SIZE_CAP : a + b;
+}
+
+static uint64_t expr_size(const struct expr *e)
+{
+    uint64_t n = e->kind == EXPR_SUBQUERY ? plan_expanded_size(e->u.sq.plan) : 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n = add_size(n, expr_size(e->args[i]));
+    if (e->kind == EXPR_SUBQUERY)
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            n = add_size(n, expr_size(e->u.sq.captures[i]));
+    return n;
+}
+
+static bool add_expr_size(void *ctx, const struct expr *e)
+{
+    uint64_t *n = ctx;
+    *n = add_size(*n, expr_size(e));
+    return false;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
+
+static uint32_t expr_height(const struct expr *e)
+{
+    uint32_t h = e->kind == EXPR_SUBQUERY ? plan_height(e->u.sq.plan) : 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        h = max_u32(h, expr_height(e->args[i]));
+    if (e->kind == EXPR_SUBQUERY)
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            h = max_u32(h, expr_height(e->u.sq.captures[i]));
+    return h;
+}
+
+static bool max_expr_height(void *ctx, const struct expr *e)
+{
+    uint32_t *h = ctx;
+    *h = max_u32(*h, expr_height(e));
+    return false;
+}
+
+/* plan_height of p itself, even when p is shared. */
+static uint32_t node_height(const struct plan *p)
+{
+    uint32_t h = 0;
+    plan_node_exprs(p, max_expr_height, &h);
+    h = max_u32(h, plan_height(p->in));
+    h = max_u32(h, max_u32(plan_height(p->left), plan_height(p->right)));
+    return h + 1;
+}
+
+uint32_t plan_height(const struct plan *p)
+{
+    if (!p)
+        return 0;
+    return p->shared ? p->shared->height : node_height(p);
+}
+
+/* plan_expanded_size of p itself, even when p is shared. */
+static uint64_t node_size(const struct plan *p)
+{
+    uint64_t n = 1;
+    plan_node_exprs(p, add_expr_size, &n);
+    n = add_size(n, plan_expanded_size(p->in));
+    n = add_size(n, plan_expanded_size(p->left));
+    return add_size(n, plan_expanded_size(p->right));
+}
+
+uint64_t plan_expanded_size(const struct plan *p)
+{
+    if (!p)
+        return 0;
+    return p->shared ? p->shared->expanded : node_size(p);
+}
+
+int plan_share(plan_arena *pa, struct plan *p)
+{
+    if (p->shared)
+        return LDB_OK;
+    struct plan_shared *sh = plan_alloc(pa, sizeof *sh);
+    if (!sh || !(sh->key = plan_alloc(pa, (p->ncols + 1) * sizeof *sh->key)))
+        return LDB_NOMEM;
+    sh->id = ++pa->nshared;
+    sh->nondet = node_nondet(p);
+    sh->has_key = node_unique_key(p, sh->key, &sh->nkey);
+    sh->expanded = node_size(p);
+    sh->height = node_height(p);
+    p->shared = sh;
+    return LDB_OK;
 }
 
 /* ---- EXPLAIN ---------------------------------------------------------------------------------- */
 
+/* The printer: subqueries met on the lines being printed wait in subs,
+ * a stack shared by the whole walk, so the recursion's frames stay small
+ * (plans are as high as the binder's depth limit allows). */
 struct explain {
     strbuf *sb;
-    const struct expr *subs[64]; /* subqueries met on the current line */
-    uint32_t nsubs;
+    VEC(const struct expr *) subs;
+    VEC(uint32_t) printed;     /* ids of the shared nodes printed */
 };
 
 static void collect_subqueries(struct explain *x, const struct expr *e)
 {
     if (!e)
         return;
-    if (e->kind == EXPR_SUBQUERY && x->nsubs < 64)
-        x->subs[x->nsubs++] = e;
+    if (e->kind == EXPR_SUBQUERY && vec_push(&x->subs, e))
+        x->sb->err = LDB_NOMEM;
     for (uint32_t i = 0; i < e->nargs; i++)
         collect_subqueries(x, e->args[i]);
     if (e->kind == EXPR_SUBQUERY)
@@ -462,28 +612,60 @@ static void put_node(struct explain *x, const struct plan *p)
     }
 }
 
-static void print_tree(strbuf *sb, const struct plan *p, unsigned depth)
+/* Whether shared node sh was printed; records it when not. */
+static bool printed_before(struct explain *x, const struct plan_shared *sh)
 {
-    struct explain x = { sb, { 0 }, 0 };
+    for (size_t i = 0; i < x->printed.len; i++)
+        if (x->printed.data[i] == sh->id)
+            return true;
+    if (vec_push(&x->printed, sh->id))
+        x->sb->err = LDB_NOMEM;
+    return false;
+}
+
+static __attribute__((noinline)) void print_line(struct explain *x, const struct plan *p,
+                                                 unsigned depth)
+{
+    strbuf *sb = x->sb;
     for (unsigned i = 0; i < depth; i++)
         sb_puts(sb, "  ");
-    put_node(&x, p);
+    if (p->shared)
+        sb_printf(sb, "SHARED %u: ", p->shared->id);
+    put_node(x, p);
     sb_putc(sb, '\n');
-    for (uint32_t i = 0; i < x.nsubs; i++) {
-        for (unsigned k = 0; k <= depth; k++)
-            sb_puts(sb, "  ");
-        sb_printf(sb, "subquery %u:\n", x.subs[i]->u.sq.id + 1);
-        print_tree(sb, x.subs[i]->u.sq.plan, depth + 2);
+}
+
+static void print_tree(struct explain *x, const struct plan *p, unsigned depth)
+{
+    if (p->shared && printed_before(x, p->shared)) {
+        for (unsigned i = 0; i < depth; i++)
+            sb_puts(x->sb, "  ");
+        sb_printf(x->sb, "SHARED %u (above)\n", p->shared->id);
+        return;
     }
+    size_t first = x->subs.len;
+    print_line(x, p, depth);
+    size_t end = x->subs.len;
+    for (size_t i = first; i < end; i++) {
+        const struct expr *sq = x->subs.data[i];
+        for (unsigned k = 0; k <= depth; k++)
+            sb_puts(x->sb, "  ");
+        sb_printf(x->sb, "subquery %u:\n", sq->u.sq.id + 1);
+        print_tree(x, sq->u.sq.plan, depth + 2);
+    }
+    x->subs.len = first;
     if (p->in)
-        print_tree(sb, p->in, depth + 1);
+        print_tree(x, p->in, depth + 1);
     if (p->left)
-        print_tree(sb, p->left, depth + 1);
+        print_tree(x, p->left, depth + 1);
     if (p->right)
-        print_tree(sb, p->right, depth + 1);
+        print_tree(x, p->right, depth + 1);
 }
 
 void plan_print(strbuf *sb, const struct plan *p)
 {
-    print_tree(sb, p, 0);
+    struct explain x = { sb, VEC_INIT, VEC_INIT };
+    print_tree(&x, p, 0);
+    vec_free(&x.subs);
+    vec_free(&x.printed);
 }

@@ -38,6 +38,16 @@
  *   build side, presorted) may be ignored by any other consumer: the
  *   logical meaning of the tree does not depend on them.
  *
+ * Sharing: a plan is a DAG. The body of a CTE or view is bound once and
+ * every reference to it is the same node, marked by its plan_shared
+ * record (below), so a query that reads a CTE twice, through CTEs that
+ * read theirs twice, stays linear in its text. Below a shared node
+ * nothing depends on where it is referenced: its body reads no capture,
+ * and rewrites of the tree (planner.h) do not reach into it from above.
+ * Walks visit a shared node once (the executor runs it once per
+ * execution and keeps its rows); plan_expanded_size says how big the
+ * tree would be for consumers that copy it per reference.
+ *
  * Ownership: nodes, expressions and names live in a plan_arena, normally
  * one per prepared statement; plan_arena_free releases everything,
  * including the heap values held by constants.
@@ -175,12 +185,31 @@ enum setop_kind {
 
 /* ---- nodes ------------------------------------------------------------------------------ */
 
+/*
+ * What is known of a shared node (a CTE or view body with several
+ * parents), computed once when it becomes shared, so that walks stop at
+ * it. The planner's fields are its annotations.
+ */
+struct plan_shared {
+    uint32_t id;                 /* 1, 2, ... per arena, for EXPLAIN */
+    bool nondet;                 /* plan_is_nondeterministic */
+    bool has_key;                /* plan_unique_key: answer and key */
+    uint32_t nkey;
+    uint32_t *key;
+    uint64_t expanded;           /* plan_expanded_size of the body */
+    uint32_t height;             /* plan_height of the body */
+    bool planned;                /* planner: the body is optimized */
+    bool estimated;              /* planner: estimate is known */
+    double estimate;             /* planner: rows, roughly */
+};
+
 struct plan {
     enum plan_kind kind;
     uint32_t ncols;
     struct plan_col *cols;
     struct plan *in;             /* FILTER PROJECT AGGREGATE DISTINCT SORT LIMIT */
     struct plan *left, *right;   /* JOIN SETOP */
+    struct plan_shared *shared;  /* NULL unless the node has several parents */
     /* FILTER, executor annotation: when exec_pred_set, the executor tests
      * exec_pred (NULL: nothing) instead of pred, because the input scan's
      * access path already guarantees the rest. */
@@ -189,7 +218,8 @@ struct plan {
     union {
         struct {
             struct table *table;
-            const char *alias;       /* FROM name, for EXPLAIN */
+            const char *alias;       /* FROM name, for EXPLAIN and errors (never
+                                        borrowed from the table) */
             bool not_indexed;        /* NOT INDEXED: read without indexes */
             struct access_path access;
         } scan;
@@ -231,6 +261,7 @@ typedef struct plan_arena {
     arena a;
     VEC(value) owned;            /* heap values held by constants */
     uint32_t nsubqueries;        /* subquery ids handed out */
+    uint32_t nshared;            /* shared nodes marked */
 } plan_arena;
 
 void plan_arena_init(plan_arena *pa);
@@ -242,6 +273,38 @@ int plan_own_value(plan_arena *pa, const value *v);
 
 /* A node of kind with ncols zeroed columns; NULL on NOMEM. */
 struct plan *plan_new(plan_arena *pa, enum plan_kind kind, uint32_t ncols);
+
+/* Marks p, a complete body that gets another parent, as shared (once;
+ * later calls do nothing). LDB_NOMEM. */
+int plan_share(plan_arena *pa, struct plan *p);
+
+/* Where plan_expanded_size stops counting. */
+#define PLAN_SIZE_CAP ((uint64_t)1 << 62)
+
+/* The nodes on the longest path from p to a leaf, a subquery's plan
+ * counting as below the node that uses it: how deep a recursive walk
+ * over p goes. */
+uint32_t plan_height(const struct plan *p);
+
+/* What the live-query and materialized-view compilers take: they copy a
+ * shared body per reference, and their recursion costs more stack per
+ * node than the executor's. */
+#define PLAN_EXPANDED_MAX 100000
+#define PLAN_HEIGHT_MAX 1000
+
+/* The nodes of p, subquery plans included, counting a shared node's body
+ * once per parent: the size of the tree a consumer that does not share
+ * would build. At most PLAN_SIZE_CAP. */
+uint64_t plan_expanded_size(const struct plan *p);
+
+/* ---- walking ------------------------------------------------------------------------------------ */
+
+typedef bool (*plan_expr_fn)(void *ctx, const struct expr *e);
+
+/* Calls fn on each expression of node p itself, not its inputs' (those
+ * it evaluates, access-path probes and join keys included), until fn
+ * returns true; returns whether it did. */
+bool plan_node_exprs(const struct plan *p, plan_expr_fn fn, void *ctx);
 
 /* ---- what the live and MV layers ask --------------------------------------------------------- */
 
@@ -274,7 +337,9 @@ bool plan_is_nondeterministic(const struct plan *p);
 
 /* EXPLAIN: one line per node, children indented by two spaces, access
  * paths and annotations included; subquery plans follow the node that
- * uses them. Out of memory is left in the strbuf. */
+ * uses them. A shared node is printed in full once, as "SHARED n: ...",
+ * and as "SHARED n (above)" where it is met again. Out of memory is left
+ * in the strbuf. */
 void plan_print(struct strbuf *sb, const struct plan *p);
 
 #endif

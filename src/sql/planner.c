@@ -3,7 +3,10 @@
  * and build sides (planner.h). The rewrites walk the tree top-down so a
  * predicate pushed into a join is pushed again into that join's inputs
  * before the inputs are planned; subquery plans met in expressions are
- * planned as their own roots.
+ * planned as their own roots. A shared node (a CTE or view body with
+ * several parents, plan.h) is planned once, as its own root: nothing is
+ * pushed into it or read through it from above, since its other parents
+ * see the same node.
  */
 #include "sql/planner.h"
 
@@ -140,7 +143,7 @@ static struct expr *join_conj(planner *pl, struct conj *c)
 static void add_filter(planner *pl, struct plan **slot, struct expr *pred)
 {
     struct plan *in = *slot;
-    if (in->kind == PLAN_FILTER) {
+    if (in->kind == PLAN_FILTER && !in->shared) {
         in->u.pred = and_of(pl, in->u.pred, pred);
         return;
     }
@@ -200,11 +203,11 @@ static bool push_into_join(planner *pl, struct plan *j, struct expr *c)
 static void push_filter(planner *pl, struct plan **slot)
 {
     struct plan *f = *slot;
-    while (f->in->kind == PLAN_FILTER) {
+    while (f->in->kind == PLAN_FILTER && !f->in->shared) {
         f->u.pred = and_of(pl, f->in->u.pred, f->u.pred);
         f->in = f->in->in;
     }
-    if (f->in->kind != PLAN_JOIN)
+    if (f->in->kind != PLAN_JOIN || f->in->shared)
         return;
     struct conj c = { 0 }, keep = { 0 };
     split(pl, f->u.pred, &c);
@@ -494,6 +497,8 @@ static void choose_access(planner *pl, struct plan *f)
 static struct plan *scan_below(struct plan *p, uint32_t *cols, uint32_t n)
 {
     for (;;) {
+        if (p->shared)
+            return NULL;
         if (p->kind == PLAN_SCAN)
             return p;
         if (p->kind == PLAN_FILTER) {
@@ -546,7 +551,22 @@ static void ordered_read(struct plan *sort)
 
 /* ---- sizes and build sides ------------------------------------------------------------------ */
 
+static double node_estimate(const struct plan *p);
+
+/* A shared node's estimate is computed once: the walk stays linear. */
 static double estimate(const struct plan *p)
+{
+    struct plan_shared *sh = p->shared;
+    if (!sh)
+        return node_estimate(p);
+    if (!sh->estimated) {
+        sh->estimate = node_estimate(p);
+        sh->estimated = true;
+    }
+    return sh->estimate;
+}
+
+static double node_estimate(const struct plan *p)
 {
     switch (p->kind) {
     case PLAN_SCAN:
@@ -628,6 +648,11 @@ static void optimize(planner *pl, struct plan **slot)
     if (pl->rc)
         return;
     struct plan *p = *slot;
+    if (p->shared) {
+        if (p->shared->planned)
+            return;
+        p->shared->planned = true;
+    }
     if (p->kind == PLAN_FILTER) {
         push_filter(pl, slot);
         if (*slot != p) {
@@ -646,7 +671,7 @@ static void optimize(planner *pl, struct plan **slot)
         optimize(pl, &p->right);
     if (pl->rc)
         return;
-    if (p->kind == PLAN_FILTER && p->in->kind == PLAN_SCAN)
+    if (p->kind == PLAN_FILTER && p->in->kind == PLAN_SCAN && !p->in->shared)
         choose_access(pl, p);
     else if (p->kind == PLAN_SORT)
         ordered_read(p);

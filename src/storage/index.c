@@ -16,6 +16,7 @@
 #include "storage/index.h"
 
 #include "base/hash.h"
+#include "base/interrupt.h"
 #include "base/mem.h"
 #include "storage/table.h"
 
@@ -295,10 +296,15 @@ void index_replace(struct table_index *ix, row *old, row *new_row)
 
 /* ---- building over existing rows ------------------------------------------------ */
 
-/* Bottom-up merge sort of row pointers by the item order; tmp holds n. */
-static void sort_rows(const struct table_index *ix, row **a, row **tmp, size_t n)
+/* Bottom-up merge sort of row pointers by the item order; tmp holds n.
+ * Each pass is work ldb_interrupt may stop (LDB_INTERRUPT, a left in some
+ * order). */
+static int sort_rows(const struct table_index *ix, row **a, row **tmp, size_t n)
 {
     for (size_t width = 1; width < n; width *= 2) {
+        int rc = intr_tick_n((int64_t)n);
+        if (rc)
+            return rc;
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n;
             size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
@@ -312,6 +318,7 @@ static void sort_rows(const struct table_index *ix, row **a, row **tmp, size_t n
         }
         memcpy(a, tmp, n * sizeof *a);
     }
+    return LDB_OK;
 }
 
 static int build_ordered(struct table_index *ix, row **rows, size_t n, row **conflict)
@@ -319,8 +326,10 @@ static int build_ordered(struct table_index *ix, row **rows, size_t n, row **con
     row **tmp = mem_alloc(n * sizeof *tmp);
     if (!tmp)
         return LDB_NOMEM;
-    sort_rows(ix, rows, tmp, n);
+    int rc = sort_rows(ix, rows, tmp, n);
     mem_free(tmp);
+    if (rc)
+        return rc;
     for (size_t i = 1; ix->unique && i < n; i++) {
         if (!index_key_has_null(ix, rows[i]) &&
             index_key_cmp(ix, rows[i - 1], rows[i], ix->nparts) == 0) {

@@ -12,6 +12,7 @@
  */
 #include "storage/store_impl.h"
 
+#include "base/interrupt.h"
 #include "base/mem.h"
 
 #include <stdarg.h>
@@ -311,7 +312,9 @@ static int fill_index(struct store *s, struct table *t, struct table_index *ix)
     for (row *r; (r = table_scan_next(&sc));)
         rows[i++] = r;
     row *conflict = NULL;
-    int rc = index_build(ix, rows, n, &conflict);
+    int rc = intr_tick_n((int64_t)n); /* ldb_interrupt stops a long CREATE INDEX */
+    if (rc == LDB_OK)
+        rc = index_build(ix, rows, n, &conflict);
     mem_free(rows);
     if (rc == LDB_CONSTRAINT) {
         uint32_t cols[INDEX_MAX_PARTS];
@@ -344,7 +347,9 @@ int store_create_index(struct store *s, struct table *t, const struct index_def 
     if (rc != LDB_OK) {
         index_destroy(ix);
         mem_free(ix);
-        return rc == LDB_NOMEM ? store_error(s, rc, "out of memory") : rc;
+        if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* no message of their own */
+            return store_error(s, rc, "%s", ldb_errstr(rc));
+        return rc;
     }
     t->indexes.data[t->indexes.len++] = ix;
     store_log(s, (struct undo_entry){ .kind = UNDO_CREATE_INDEX,

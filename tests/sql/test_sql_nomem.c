@@ -63,6 +63,8 @@ static void inserts(void)
 {
     sweep_both("INSERT INTO t VALUES (10, 'ten', 10.5), (11, 'another long text value', NULL)");
     sweep_both("INSERT INTO t SELECT a + 100, b || '!', c FROM t");
+    sweep_both("INSERT INTO t WITH c AS (SELECT a, b, c FROM t) SELECT a + 100, b, c FROM c "
+               "UNION ALL SELECT a + 200, b, c FROM c");
     sweep_both("INSERT INTO u VALUES (7, 'x') ON CONFLICT (d) DO UPDATE SET a = excluded.a + u.a");
     sweep_both("REPLACE INTO u VALUES (9, 'y')");
     sweep_both("INSERT INTO w SELECT id + 1000, x + 1, y || '+', z FROM w WHERE id % 4 = 1");
@@ -94,6 +96,10 @@ static void queries(void)
     sweep_both("SELECT b, (SELECT count(*) FROM u WHERE u.a = t.a) FROM t WHERE b NOT IN "
                "(SELECT d FROM u) UNION SELECT d, a FROM u LEFT JOIN v USING (a)");
     sweep_both("SELECT DISTINCT upper(b), printf('%5.1f', c) FROM t ORDER BY 1");
+    /* a CTE and a view read several times: bound once, shared, run once */
+    sweep_both("WITH c AS (SELECT a, b FROM v) SELECT x.a, y.b FROM c x JOIN c y "
+               "ON x.a = y.a + 1 WHERE x.a IN (SELECT a FROM c) AND y.a IN (SELECT a FROM v)");
+    sweep_both("EXPLAIN WITH c AS (SELECT a FROM t) SELECT * FROM c x, c y");
 }
 
 static void schema_changes(void)
