@@ -5,6 +5,7 @@
 #   make               library (static + shared), tools, tests, benchmarks
 #   make test          build and run every test; last line "N passed, N failed"
 #   make test-sanitize the same under AddressSanitizer + UBSan (build/san/)
+#   make test-tsan     the tests that use threads, under ThreadSanitizer
 #   make demo          build and run the demo
 #   make bench-quick   run every benchmark with --quick
 #   make fuzz          build the libFuzzer target build/fuzz/fuzz_sql (clang)
@@ -19,7 +20,7 @@ CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS_ALL := -Iinclude -Isrc -D_GNU_SOURCE $(CPPFLAGS)
 CFLAGS_ALL   := $(WARN) $(CFLAGS) -fPIC -MMD -MP
-LDLIBS_ALL   := -lm $(LDLIBS)
+LDLIBS_ALL   := -lm -pthread $(LDLIBS)
 
 LIB_SRCS   := $(shell find src -name '*.c' | sort)
 LIB_OBJS   := $(LIB_SRCS:%.c=$(O)/obj/%.o)
@@ -54,7 +55,7 @@ STATIC_LIB := $(O)/liblivedb.a
 SHARED_LIB := $(O)/liblivedb.so.$(VERSION)
 PREFIX     ?= /usr/local
 
-.PHONY: all lib tests benches tools test test-sanitize demo bench-quick clean fuzz fuzz-ci install
+.PHONY: all lib tests benches tools test test-sanitize test-tsan demo bench-quick clean fuzz fuzz-ci install
 all: lib tools tests benches
 lib: $(STATIC_LIB) $(SHARED_LIB)
 tests: $(TEST_BINS)
@@ -164,6 +165,14 @@ test-sanitize:
 	  LDFLAGS="-fsanitize=address,undefined" tests
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  sh tests/run.sh build/san/tests
+
+# The tests that run threads (one handle from several threads, interrupts
+# from another thread), under ThreadSanitizer in build/tsan/.
+TSAN_TESTS := test_api_threads test_sql_regress
+test-tsan:
+	@$(MAKE) --no-print-directory O=build/tsan OPT=-O1 CFLAGS="-O1 -g -fsanitize=thread" \
+	  LDFLAGS="-fsanitize=thread" $(TSAN_TESTS:%=build/tsan/tests/%)
+	@for t in $(TSAN_TESTS); do TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/$$t || exit 1; done
 
 demo: $(O)/demo
 	@$(O)/demo

@@ -7,6 +7,31 @@
  * - Functions that can fail return an int result code (LDB_OK on success).
  * - Ownership is stated on each function: "caller owns" means the caller
  *   must free/close it; "borrowed" means valid only for the stated span.
+ *
+ * Threads (SQLite's "serialized" mode, always on):
+ * - A database handle, its prepared statements and its live queries may be
+ *   used from any number of threads. Every function taking an ldb,
+ *   ldb_stmt or ldb_live runs under the database's own recursive mutex, so
+ *   calls on one database run one at a time, in some order. Different
+ *   databases share nothing and run in parallel.
+ * - Callbacks (row functions, live-query change and read callbacks,
+ *   aggregate callbacks) run on the calling thread with the mutex held:
+ *   their own calls on the same database re-enter it; a callback must not
+ *   wait for another thread that uses the same database (deadlock).
+ * - Exceptions, taking no lock: ldb_interrupt (also from a signal
+ *   handler), ldb_errstr, ldb_complete, the ldb_row_* accessors (rows are
+ *   borrowed for the span their producer states), the ldb_result_*
+ *   setters (called inside an aggregate callback), and ldb_stmt_row,
+ *   ldb_column_count and ldb_column_name, which read what the last
+ *   ldb_step of that statement left: call them on the thread that stepped
+ *   it, before another thread can step it again.
+ * - A call's error (ldb_errcode, ldb_errmsg, ldb_error_offset) is the
+ *   last one on the database, which another thread's call may replace in
+ *   between: hold ldb_lock around a call and the reading of its error, as
+ *   around a statement's ldb_step and ldb_stmt_row when several threads
+ *   step statements.
+ * - ldb_close must be the last call on a database: no other thread may
+ *   use it or any of its handles during or after it.
  */
 #ifndef LIVEDB_H
 #define LIVEDB_H
@@ -103,6 +128,14 @@ LDB_API int ldb_errcode(ldb *db);
 LDB_API const char *ldb_errmsg(ldb *db);
 /* Byte offset into the SQL text of the last SQL error, or -1. */
 LDB_API int ldb_error_offset(ldb *db);
+
+/* Take and release db's mutex (the one every call on db takes; it is
+ * recursive, so calls made while holding it do not block). Holding it
+ * makes a sequence of calls atomic with respect to other threads, e.g. a
+ * call and the reading of its error. Each ldb_lock needs one ldb_unlock
+ * on the same thread. NULL is a no-op. */
+LDB_API void ldb_lock(ldb *db);
+LDB_API void ldb_unlock(ldb *db);
 
 /* ---- rows (borrowed views; valid only during the callback or until the
  *      next step/reset/finalize of the statement that produced them) ---- */
@@ -211,8 +244,8 @@ LDB_API void ldb_interrupt(ldb *db);
  * ldb_interrupt can stop; a nonzero return stops
  * it with LDB_INTERRUPT, as ldb_interrupt does. fn runs on the thread
  * stepping the statement and must not use db (nor close it). n < 1 or fn
- * NULL removes the handler; a new call replaces the previous one. Call it
- * from the thread that uses db, not while a statement of db runs.
+ * NULL removes the handler; a new call replaces the previous one (it
+ * waits for db's mutex, so it takes effect from the next call on db).
  */
 LDB_API void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ctx);
 

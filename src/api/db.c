@@ -72,19 +72,44 @@ int db_error_from(ldb *db, const sql_ast *ast, const struct eval_error *err)
 
 int ldb_errcode(ldb *db)
 {
-    return db ? db->errcode : LDB_MISUSE;
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    int rc = db->errcode;
+    db_unlock(db);
+    return rc;
 }
 
 const char *ldb_errmsg(ldb *db)
 {
     if (!db)
         return ldb_errstr(LDB_MISUSE);
-    return db->errcode == LDB_OK ? ldb_errstr(LDB_OK) : db->errmsg;
+    db_lock(db);
+    const char *msg = db->errcode == LDB_OK ? ldb_errstr(LDB_OK) : db->errmsg;
+    db_unlock(db);
+    return msg;
 }
 
 int ldb_error_offset(ldb *db)
 {
-    return db && db->errcode != LDB_OK ? db->erroff : -1;
+    if (!db)
+        return -1;
+    db_lock(db);
+    int off = db->errcode != LDB_OK ? db->erroff : -1;
+    db_unlock(db);
+    return off;
+}
+
+void ldb_lock(ldb *db)
+{
+    if (db)
+        db_lock(db);
+}
+
+void ldb_unlock(ldb *db)
+{
+    if (db)
+        db_unlock(db);
 }
 
 /* ---- running and interrupting -------------------------------------------------------- */
@@ -128,8 +153,11 @@ void ldb_interrupt(ldb *db)
 
 void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ctx)
 {
-    if (db)
-        intr_set_progress(&db->intr, n, fn, ctx);
+    if (!db)
+        return;
+    db_lock(db);
+    intr_set_progress(&db->intr, n, fn, ctx);
+    db_unlock(db);
 }
 
 /* ---- writes ------------------------------------------------------------------------ */
@@ -158,6 +186,18 @@ int db_write_end(ldb *db, int rc)
 
 /* ---- open and close ---------------------------------------------------------------------- */
 
+/* A recursive mutex: a callback's calls on its own database re-enter it. */
+static int mutex_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t attr;
+    if (pthread_mutexattr_init(&attr))
+        return LDB_NOMEM;
+    int rc = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) ||
+             pthread_mutex_init(m, &attr);
+    pthread_mutexattr_destroy(&attr);
+    return rc ? LDB_NOMEM : LDB_OK;
+}
+
 int ldb_open(const char *path, ldb **out)
 {
     if (!out)
@@ -168,7 +208,12 @@ int ldb_open(const char *path, ldb **out)
     ldb *db = mem_calloc(1, sizeof *db);
     if (!db)
         return LDB_NOMEM;
-    int rc = store_open(&db->store);
+    int rc = mutex_init(&db->mutex);
+    if (rc) {
+        mem_free(db);
+        return rc;
+    }
+    rc = store_open(&db->store);
     if (!rc && (rc = live_registry_new(db->store, &db->live)))
         store_close(db->store);
     if (!rc && (rc = mv_registry_new(db->store, &db->funcs, &db->env, &db->mv))) {
@@ -176,6 +221,7 @@ int ldb_open(const char *path, ldb **out)
         store_close(db->store);
     }
     if (rc) {
+        pthread_mutex_destroy(&db->mutex);
         mem_free(db);
         return rc;
     }
@@ -192,11 +238,13 @@ void ldb_close(ldb *db)
 {
     if (!db)
         return;
+    db_lock(db);
     if (live_in_callback(db->live)) {
         /* the callback's caller still uses db */
         db_error(db, LDB_MISUSE, NULL, -1,
                  "ldb_close cannot be called from inside a live query callback; "
                  "the database stays open");
+        db_unlock(db);
         return;
     }
     live_registry_free(db->live); /* releases the queries' statements */
@@ -210,6 +258,8 @@ void ldb_close(ldb *db)
     }
     vec_free(&db->pragmas);
     store_close(db->store);
+    db_unlock(db);
+    pthread_mutex_destroy(&db->mutex);
     mem_free(db);
 }
 
@@ -340,10 +390,8 @@ static int parse_failed(ldb *db, int rc, const sql_error *perr)
                     "%s", perr->msg);
 }
 
-int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
+static int prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
 {
-    if (!db || !sql || !out)
-        return LDB_MISUSE;
     *out = NULL;
     db_clear_error(db);
     size_t len = nbytes < 0 ? strlen(sql) : (size_t)nbytes;
@@ -361,9 +409,19 @@ int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char
     return stmt_new(db, ast, out);
 }
 
-void ldb_finalize(ldb_stmt *s)
+int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
 {
-    if (!s || busy(s))
+    if (!db || !sql || !out)
+        return LDB_MISUSE;
+    db_lock(db);
+    int rc = prepare(db, sql, nbytes, out, tail);
+    db_unlock(db);
+    return rc;
+}
+
+static void finalize(ldb_stmt *s)
+{
+    if (busy(s))
         return;
     stmt_finish(s);
     stmt_uncompile(s);
@@ -375,14 +433,26 @@ void ldb_finalize(ldb_stmt *s)
     mem_free(s);
 }
 
+void ldb_finalize(ldb_stmt *s)
+{
+    if (!s)
+        return;
+    ldb *db = s->db;
+    db_lock(db);
+    finalize(s);
+    db_unlock(db);
+}
+
 int ldb_reset(ldb_stmt *s)
 {
     if (!s)
         return LDB_MISUSE;
-    if (busy(s))
-        return LDB_MISUSE;
-    stmt_finish(s);
-    return LDB_OK;
+    db_lock(s->db);
+    int rc = busy(s) ? LDB_MISUSE : LDB_OK;
+    if (rc == LDB_OK)
+        stmt_finish(s);
+    db_unlock(s->db);
+    return rc;
 }
 
 /* One step; the caller marks s as stepping. */
@@ -404,9 +474,12 @@ int ldb_step(ldb_stmt *s)
 {
     if (!s)
         return LDB_MISUSE;
-    if (busy(s))
-        return LDB_MISUSE;
     ldb *db = s->db;
+    db_lock(db);
+    if (busy(s)) {
+        db_unlock(db);
+        return LDB_MISUSE;
+    }
     db_clear_error(db);
     if (s->state == ST_DONE)
         stmt_finish(s); /* stepping a finished statement runs it again */
@@ -415,9 +488,13 @@ int ldb_step(ldb_stmt *s)
     int rc = step(s);
     db_run_end(db, outer);
     s->stepping = false;
+    db_unlock(db);
     return rc;
 }
 
+/* The three readers of a stepped statement take no lock: their answer is
+ * only meaningful to the thread that stepped it (livedb.h "Threads"), and
+ * a lock per row read would cost as much again as the step. */
 const ldb_row *ldb_stmt_row(ldb_stmt *s)
 {
     return s && s->state == ST_RUNNING && s->cur ? &s->row : NULL;
@@ -435,12 +512,9 @@ const char *ldb_column_name(ldb_stmt *s, int i)
 
 /* ---- parameters ------------------------------------------------------------------------------ */
 
-static int bind_value(ldb_stmt *s, int i, value v)
+/* Binds v (taken over, also on failure) as parameter i. */
+static int bind_locked(ldb_stmt *s, int i, value v)
 {
-    if (!s) {
-        value_release(&v);
-        return LDB_MISUSE;
-    }
     if (busy(s)) {
         value_release(&v);
         return LDB_MISUSE;
@@ -458,6 +532,18 @@ static int bind_value(ldb_stmt *s, int i, value v)
     return LDB_OK;
 }
 
+static int bind_value(ldb_stmt *s, int i, value v)
+{
+    if (!s) {
+        value_release(&v);
+        return LDB_MISUSE;
+    }
+    db_lock(s->db);
+    int rc = bind_locked(s, i, v);
+    db_unlock(s->db);
+    return rc;
+}
+
 int ldb_bind_null(ldb_stmt *s, int i) { return bind_value(s, i, value_null()); }
 int ldb_bind_int64(ldb_stmt *s, int i, int64_t v) { return bind_value(s, i, value_int(v)); }
 int ldb_bind_double(ldb_stmt *s, int i, double v) { return bind_value(s, i, value_real(v)); }
@@ -470,8 +556,12 @@ static int bind_bytes(ldb_stmt *s, int i, const void *p, int n, bool blob)
     size_t len = n < 0 ? strlen(p) : (size_t)n;
     value v;
     int rc = blob ? value_blob(&v, p, len) : value_text(&v, p, len);
-    if (rc)
-        return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
+    if (rc) {
+        db_lock(s->db);
+        db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
+        db_unlock(s->db);
+        return rc;
+    }
     return bind_value(s, i, v);
 }
 
@@ -487,12 +577,12 @@ int ldb_bind_blob(ldb_stmt *s, int i, const void *data, int n)
 
 int ldb_bind_parameter_count(ldb_stmt *s)
 {
-    return s ? (int)s->nparams : 0;
+    return s ? (int)s->nparams : 0; /* fixed when s was prepared */
 }
 
 int ldb_bind_parameter_index(ldb_stmt *s, const char *name)
 {
-    if (!s || !name)
+    if (!s || !name) /* the names are fixed when s was prepared */
         return 0;
     for (uint32_t i = 0; i < s->ast->nparams; i++)
         if (s->ast->param_names[i] && strcmp(s->ast->param_names[i], name) == 0)
@@ -504,12 +594,15 @@ int ldb_clear_bindings(ldb_stmt *s)
 {
     if (!s)
         return LDB_MISUSE;
-    if (busy(s))
-        return LDB_MISUSE;
-    stmt_finish(s);
-    for (uint32_t i = 0; i < s->nparams; i++)
-        value_release(&s->params[i]);
-    return LDB_OK;
+    db_lock(s->db);
+    int rc = busy(s) ? LDB_MISUSE : LDB_OK;
+    if (rc == LDB_OK) {
+        stmt_finish(s);
+        for (uint32_t i = 0; i < s->nparams; i++)
+            value_release(&s->params[i]);
+    }
+    db_unlock(s->db);
+    return rc;
 }
 
 /* ---- ldb_exec -------------------------------------------------------------------------------------- */
@@ -526,10 +619,8 @@ static int run_one(ldb_stmt *s, ldb_row_fn fn, void *ctx)
     return rc == LDB_DONE ? LDB_OK : rc;
 }
 
-int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
+static int exec_script(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
 {
-    if (!db || !sql)
-        return LDB_MISUSE;
     db_clear_error(db);
     sql_cursor cur;
     sql_cursor_init(&cur, sql, strlen(sql));
@@ -551,6 +642,16 @@ int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
     }
 }
 
+int ldb_exec(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
+{
+    if (!db || !sql)
+        return LDB_MISUSE;
+    db_lock(db);
+    int rc = exec_script(db, sql, fn, ctx);
+    db_unlock(db);
+    return rc;
+}
+
 /* ---- counters --------------------------------------------------------------------------------------- */
 
 int ldb_complete(const char *sql)
@@ -560,15 +661,30 @@ int ldb_complete(const char *sql)
 
 int64_t ldb_changes(ldb *db)
 {
-    return db ? db->env.changes : 0;
+    if (!db)
+        return 0;
+    db_lock(db);
+    int64_t n = db->env.changes;
+    db_unlock(db);
+    return n;
 }
 
 int64_t ldb_total_changes(ldb *db)
 {
-    return db ? db->env.total_changes : 0;
+    if (!db)
+        return 0;
+    db_lock(db);
+    int64_t n = db->env.total_changes;
+    db_unlock(db);
+    return n;
 }
 
 int64_t ldb_last_insert_rowid(ldb *db)
 {
-    return db ? db->env.last_insert_rowid : 0;
+    if (!db)
+        return 0;
+    db_lock(db);
+    int64_t n = db->env.last_insert_rowid;
+    db_unlock(db);
+    return n;
 }

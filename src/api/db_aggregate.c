@@ -154,10 +154,8 @@ static void fill_defs(struct udaf *u, int nargs)
     };
 }
 
-int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def)
+static int create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def)
 {
-    if (!db)
-        return LDB_MISUSE;
     db_clear_error(db);
     if (!valid(name, nargs, def))
         return db_error(db, LDB_MISUSE, NULL, -1,
@@ -177,6 +175,16 @@ int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggrega
     fill_defs(u, nargs);
     db->funcs.defs.data[db->funcs.defs.len++] = &u->fn;
     return LDB_OK;
+}
+
+int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def)
+{
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    int rc = create_aggregate(db, name, nargs, def);
+    db_unlock(db);
+    return rc;
 }
 
 void db_funcs_free(ldb *db)

@@ -24,6 +24,8 @@
 #ifndef LDB_DB_INTERNAL_H
 #define LDB_DB_INTERNAL_H
 
+#include <pthread.h>
+
 #include "base/interrupt.h"
 #include "base/vec.h"
 #include "livedb.h"
@@ -41,6 +43,8 @@ struct pragma {
 };
 
 struct ldb {
+    pthread_mutex_t mutex;     /* serializes every ldb_ call on db; recursive,
+                                  so callbacks re-enter it (db_lock) */
     struct store *store;
     int errcode;
     int erroff;                /* -1 when the error has no position */
@@ -86,6 +90,13 @@ struct ldb_stmt {
     row *cur;
     ldb_row row;               /* the view of cur handed to callers */
 };
+
+/* ---- threads (db.c) ---- */
+
+/* Every public function that touches db, its statements or its live
+ * queries runs between these (livedb.h "Threads"). */
+static inline void db_lock(ldb *db) { pthread_mutex_lock(&db->mutex); }
+static inline void db_unlock(ldb *db) { pthread_mutex_unlock(&db->mutex); }
 
 /* ---- errors (db.c) ---- */
 

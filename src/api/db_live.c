@@ -49,10 +49,8 @@ static int check_compilable(ldb *db, const struct plan *p)
     return LDB_OK;
 }
 
-int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
+static int open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
-    if (!s)
-        return LDB_MISUSE;
     ldb *db = s->db;
     db_clear_error(db);
     if (!out)
@@ -92,10 +90,18 @@ int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
     return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 
-int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_live **out)
+int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
-    if (!db)
+    if (!s)
         return LDB_MISUSE;
+    db_lock(s->db);
+    int rc = open_stmt(s, fn, ctx, out);
+    db_unlock(s->db);
+    return rc;
+}
+
+static int open_sql(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_live **out)
+{
     db_clear_error(db);
     if (!sql || !out)
         return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_open: %s is NULL",
@@ -108,15 +114,23 @@ int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_liv
         return rc;
     if (!s)
         return db_error(db, LDB_MISUSE, NULL, -1, "no SELECT to open as a live query");
-    rc = ldb_live_open_stmt(s, fn, ctx, out);
+    rc = open_stmt(s, fn, ctx, out);
     ldb_finalize(s);
     return rc;
 }
 
-int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
+int ldb_live_open(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_live **out)
 {
-    if (!q)
+    if (!db)
         return LDB_MISUSE;
+    db_lock(db);
+    int rc = open_sql(db, sql, fn, ctx, out);
+    db_unlock(db);
+    return rc;
+}
+
+static int set_window(ldb_live *q, int64_t offset, int64_t limit)
+{
     ldb *db = query_db(q);
     db_clear_error(db);
     struct eval_error err;
@@ -128,10 +142,19 @@ int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
     return rc ? live_failed(db, rc, &err) : LDB_OK;
 }
 
-int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
+int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)
 {
     if (!q)
         return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_lock(db);
+    int rc = set_window(q, offset, limit);
+    db_unlock(db);
+    return rc;
+}
+
+static int read_rows(ldb_live *q, ldb_row_fn fn, void *ctx)
+{
     ldb *db = query_db(q);
     db_clear_error(db);
     if (!fn)
@@ -142,13 +165,45 @@ int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
     return rc ? db_error(db, rc, NULL, -1, "%s", ldb_errstr(rc)) : LDB_OK;
 }
 
-int64_t ldb_live_count(ldb_live *q) { return q ? live_count(q) : 0; }
+int ldb_live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
+{
+    if (!q)
+        return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_lock(db);
+    int rc = read_rows(q, fn, ctx);
+    db_unlock(db);
+    return rc;
+}
 
-int ldb_live_column_count(ldb_live *q) { return q ? (int)live_columns(q) : 0; }
+int64_t ldb_live_count(ldb_live *q)
+{
+    if (!q)
+        return 0;
+    db_lock(query_db(q));
+    int64_t n = live_count(q);
+    db_unlock(query_db(q));
+    return n;
+}
+
+int ldb_live_column_count(ldb_live *q)
+{
+    if (!q)
+        return 0;
+    db_lock(query_db(q));
+    int n = (int)live_columns(q);
+    db_unlock(query_db(q));
+    return n;
+}
 
 const char *ldb_live_column_name(ldb_live *q, int i)
 {
-    return q && i >= 0 ? live_column_name(q, (uint32_t)i) : NULL;
+    if (!q || i < 0)
+        return NULL;
+    db_lock(query_db(q));
+    const char *name = live_column_name(q, (uint32_t)i);
+    db_unlock(query_db(q));
+    return name;
 }
 
 int ldb_live_error(ldb_live *q, const char **msg)
@@ -157,7 +212,10 @@ int ldb_live_error(ldb_live *q, const char **msg)
         *msg = NULL;
     if (!q)
         return LDB_MISUSE;
-    return live_error(q, msg);
+    db_lock(query_db(q));
+    int rc = live_error(q, msg);
+    db_unlock(query_db(q));
+    return rc;
 }
 
 void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out)
@@ -168,7 +226,9 @@ void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out)
     if (!q)
         return;
     struct live_stats st;
+    db_lock(query_db(q));
     live_stats(q, &st);
+    db_unlock(query_db(q));
     out->rows_read = st.rows_read;
     out->rows_processed = st.rows_processed;
     out->runs = st.runs;
@@ -177,4 +237,12 @@ void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out)
     out->result_rows = st.result_rows;
 }
 
-void ldb_live_close(ldb_live *q) { live_close(q); }
+void ldb_live_close(ldb_live *q)
+{
+    if (!q)
+        return;
+    ldb *db = query_db(q); /* q and its statement may be freed by the close */
+    db_lock(db);
+    live_close(q);
+    db_unlock(db);
+}

@@ -98,7 +98,9 @@ int ldb_mv_stats_get(ldb *db, const char *name, ldb_mv_stats *out)
     if (!db || !name || !out)
         return LDB_MISUSE;
     struct mv_stats st;
+    db_lock(db);
     int rc = mv_stats(db->mv, name, &st);
+    db_unlock(db);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
