@@ -29,6 +29,7 @@
 #include "live/window.h"
 
 #include "base/mem.h"
+#include "base/ptrmap.h"
 #include "storage/capture.h"
 #include "storage/reader.h"
 #include "storage/table.h"
@@ -396,26 +397,54 @@ static const struct plan *trace_column(const struct plan *p, uint32_t col, uint3
     }
 }
 
-/* How many scans of t the plan has (a bounded table must have one). */
-static uint32_t scans_of(const struct plan *p, const struct table *t)
+/* Whether p is the node the walk looks for. */
+typedef bool (*node_is_fn)(const struct plan *p, const void *what);
+
+/*
+ * The paths from p down to nodes that are what is looked for, counted up
+ * to 2. The rewritten plan is a DAG (decorrelation reads a node's input
+ * twice, CTE and view bodies are shared): memo holds each node's count,
+ * so every node is walked once. Subqueries were decorrelated into joins,
+ * so every node is in the tree.
+ */
+static int count_paths(ptrmap *memo, const struct plan *p, node_is_fn is, const void *what,
+                       uint32_t *out)
 {
+    *out = 0;
     if (!p)
-        return 0;
-    uint32_t n = p->kind == PLAN_SCAN && p->u.scan.table == t;
-    return n + scans_of(p->in, t) + scans_of(p->left, t) + scans_of(p->right, t);
+        return LDB_OK;
+    uint64_t *known = ptrmap_get(memo, p);
+    if (known) {
+        *out = (uint32_t)*known;
+        return LDB_OK;
+    }
+    uint32_t n = is(p, what);
+    const struct plan *kids[3] = { p->in, p->left, p->right };
+    for (int i = 0; i < 3; i++) {
+        uint32_t k;
+        int rc = count_paths(memo, kids[i], is, what, &k);
+        if (rc)
+            return rc;
+        n = n + k > 2 ? 2 : n + k;
+    }
+    *out = n;
+    return ptrmap_put(memo, p, n);
 }
 
-/* Subqueries were decorrelated into joins, so scans are all in the tree. */
-static const struct plan *find_limit(const struct plan *p, const struct plan *target)
+static bool is_node(const struct plan *p, const void *node) { return p == node; }
+
+static bool is_scan_of(const struct plan *p, const void *t)
 {
-    if (!p)
-        return NULL;
-    if (p == target)
-        return p;
-    const struct plan *f = find_limit(p->in, target);
-    if (!f)
-        f = find_limit(p->left, target);
-    return f ? f : find_limit(p->right, target);
+    return p->kind == PLAN_SCAN && p->u.scan.table == t;
+}
+
+/* How many paths from root reach what (at most 2). */
+static int paths_to(const struct plan *root, node_is_fn is, const void *what, uint32_t *out)
+{
+    ptrmap memo = PTRMAP_INIT;
+    int rc = count_paths(&memo, root, is, what, out);
+    ptrmap_free(&memo);
+    return rc;
 }
 
 static struct table_index *pick_index(struct table *t, const struct order_term *terms,
@@ -435,9 +464,13 @@ static struct table_index *pick_index(struct table *t, const struct order_term *
 
 int live_window_plan(struct live_program *prog, const struct plan *root)
 {
-    const struct plan *lim = find_limit(root, prog->root_limit);
+    const struct plan *lim = prog->root_limit;
+    uint32_t paths;
     if (!prog->bounded || !lim || prog->limit < 0)
         return LDB_OK;
+    int rc = paths_to(root, is_node, lim, &paths);
+    if (rc || paths == 0)
+        return rc;
     const struct plan *sort = lim->in;
     uint32_t nuser = prog->nuser_sort;
     if (nuser == 0 || nuser > INDEX_MAX_PARTS)
@@ -459,15 +492,16 @@ int live_window_plan(struct live_program *prog, const struct plan *root)
     if (!scan || n == 0)
         return LDB_OK;
     struct table *t = scan->u.scan.table;
-    if (scans_of(root, t) != 1)
-        return LDB_OK;
+    /* a bounded table must be read by one scan, along one path */
+    if ((rc = paths_to(root, is_scan_of, t, &paths)) || paths != 1)
+        return rc;
     struct window_loader probe;
     memset(&probe, 0, sizeof probe);
     probe.ix = pick_index(t, terms, n, &probe.m, &probe.spec);
     if (!probe.ix)
         return LDB_OK;
     struct live_source *src;
-    int rc = live_source_for(prog, t, &src);
+    rc = live_source_for(prog, t, &src);
     if (!rc)
         rc = vec_push(&prog->indexes, probe.ix);
     if (rc)

@@ -242,7 +242,7 @@ static void execf(ldb *db, const char *fmt, ...) __attribute__((format(printf, 2
 
 static void execf(ldb *db, const char *fmt, ...)
 {
-    char sql[512];
+    static char sql[16384];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(sql, sizeof sql, fmt, ap);
@@ -1186,9 +1186,10 @@ static void check_view(ldb *db, const char *view, const char *sql)
 
 /* Each query opens live and as a materialized view (m0, m1, ...) of the
  * same body over schema, maintained by dataflow; after every write both
- * equal the one-shot result. */
-static void live_and_view(const char *schema, const char *const *sqls, size_t n,
-                          const char *const *writes, size_t nwrites)
+ * equal the one-shot result (in order when ordered: each query has an
+ * ORDER BY of its own). */
+static void live_and_view_in(const char *schema, const char *const *sqls, size_t n,
+                             bool ordered, const char *const *writes, size_t nwrites)
 {
     ldb *db = open_db(schema);
     static struct replica rps[MAX_BODIES];
@@ -1196,7 +1197,7 @@ static void live_and_view(const char *schema, const char *const *sqls, size_t n,
     char view[16];
     CHECK(n <= MAX_BODIES);
     for (size_t i = 0; i < n; i++) {
-        replica_reset(&rps[i], false);
+        replica_reset(&rps[i], ordered);
         CHECKF(ldb_live_open(db, sqls[i], replica_apply, &rps[i], &qs[i]) == LDB_OK, "%s: %s",
                sqls[i], ldb_errmsg(db));
         execf(db, "CREATE MATERIALIZED VIEW m%zu AS %s", i, sqls[i]);
@@ -1219,6 +1220,12 @@ static void live_and_view(const char *schema, const char *const *sqls, size_t n,
     for (size_t i = 0; i < n; i++)
         ldb_live_close(qs[i]);
     ldb_close(db);
+}
+
+static void live_and_view(const char *schema, const char *const *sqls, size_t n,
+                          const char *const *writes, size_t nwrites)
+{
+    live_and_view_in(schema, sqls, n, false, writes, nwrites);
 }
 
 #define NSUB_WRITES (sizeof sub_writes / sizeof sub_writes[0])
@@ -1454,6 +1461,63 @@ static void full_join_nullable_keys(void)
                   sqls, sizeof sqls / sizeof sqls[0], writes, sizeof writes / sizeof writes[0]);
 }
 
+/* ---- plans that are DAGs ------------------------------------------------------------ */
+
+/* head, then part printf'd with i (and i again) for i in [from, to], then
+ * tail printf'd with to (and to again), in buf. */
+static const char *repeated(char *buf, size_t cap, const char *head, const char *part, int from,
+                            int to, const char *tail)
+{
+    size_t k = (size_t)snprintf(buf, cap, "%s", head);
+    for (int i = from; i <= to && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, part, i, i);
+    if (k < cap)
+        k += (size_t)snprintf(buf + k, cap - k, tail, to, to);
+    CHECK(k < cap);
+    return buf;
+}
+
+/*
+ * A red-team finding: 40 flat EXISTS conjuncts. Decorrelation reads each
+ * conjunct's input twice (for the capture domain and for the join), so
+ * the rewritten plan has 2^40 paths; the window planner walked every path
+ * (its search for the result's LIMIT, and its count of a table's scans),
+ * which doubled the open time per conjunct (24 s for 28 conjuncts, years
+ * for 40: tests/run.sh's timeout stops it). Every walk now meets a node
+ * once. The same with a window, and 30 EXISTS nested in each other.
+ */
+static void flat_exists_conjuncts(void)
+{
+    static char flat[4096], window[4096], nested[4096], schema[2048];
+    repeated(schema, sizeof schema,
+             "CREATE TABLE t(a INTEGER PRIMARY KEY, b INTEGER);"
+             "CREATE TABLE u(k INTEGER PRIMARY KEY);"
+             "INSERT INTO t VALUES (1, 1), (2, 5), (3, NULL);",
+             "INSERT INTO u VALUES (%d);", 2, 43, "");
+    repeated(flat, sizeof flat, "SELECT a, b FROM t WHERE 1 = 1",
+             " AND EXISTS (SELECT 1 FROM u WHERE u.k = t.a + %d)", 1, 40, "");
+    repeated(window, sizeof window, "SELECT a, b FROM t WHERE b IS NOT NULL",
+             " AND EXISTS (SELECT 1 FROM u WHERE u.k = t.a + %d)", 1, 40, " ORDER BY a LIMIT 2");
+    size_t k = (size_t)snprintf(nested, sizeof nested, "SELECT a, b FROM t WHERE EXISTS (SELECT "
+                                "1 FROM u AS u1 WHERE u1.k = t.a + 1");
+    for (int i = 2; i <= 30; i++)
+        k += (size_t)snprintf(nested + k, sizeof nested - k, " AND EXISTS (SELECT 1 FROM u AS "
+                              "u%d WHERE u%d.k = u%d.k + 1", i, i, i - 1);
+    for (int i = 0; i < 30; i++)
+        nested[k++] = ')';
+    nested[k] = '\0';
+    const char *sqls[] = { flat, nested };
+    static const char *const writes[] = {
+        "INSERT INTO u VALUES (44)", "DELETE FROM u WHERE k = 20", "INSERT INTO t VALUES (4, 4)",
+        "INSERT INTO u VALUES (20)", "UPDATE t SET b = NULL WHERE a = 1",
+        "DELETE FROM t WHERE a = 2", "DELETE FROM u WHERE k = 2",
+    };
+    size_t nw = sizeof writes / sizeof writes[0];
+    live_and_view(schema, sqls, 2, writes, nw);
+    const char *ordered[] = { window };
+    live_and_view_in(schema, ordered, 1, true, writes, nw);
+}
+
 TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch),
           T(callback_inside_own_step),
           T(open_nomem_sweep), T(set_window_nomem_sweep), T(commit_nomem_sweep),
@@ -1462,4 +1526,5 @@ TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch
           T(hidden_order_random), T(hidden_order_crossing), T(decorrelate_empty_lists),
           T(subquery_in_operand), T(view_fill_error_message), T(single_row_subqueries),
           T(key_lookup_by_expression_joins), T(nocase_lookup_on_binary_key),
-          T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys))
+          T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys),
+          T(flat_exists_conjuncts))
