@@ -18,6 +18,7 @@
 #include "live/live_internal.h"
 
 #include "base/mem.h"
+#include "base/ptrmap.h"
 #include "live/build.h"
 #include "live/window.h"
 #include "sql/func.h"
@@ -172,28 +173,19 @@ static int order_cb(void *ctx, const row *a, const row *b)
 
 /* ---- compiling nodes --------------------------------------------------------- */
 
-/* A plan node already compiled: shared subtrees (the decorrelator reads
- * a node's input both for the domain and for the join) become shared
- * operators, not copies. */
-struct compiled {
-    const struct plan *p;
-    df_node *n;
-};
-
-/* How many parents a plan node has in the final tree (a DAG: the
- * decorrelator shares subtrees). */
-struct refcount {
-    const struct plan *p;
-    uint32_t n;
-};
-
+/*
+ * The plan is a DAG (the decorrelator reads a node's input both for the
+ * domain and for the join; a CTE or view body is one node however often
+ * it is read): every node is compiled once, and a node read by several
+ * parents becomes one operator with several consumers, not copies.
+ */
 struct compile {
     struct live_program *prog;
     struct eval_error *err;
-    VEC(struct compiled) done;
-    VEC(struct refcount) refs;
+    ptrmap done;                     /* plan node -> its df_node */
+    ptrmap refs;                     /* plan node -> its parents in the final plan */
     VEC(const struct plan *) scans;  /* every SCAN node */
-    VEC(const struct plan *) served; /* SCANs read only by a table-index arrangement */
+    ptrmap served;                   /* SCANs read only by a table-index arrangement */
 };
 
 static int compile_node(struct compile *c, const struct plan *p, df_node **out);
@@ -337,24 +329,15 @@ static int side_keys(struct compile *c, const struct plan *p, struct join_side *
     return add_map(c, s->node, es, s->ncols + s->extra, aff, &s->node);
 }
 
-static uint32_t *refcount_of(struct compile *c, const struct plan *p)
-{
-    for (size_t i = 0; i < c->refs.len; i++)
-        if (c->refs.data[i].p == p)
-            return &c->refs.data[i].n;
-    return NULL;
-}
-
 /* Counts every node's parents, and lists the SCAN nodes. */
 static int count_refs(struct compile *c, const struct plan *p)
 {
-    uint32_t *n = refcount_of(c, p);
+    uint64_t *n = ptrmap_get(&c->refs, p);
     if (n) {
         (*n)++;
         return LDB_OK;
     }
-    struct refcount rc1 = { p, 1 };
-    int rc = vec_push(&c->refs, rc1);
+    int rc = ptrmap_put(&c->refs, p, 1);
     if (!rc && p->kind == PLAN_SCAN)
         rc = vec_push(&c->scans, p);
     const struct plan *kids[3] = { p->in, p->left, p->right };
@@ -372,7 +355,7 @@ static const struct plan *plain_scan(struct compile *c, const struct plan *p,
     *nfilters = 0;
     *exclusive = true;
     for (;;) {
-        uint32_t *n = refcount_of(c, p);
+        uint64_t *n = ptrmap_get(&c->refs, p);
         *exclusive &= n && *n == 1;
         if (p->kind != PLAN_FILTER || *nfilters == 16)
             break;
@@ -404,21 +387,13 @@ static int arrange_side(struct compile *c, const struct join_side *s,
                                     filters, nf, out);
             if (rc == LDB_OK && exclusive) {
                 *external = scan;
-                rc = vec_push(&c->served, scan);
+                rc = ptrmap_put(&c->served, scan, 1);
             }
             if (rc != LDB_NOTFOUND)
                 return rc;
         }
     }
     return df_arrange(c->prog->g, s->node, &key, out);
-}
-
-static bool listed(const struct plan *const *list, size_t n, const struct plan *p)
-{
-    for (size_t i = 0; i < n; i++)
-        if (list[i] == p)
-            return true;
-    return false;
 }
 
 /*
@@ -436,7 +411,7 @@ static void mark_lookup_tables(struct compile *c)
         bool lookup = !src->loader && !src->must_hydrate;
         for (size_t k = 0; lookup && k < c->scans.len; k++)
             if (c->scans.data[k]->u.scan.table == src->table)
-                lookup = listed(c->served.data, c->served.len, c->scans.data[k]);
+                lookup = ptrmap_get(&c->served, c->scans.data[k]) != NULL;
         src->lookup_only = lookup;
     }
 }
@@ -770,17 +745,13 @@ static int compile_kind(struct compile *c, const struct plan *p, df_node **out)
 
 static int compile_node(struct compile *c, const struct plan *p, df_node **out)
 {
-    for (size_t i = 0; i < c->done.len; i++) {
-        if (c->done.data[i].p == p) {
-            *out = c->done.data[i].n;
-            return LDB_OK;
-        }
+    df_node *done = ptrmap_get_ptr(&c->done, p);
+    if (done) {
+        *out = done;
+        return LDB_OK;
     }
     int rc = compile_kind(c, p, out);
-    if (rc)
-        return rc;
-    struct compiled d = { p, *out };
-    return vec_push(&c->done, d);
+    return rc ? rc : ptrmap_put_ptr(&c->done, p, *out);
 }
 
 /* ---- the root ------------------------------------------------------------------------- */
@@ -961,7 +932,7 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
 
 int live_compile(struct live_program *prog, struct eval_error *err)
 {
-    struct compile c = { prog, err, VEC_INIT, VEC_INIT, VEC_INIT, VEC_INIT };
+    struct compile c = { prog, err, PTRMAP_INIT, PTRMAP_INIT, VEC_INIT, PTRMAP_INIT };
     if (plan_is_nondeterministic(prog->plan))
         return cfail(&c, LDB_UNSUPPORTED,
                      "a query that calls a non-deterministic function cannot be kept live");
@@ -987,10 +958,10 @@ int live_compile(struct live_program *prog, struct eval_error *err)
         mark_lookup_tables(&c);
     if (!rc)
         rc = df_output(prog->g, top, &prog->out);
-    vec_free(&c.done);
-    vec_free(&c.refs);
+    ptrmap_free(&c.done);
+    ptrmap_free(&c.refs);
     vec_free(&c.scans);
-    vec_free(&c.served);
+    ptrmap_free(&c.served);
     if (rc && err->code == LDB_OK)
         cfail(&c, rc, rc == LDB_NOMEM ? "out of memory" : ldb_errstr(rc));
     return rc;

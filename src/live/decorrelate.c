@@ -29,26 +29,22 @@
 #include "live/live_internal.h"
 
 #include "base/mem.h"
+#include "base/ptrmap.h"
 #include "live/build.h"
 #include "sql/func.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* A node already rewritten: the tree is a DAG (an attached subquery's
- * domain reads the node's input, which the node's rewrite also reads), so
- * every reference to a node must get the same rewrite, and a rewrite is
- * its own rewrite. */
-struct dc_done {
-    const struct plan *from;
-    struct plan *to;
-};
-
+/* The plan is a DAG (an attached subquery's domain reads the node's
+ * input, which the node's rewrite also reads; CTE and view bodies are
+ * shared), so every reference to a node must get the same rewrite, made
+ * once, and a rewrite is its own rewrite: done maps a node to it. */
 struct dc {
     struct live_program *prog;
     plan_arena *pa;
     struct eval_error *err;
-    VEC(struct dc_done) done;
+    ptrmap done;
 };
 
 static int dc_fail(struct dc *d, int code, const char *msg)
@@ -1162,26 +1158,24 @@ static int dc_rewrite(struct dc *d, struct plan *p, struct plan **out)
 /* p rewritten once, whichever of its parents asks first. */
 static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
 {
-    for (size_t i = 0; i < d->done.len; i++) {
-        if (d->done.data[i].from == p) {
-            *out = d->done.data[i].to;
-            return LDB_OK;
-        }
+    struct plan *done = ptrmap_get_ptr(&d->done, p);
+    if (done) {
+        *out = done;
+        return LDB_OK;
     }
     int rc = dc_rewrite(d, p, out);
-    if (rc)
-        return rc;
-    struct dc_done self = { p, *out }, again = { *out, *out };
-    if ((rc = vec_push(&d->done, self)))
-        return rc;
-    return *out == p ? LDB_OK : vec_push(&d->done, again);
+    if (!rc)
+        rc = ptrmap_put_ptr(&d->done, p, *out);
+    if (!rc && *out != p)
+        rc = ptrmap_put_ptr(&d->done, *out, *out);
+    return rc;
 }
 
 int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out, struct eval_error *err)
 {
-    struct dc d = { prog, &prog->pa, err, VEC_INIT };
+    struct dc d = { prog, &prog->pa, err, PTRMAP_INIT };
     int rc = dc_plan(&d, p, out);
-    vec_free(&d.done);
+    ptrmap_free(&d.done);
     if (rc && err->code == LDB_OK)
         dc_fail(&d, rc, rc == LDB_NOMEM ? "out of memory" : "cannot decorrelate the query");
     return rc;
