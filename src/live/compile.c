@@ -276,18 +276,6 @@ static int compile_project(struct compile *c, const struct plan *p, df_node **ou
 
 /* ---- joins ----------------------------------------------------------------------- */
 
-/* A stored column already has the affinity's form (or no affinity). */
-static bool affinity_is_noop(enum col_type aff, enum col_type coltype)
-{
-    if (aff == COL_ANY || aff == COL_BLOB)
-        return true;
-    if (col_type_numeric(aff))
-        return col_type_numeric(coltype) || coltype == COL_BOOLEAN;
-    if (aff == COL_TEXT)
-        return coltype == COL_TEXT;
-    return false;
-}
-
 /* One side of a join: its node, and the columns its key parts sit in. */
 struct join_side {
     const struct plan *plan;
@@ -311,7 +299,7 @@ static int side_keys(struct compile *c, const struct plan *p, struct join_side *
         const struct join_key *k = &p->u.join.keys[i];
         expr *e = left ? k->left : k->right;
         if (e->kind == EXPR_COLUMN &&
-            affinity_is_noop(k->aff, s->plan->cols[e->u.index].type)) {
+            xb_affinity_is_noop(k->aff, s->plan->cols[e->u.index].type)) {
             s->cols[i] = e->u.index;
         } else {
             es[s->ncols + s->extra] = e;

@@ -9,9 +9,11 @@
  * ones; a UNION ALL tags each branch and carries both branches' keys, so
  * equal rows from different branches stay apart; a side of a FULL JOIN
  * whose key may be all NULL carries a presence column, so its rows stay
- * apart from the other side's NULL-extended ones. Hidden columns are only
- * ever appended, so every expression above keeps reading the columns it
- * read before.
+ * apart from the other side's NULL-extended ones. A join side joined on
+ * its whole key (each row of the other side meets at most one of its
+ * rows) adds nothing to the join's key. Hidden columns are only ever
+ * appended, so every expression above keeps reading the columns it read
+ * before.
  */
 #include "live/program.h"
 
@@ -210,6 +212,48 @@ static int mark_presence(plan_arena *pa, struct keyed *side)
     return LDB_OK;
 }
 
+/*
+ * True when every column of side's key is a plain-column join key of j
+ * under a collation no coarser than the column's and an affinity that
+ * leaves its stored values as they are: then distinct key values stay
+ * distinct under the join's equality, and a row of the other side meets
+ * at most one row of this side.
+ */
+static bool joined_on_key(const struct plan *j, const struct keyed *side, bool right)
+{
+    for (uint32_t i = 0; i < side->n; i++) {
+        const struct plan_col *col = &side->plan->cols[side->cols[i]];
+        bool found = false;
+        for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
+            const struct join_key *jk = &j->u.join.keys[x];
+            const expr *e = right ? jk->right : jk->left;
+            found = e->kind == EXPR_COLUMN && e->u.index == side->cols[i] &&
+                    (jk->coll == LDB_COLL_BINARY || jk->coll == col->coll) &&
+                    xb_affinity_is_noop(jk->aff, col->type);
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/* Which sides' keys make the join's: both, unless one side is joined on
+ * its whole key and the other side's rows are never NULL-extended (each
+ * of them is then in at most one output row). */
+static void key_sides(const struct plan *p, const struct keyed *l, const struct keyed *r,
+                      bool *use_l, bool *use_r)
+{
+    enum join_kind kind = p->u.join.kind;
+    *use_l = true;
+    *use_r = kind != JOIN_SEMI && kind != JOIN_ANTI;
+    if (!*use_r || kind == JOIN_FULL)
+        return;
+    if (kind != JOIN_RIGHT && joined_on_key(p, r, true))
+        *use_r = false;
+    else if (kind != JOIN_LEFT && joined_on_key(p, l, false))
+        *use_l = false;
+}
+
 /* Moves the hidden columns of a keyed join side after both sides'
  * declared columns: left ++ right ++ left hidden ++ right hidden. */
 static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
@@ -223,9 +267,11 @@ static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
     if (rc)
         return rc;
     bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;
+    bool use_l, use_r;
+    key_sides(p, &l, &r, &use_l, &use_r);
     uint32_t nl = p->left->ncols, nr = p->right->ncols;
     uint32_t lx = l.plan->ncols - nl, rx = r.plan->ncols - nr;
-    if (l.n + (left_only ? 0 : r.n) > KEYED_MAX)
+    if ((use_l ? l.n : 0) + (use_r ? r.n : 0) > KEYED_MAX)
         return LDB_UNSUPPORTED;
     struct plan *j = p;
     if (lx || rx) {
@@ -266,9 +312,9 @@ static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
     for (uint32_t i = 0; i < n; i++)
         where[order[i]] = i;
     k->n = 0;
-    for (uint32_t i = 0; i < l.n; i++)
+    for (uint32_t i = 0; use_l && i < l.n; i++)
         k->cols[k->n++] = where[l.cols[i]];
-    for (uint32_t i = 0; !left_only && i < r.n; i++)
+    for (uint32_t i = 0; use_r && i < r.n; i++)
         k->cols[k->n++] = where[nl + lx + r.cols[i]];
     if (lx == 0 && rx == 0) {
         k->plan = j;
