@@ -32,15 +32,10 @@ static int live_failed(ldb *db, int rc, const struct eval_error *err)
     return db_error(db, rc, NULL, -1, "%s", err->msg[0] ? err->msg : ldb_errstr(rc));
 }
 
-/* The live compiler copies a shared body per reference and recurses
- * deeper per node than the executor: bounded here, before it starts. */
+/* The live compiler recurses deeper per node than the executor: bounded
+ * here, before it starts (its size is bounded by the compiler). */
 static int check_compilable(ldb *db, const struct plan *p)
 {
-    if (plan_expanded_size(p) > PLAN_EXPANDED_MAX)
-        return db_error(db, LDB_ERROR, NULL, -1,
-                        "query too complex for a live query: its views and CTEs expand to "
-                        "more than %d plan nodes",
-                        PLAN_EXPANDED_MAX);
     if (plan_height(p) > PLAN_HEIGHT_MAX)
         return db_error(db, LDB_ERROR, NULL, -1,
                         "query too complex for a live query: its plan is more than %d nodes "

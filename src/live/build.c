@@ -269,6 +269,8 @@ static bool list_reads_outer(expr *const *es, uint32_t n)
 
 bool pb_reads_outer(const struct plan *p)
 {
+    if (p->shared) /* a shared body reads no capture (plan.h) */
+        return false;
     switch (p->kind) {
     case PLAN_SCAN:
         return false;

@@ -918,6 +918,14 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
     return LDB_OK;
 }
 
+static int too_large(struct compile *c)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "query too complex to keep up to date: more than %d plan nodes "
+             "once its subqueries are joins (each view and CTE counted once)", LIVE_MAX_NODES);
+    return cfail(c, LDB_ERROR, msg);
+}
+
 int live_compile(struct live_program *prog, struct eval_error *err)
 {
     struct compile c = { prog, err, PTRMAP_INIT, PTRMAP_INIT, VEC_INIT, PTRMAP_INIT };
@@ -940,6 +948,8 @@ int live_compile(struct live_program *prog, struct eval_error *err)
     df_node *top;
     if (!rc)
         rc = count_refs(&c, root);
+    if (!rc && c.refs.ents.len > LIVE_MAX_NODES)
+        rc = too_large(&c);
     if (!rc)
         rc = compile_node(&c, root, &top);
     if (!rc)

@@ -45,6 +45,7 @@ struct dc {
     plan_arena *pa;
     struct eval_error *err;
     ptrmap done;
+    ptrmap single;  /* shared node -> at_most_one_row: 1 false, 2 true */
 };
 
 static int dc_fail(struct dc *d, int code, const char *msg)
@@ -608,16 +609,10 @@ static bool joined_on_unique_key(const struct plan *j, bool right)
     return true;
 }
 
-static bool at_most_one_row(const struct plan *p);
+static bool at_most_one_row(struct dc *d, const struct plan *p);
 
-/*
- * True when the bound plan p gives at most one row for any values of its
- * captures and parameters: a LIMIT of 0 or 1, a scalar aggregate, a
- * filter fixing every column of its input's unique key, or nodes that
- * keep that from their inputs. Read on the plan as bound, before any
- * rewrite, where a LIMIT is never per partition.
- */
-static bool at_most_one_row(const struct plan *p)
+/* at_most_one_row of p itself, even when p is shared. */
+static bool node_one_row(struct dc *d, const struct plan *p)
 {
     switch (p->kind) {
     case PLAN_LIMIT: {
@@ -625,14 +620,14 @@ static bool at_most_one_row(const struct plan *p)
         if (n && n->kind == EXPR_CONST && value_type(&n->u.v) == LDB_INTEGER &&
             n->u.v.h.u.i >= 0 && n->u.v.h.u.i <= 1)
             return true;
-        return at_most_one_row(p->in);
+        return at_most_one_row(d, p->in);
     }
     case PLAN_AGGREGATE:
-        return p->u.agg.ngroups == 0 || at_most_one_row(p->in);
+        return p->u.agg.ngroups == 0 || at_most_one_row(d, p->in);
     case PLAN_VALUES:
         return p->u.values.nrows <= 1;
     case PLAN_FILTER: {
-        if (at_most_one_row(p->in))
+        if (at_most_one_row(d, p->in))
             return true;
         uint32_t key[256], n;
         if (p->in->ncols > 256 || !plan_unique_key(p->in, key, &n))
@@ -645,25 +640,44 @@ static bool at_most_one_row(const struct plan *p)
     case PLAN_PROJECT:
     case PLAN_SORT:
     case PLAN_DISTINCT:
-        return at_most_one_row(p->in);
+        return at_most_one_row(d, p->in);
     case PLAN_JOIN: {
         enum join_kind k = p->u.join.kind;
         if (k == JOIN_SEMI || k == JOIN_ANTI)
-            return at_most_one_row(p->left);
+            return at_most_one_row(d, p->left);
         if (k == JOIN_FULL)
             return false;
-        bool l1 = at_most_one_row(p->left), r1 = at_most_one_row(p->right);
+        bool l1 = at_most_one_row(d, p->left), r1 = at_most_one_row(d, p->right);
         /* one row of a side meets at most one of the other */
         return (k != JOIN_RIGHT && l1 && (r1 || joined_on_unique_key(p, true))) ||
                (k != JOIN_LEFT && r1 && (l1 || joined_on_unique_key(p, false)));
     }
     case PLAN_SETOP:
         return p->u.setop != SETOP_UNION && p->u.setop != SETOP_UNION_ALL &&
-               at_most_one_row(p->left);
+               at_most_one_row(d, p->left);
     case PLAN_SCAN:
         return false;
     }
     return false;
+}
+
+/*
+ * True when the bound plan p gives at most one row for any values of its
+ * captures and parameters: a LIMIT of 0 or 1, a scalar aggregate, a
+ * filter fixing every column of its input's unique key, or nodes that
+ * keep that from their inputs. Read on the plan as bound, before any
+ * rewrite, where a LIMIT is never per partition. A shared node is
+ * answered once (when memory allows keeping the answer).
+ */
+static bool at_most_one_row(struct dc *d, const struct plan *p)
+{
+    uint64_t *known = p->shared ? ptrmap_get(&d->single, p) : NULL;
+    if (known)
+        return *known == 2;
+    bool one = node_one_row(d, p);
+    if (p->shared)
+        (void)ptrmap_put(&d->single, p, one ? 2 : 1);
+    return one;
 }
 
 static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t lcol,
@@ -679,7 +693,7 @@ static expr *attach_scalar(struct attach *a, struct plan *ext, uint32_t dcol, st
                            const struct expr_subquery *sq)
 {
     plan_arena *pa = a->d->pa;
-    if (!at_most_one_row(sq->plan) && !one_row_per_tuple(a->d, pp)) {
+    if (!at_most_one_row(a->d, sq->plan) && !one_row_per_tuple(a->d, pp)) {
         dc_fail(a->d, LDB_UNSUPPORTED,
                 "a scalar subquery that may return several rows cannot be kept live; use an "
                 "aggregate, or ORDER BY with LIMIT 1");
@@ -1173,9 +1187,10 @@ static int dc_plan(struct dc *d, struct plan *p, struct plan **out)
 
 int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out, struct eval_error *err)
 {
-    struct dc d = { prog, &prog->pa, err, PTRMAP_INIT };
+    struct dc d = { prog, &prog->pa, err, PTRMAP_INIT, PTRMAP_INIT };
     int rc = dc_plan(&d, p, out);
     ptrmap_free(&d.done);
+    ptrmap_free(&d.single);
     if (rc && err->code == LDB_OK)
         dc_fail(&d, rc, rc == LDB_NOMEM ? "out of memory" : "cannot decorrelate the query");
     return rc;

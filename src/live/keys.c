@@ -14,13 +14,28 @@
  * rows) adds nothing to the join's key. Hidden columns are only ever
  * appended, so every expression above keeps reading the columns it read
  * before.
+ *
+ * The plan is a DAG: a shared node (a CTE or view body, plan.h) is
+ * rewritten once, whichever parent asks first, and its rewrite is shared
+ * again, so the keyed plan stays as large as the plan and the dataflow
+ * compiler makes one subgraph for the body.
  */
 #include "live/program.h"
 
+#include "base/ptrmap.h"
 #include "live/build.h"
 #include "storage/table.h"
 
 #include <string.h>
+
+/* One rewrite: what it knows of the shared nodes met so far. */
+struct keyer {
+    plan_arena *pa;
+    ptrmap done;     /* shared node -> its struct keyed (in pa) */
+    ptrmap nonnull;  /* shared node -> per column: 0 unknown, 1 nullable, 2 never NULL */
+};
+
+static int ensure(struct keyer *c, struct plan *p, struct keyed *k);
 
 static int key_scan(const struct plan *p, struct keyed *k)
 {
@@ -60,10 +75,11 @@ static int key_values(plan_arena *pa, struct plan *p, struct keyed *k)
 }
 
 /* PROJECT: keep the input's key columns, appending the missing ones. */
-static int key_project(plan_arena *pa, struct plan *p, struct keyed *k)
+static int key_project(struct keyer *kc, struct plan *p, struct keyed *k)
 {
+    plan_arena *pa = kc->pa;
     struct keyed in;
-    int rc = live_ensure_key(pa, p->in, &in);
+    int rc = ensure(kc, p->in, &in);
     if (rc)
         return rc;
     uint32_t n = p->ncols, extra = 0;
@@ -104,10 +120,10 @@ static int key_project(plan_arena *pa, struct plan *p, struct keyed *k)
 
 /* Nodes whose output is their input's rows: same key, rebuilt over the
  * keyed input (their expressions read the same leading columns). */
-static int key_passthrough(plan_arena *pa, struct plan *p, struct keyed *k)
+static int key_passthrough(struct keyer *kc, struct plan *p, struct keyed *k)
 {
     struct keyed in;
-    int rc = live_ensure_key(pa, p->in, &in);
+    int rc = ensure(kc, p->in, &in);
     if (rc)
         return rc;
     *k = in;
@@ -115,7 +131,7 @@ static int key_passthrough(plan_arena *pa, struct plan *p, struct keyed *k)
         k->plan = p;
         return LDB_OK;
     }
-    struct plan *c = plan_new(pa, p->kind, in.plan->ncols);
+    struct plan *c = plan_new(kc->pa, p->kind, in.plan->ncols);
     if (!c)
         return LDB_NOMEM;
     c->u = p->u;
@@ -136,10 +152,10 @@ static int key_all_columns(struct plan *p, struct keyed *k)
     return LDB_OK;
 }
 
-/* True when column c of p is never NULL: a NOT NULL table column (a
- * primary key's), a non-NULL constant, kept through nodes that do not
- * NULL-extend it. */
-static bool never_null(const struct plan *p, uint32_t c)
+static bool never_null(struct keyer *kc, const struct plan *p, uint32_t c);
+
+/* never_null of p itself, even when p is shared. */
+static bool node_never_null(struct keyer *kc, const struct plan *p, uint32_t c)
 {
     switch (p->kind) {
     case PLAN_SCAN:
@@ -155,28 +171,53 @@ static bool never_null(const struct plan *p, uint32_t c)
     case PLAN_SORT:
     case PLAN_LIMIT:
     case PLAN_DISTINCT:
-        return never_null(p->in, c);
+        return never_null(kc, p->in, c);
     case PLAN_PROJECT: {
         const expr *e = p->u.exprs[c];
         if (e->kind == EXPR_CONST)
             return !value_is_null(&e->u.v);
-        return e->kind == EXPR_COLUMN && never_null(p->in, e->u.index);
+        return e->kind == EXPR_COLUMN && never_null(kc, p->in, e->u.index);
     }
     case PLAN_AGGREGATE: {
         const expr *e = c < p->u.agg.ngroups ? p->u.agg.groups[c] : NULL;
-        return e && e->kind == EXPR_COLUMN && never_null(p->in, e->u.index);
+        return e && e->kind == EXPR_COLUMN && never_null(kc, p->in, e->u.index);
     }
     case PLAN_JOIN: {
         enum join_kind k = p->u.join.kind;
         if (c < p->left->ncols)
-            return k != JOIN_RIGHT && k != JOIN_FULL && never_null(p->left, c);
+            return k != JOIN_RIGHT && k != JOIN_FULL && never_null(kc, p->left, c);
         return (k == JOIN_INNER || k == JOIN_CROSS || k == JOIN_RIGHT) &&
-               never_null(p->right, c - p->left->ncols);
+               never_null(kc, p->right, c - p->left->ncols);
     }
     case PLAN_SETOP:
-        return never_null(p->left, c) && never_null(p->right, c);
+        return never_null(kc, p->left, c) && never_null(kc, p->right, c);
     }
     return false;
+}
+
+/* The answers known for shared node p (NULL when out of memory: then
+ * they are not kept, only computed again). */
+static uint8_t *nonnull_memo(struct keyer *kc, const struct plan *p)
+{
+    uint8_t *known = ptrmap_get_ptr(&kc->nonnull, p);
+    if (known)
+        return known;
+    known = plan_alloc(kc->pa, p->ncols ? p->ncols : 1);
+    return known && !ptrmap_put_ptr(&kc->nonnull, p, known) ? known : NULL;
+}
+
+/* True when column c of p is never NULL: a NOT NULL table column (a
+ * primary key's), a non-NULL constant, kept through nodes that do not
+ * NULL-extend it. Answered once per column of a shared node. */
+static bool never_null(struct keyer *kc, const struct plan *p, uint32_t c)
+{
+    uint8_t *known = p->shared ? nonnull_memo(kc, p) : NULL;
+    if (known && known[c])
+        return known[c] == 2;
+    bool nn = node_never_null(kc, p, c);
+    if (known)
+        known[c] = nn ? 2 : 1;
+    return nn;
 }
 
 /*
@@ -186,10 +227,11 @@ static bool never_null(const struct plan *p, uint32_t c)
  * share the other side's key. Such a side gets a hidden presence column
  * (TRUE; NULL once extended) as one more key column.
  */
-static int mark_presence(plan_arena *pa, struct keyed *side)
+static int mark_presence(struct keyer *kc, struct keyed *side)
 {
+    plan_arena *pa = kc->pa;
     for (uint32_t i = 0; i < side->n; i++)
-        if (never_null(side->plan, side->cols[i]))
+        if (never_null(kc, side->plan, side->cols[i]))
             return LDB_OK;
     if (side->n == KEYED_MAX)
         return LDB_UNSUPPORTED;
@@ -256,14 +298,15 @@ static void key_sides(const struct plan *p, const struct keyed *l, const struct 
 
 /* Moves the hidden columns of a keyed join side after both sides'
  * declared columns: left ++ right ++ left hidden ++ right hidden. */
-static int key_join(plan_arena *pa, struct plan *p, struct keyed *k)
+static int key_join(struct keyer *kc, struct plan *p, struct keyed *k)
 {
+    plan_arena *pa = kc->pa;
     struct keyed l, r;
-    int rc = live_ensure_key(pa, p->left, &l);
+    int rc = ensure(kc, p->left, &l);
     if (!rc)
-        rc = live_ensure_key(pa, p->right, &r);
-    if (!rc && p->u.join.kind == JOIN_FULL && !(rc = mark_presence(pa, &l)))
-        rc = mark_presence(pa, &r);
+        rc = ensure(kc, p->right, &r);
+    if (!rc && p->u.join.kind == JOIN_FULL && !(rc = mark_presence(kc, &l)))
+        rc = mark_presence(kc, &r);
     if (rc)
         return rc;
     bool left_only = p->u.join.kind == JOIN_SEMI || p->u.join.kind == JOIN_ANTI;
@@ -369,12 +412,13 @@ static struct plan *tagged_branch(plan_arena *pa, const struct keyed *b, uint32_
     return pb_project(pa, b->plan, es, n, meta);
 }
 
-static int key_union_all(plan_arena *pa, struct plan *p, struct keyed *k)
+static int key_union_all(struct keyer *kc, struct plan *p, struct keyed *k)
 {
+    plan_arena *pa = kc->pa;
     struct keyed l, r;
-    int rc = live_ensure_key(pa, p->left, &l);
+    int rc = ensure(kc, p->left, &l);
     if (!rc)
-        rc = live_ensure_key(pa, p->right, &r);
+        rc = ensure(kc, p->right, &r);
     if (rc)
         return rc;
     if (1 + l.n + r.n > KEYED_MAX)
@@ -398,7 +442,8 @@ static int key_union_all(plan_arena *pa, struct plan *p, struct keyed *k)
     return LDB_OK;
 }
 
-int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k)
+/* The key of p itself, even when p is shared. */
+static int key_node(struct keyer *c, struct plan *p, struct keyed *k)
 {
     k->plan = p;
     k->n = 0;
@@ -406,15 +451,15 @@ int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k)
     case PLAN_SCAN:
         return key_scan(p, k);
     case PLAN_VALUES:
-        return key_values(pa, p, k);
+        return key_values(c->pa, p, k);
     case PLAN_PROJECT:
-        return key_project(pa, p, k);
+        return key_project(c, p, k);
     case PLAN_FILTER:
     case PLAN_SORT:
     case PLAN_LIMIT:
-        return key_passthrough(pa, p, k);
+        return key_passthrough(c, p, k);
     case PLAN_JOIN:
-        return key_join(pa, p, k);
+        return key_join(c, p, k);
     case PLAN_AGGREGATE:
         k->n = p->u.agg.ngroups;
         for (uint32_t i = 0; i < k->n; i++)
@@ -424,9 +469,40 @@ int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k)
         return key_all_columns(p, k);
     case PLAN_SETOP:
         if (p->u.setop == SETOP_UNION_ALL)
-            return key_union_all(pa, p, k);
+            return key_union_all(c, p, k);
         /* set results and ALL bags fold equal rows: all columns */
         return key_all_columns(p, k);
     }
     return LDB_INTERNAL;
+}
+
+/* A shared node's rewrite is made once and is shared in turn (marked, so
+ * that the executor and the plan's walks meet it once too). */
+static int ensure(struct keyer *c, struct plan *p, struct keyed *k)
+{
+    if (!p->shared)
+        return key_node(c, p, k);
+    struct keyed *done = ptrmap_get_ptr(&c->done, p);
+    if (done) {
+        *k = *done;
+        return LDB_OK;
+    }
+    int rc = key_node(c, p, k);
+    if (!rc && k->plan != p)
+        rc = plan_share(c->pa, k->plan);
+    if (rc)
+        return rc;
+    if (!(done = plan_alloc(c->pa, sizeof *done)))
+        return LDB_NOMEM;
+    *done = *k;
+    return ptrmap_put_ptr(&c->done, p, done);
+}
+
+int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k)
+{
+    struct keyer c = { pa, PTRMAP_INIT, PTRMAP_INIT };
+    int rc = ensure(&c, p, k);
+    ptrmap_free(&c.done);
+    ptrmap_free(&c.nonnull);
+    return rc;
 }

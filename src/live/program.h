@@ -45,16 +45,22 @@ struct keyed {
  * output has a unique key; hidden key columns are appended after p's
  * columns, so readers of p's columns read the same positions. n == 0
  * means at most one row (a scalar aggregate). LDB_UNSUPPORTED when the
- * key would be too wide; LDB_NOMEM.
+ * key would have more than KEYED_MAX columns; LDB_NOMEM.
  */
 int live_ensure_key(plan_arena *pa, struct plan *p, struct keyed *k);
 
 /* ---- programs (program.c) ------------------------------------------------------- */
 
+/* The most plan nodes a program compiles, counted after decorrelation,
+ * a shared (CTE or view) body once: each becomes a few operators. */
+#define LIVE_MAX_NODES 100000
+
 /*
  * A program over plan (owned by the caller, valid while the program
  * lives) with copies of params. bounded: an ORDER BY ... LIMIT root may
- * be fed from an index prefix. On failure err says why and *out is NULL.
+ * be fed from an index prefix. On failure err says why and *out is NULL:
+ * LDB_UNSUPPORTED for what cannot be kept up to date, LDB_ERROR for a
+ * plan of more than LIVE_MAX_NODES nodes, LDB_NOMEM.
  */
 int live_program_new(struct plan *plan, const value *params, uint32_t nparams,
                      bool bounded, struct live_program **out, struct eval_error *err);

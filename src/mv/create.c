@@ -77,13 +77,8 @@ static int bind(struct mv_view *v, struct plan **out, struct eval_error *err)
     int rc = bind_query(&env, v->ast, cv->select, out);
     if (rc)
         return rc;
-    /* the compilers copy a shared body per reference and recurse deeper
-     * per node than the executor: bounded before they start */
-    if (plan_expanded_size(*out) > PLAN_EXPANDED_MAX)
-        return fail(err, LDB_ERROR, cv->select->off, true,
-                    "query too complex for a materialized view: its views and CTEs expand "
-                    "to more than %d plan nodes",
-                    PLAN_EXPANDED_MAX);
+    /* the compilers recurse deeper per node than the executor: bounded
+     * before they start (the dataflow compiler bounds its size) */
     if (plan_height(*out) > PLAN_HEIGHT_MAX)
         return fail(err, LDB_ERROR, cv->select->off, true,
                     "query too complex for a materialized view: its plan is more than %d "
@@ -163,8 +158,9 @@ static int check_body(struct mv_view *v, const struct plan *p, const struct mv_o
         return fail(err, LDB_ERROR, cv->select->off, true,
                     "the body of a materialized view cannot have parameters");
     struct body_facts f = { v, LDB_OK, NULL, cv->select->off };
-    struct mv_walk w = { facts_node, facts_expr, &f };
-    mv_walk(p, &w);
+    struct mv_walk w = { facts_node, facts_expr, &f, PTRMAP_INIT, LDB_OK };
+    if (mv_walk(p, &w))
+        f.rc = LDB_NOMEM;
     if (f.rc)
         return fail(err, f.rc, 0, false, "out of memory");
     if (v->sources.len == 0)
@@ -299,11 +295,10 @@ static int build(struct mv_view *v, const struct mv_options *opt, struct eval_er
     int rc = bind(v, &p, err);
     if (rc == LDB_OK)
         rc = check_body(v, p, opt, &nondet, err);
-    if (rc == LDB_OK && (rc = planner_optimize(&v->pa, &p)))
+    if (rc == LDB_OK && ((rc = planner_optimize(&v->pa, &p)) || (rc = mv_clear_annotations(p))))
         return fail(err, rc, 0, false, "out of memory");
     if (rc)
         return rc;
-    mv_clear_annotations(p);
     if (!(v->body = mv_unordered(&v->pa, p)))
         return fail(err, LDB_NOMEM, 0, false, "out of memory");
     if ((rc = choose(v, nondet, opt, err)) || (rc = make_backing(v, err)) ||

@@ -25,6 +25,7 @@
 #ifndef LDB_MV_MV_INTERNAL_H
 #define LDB_MV_MV_INTERNAL_H
 
+#include "base/ptrmap.h"
 #include "base/vec.h"
 #include "dataflow/dataflow.h"
 #include "mv/mv.h"
@@ -141,11 +142,14 @@ struct mv_registry {
 };
 
 /* Visits every node of a plan and every expression in it, subquery plans
- * included; a callback returning false stops the walk. Either may be NULL. */
+ * included, a shared node once; a callback returning false stops the
+ * walk. Either may be NULL. */
 struct mv_walk {
     bool (*plan)(void *ctx, const struct plan *p);
     bool (*expr)(void *ctx, const expr *e);
     void *ctx;
+    ptrmap seen;       /* the walk's own: shared nodes visited */
+    int rc;            /* the walk's own: LDB_NOMEM stops it */
 };
 
 /* ---- registry.c ---- */
@@ -169,10 +173,11 @@ void mv_set_base(struct mv_view *v);
 
 /* ---- shape.c ---- */
 
-bool mv_walk(const struct plan *p, struct mv_walk *w);
+/* LDB_OK, or LDB_NOMEM when the walk could not finish. */
+int mv_walk(const struct plan *p, struct mv_walk *w);
 /* Clears access paths, the FILTER predicates they left to the executor,
- * and presorted flags (they name indexes). */
-void mv_clear_annotations(struct plan *p);
+ * and presorted flags (they name indexes). LDB_NOMEM. */
+int mv_clear_annotations(struct plan *p);
 /* The body with a root ORDER BY (no LIMIT) removed: a table has no
  * order. NULL on NOMEM. */
 struct plan *mv_unordered(plan_arena *pa, struct plan *body);

@@ -98,24 +98,43 @@ static bool walk_node(const struct plan *p, struct mv_walk *w)
     }
 }
 
+/* True the first time the walk meets p: a shared node has several
+ * parents, and walking it per path would be exponential in a chain of
+ * CTEs that each read the previous one twice. */
+static bool first_visit(const struct plan *p, struct mv_walk *w)
+{
+    if (!p->shared)
+        return true;
+    if (ptrmap_get(&w->seen, p))
+        return false;
+    w->rc = ptrmap_put(&w->seen, p, 1);
+    return w->rc == LDB_OK;
+}
+
 static bool walk_plan(const struct plan *p, struct mv_walk *w)
 {
-    if (!p)
-        return true;
+    if (!p || !first_visit(p, w))
+        return w->rc == LDB_OK;
     if (w->plan && !w->plan(w->ctx, p))
         return false;
     return walk_node(p, w) && walk_plan(p->in, w) && walk_plan(p->left, w) &&
            walk_plan(p->right, w);
 }
 
-bool mv_walk(const struct plan *p, struct mv_walk *w) { return walk_plan(p, w); }
+int mv_walk(const struct plan *p, struct mv_walk *w)
+{
+    w->rc = LDB_OK;
+    walk_plan(p, w);
+    ptrmap_free(&w->seen);
+    return w->rc;
+}
 
 static bool not_subquery(void *ctx, const expr *e) { return e->kind != EXPR_SUBQUERY; }
 
 /* Whether e holds a subquery (the arms without dataflow cannot run one). */
 static bool has_subquery(const expr *e)
 {
-    struct mv_walk w = { NULL, not_subquery, NULL };
+    struct mv_walk w = { NULL, not_subquery, NULL, PTRMAP_INIT, LDB_OK };
     return !walk_expr(e, &w);
 }
 
@@ -156,10 +175,10 @@ static bool clear_node(void *ctx, const struct plan *cp)
     return true;
 }
 
-void mv_clear_annotations(struct plan *p)
+int mv_clear_annotations(struct plan *p)
 {
-    struct mv_walk w = { clear_node, NULL, NULL };
-    mv_walk(p, &w);
+    struct mv_walk w = { clear_node, NULL, NULL, PTRMAP_INIT, LDB_OK };
+    return mv_walk(p, &w);
 }
 
 /* ---- layout ------------------------------------------------------------------------------ */

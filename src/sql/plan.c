@@ -1,7 +1,7 @@
 /*
  * plan.c - plan memory, shared nodes, the questions the live and
  * materialized-view layers ask of a plan (unique keys, lineage,
- * determinism, expanded size), and EXPLAIN's text form. The walks answer
+ * determinism, height), and EXPLAIN's text form. The walks answer
  * a shared node from its plan_shared record, so each is linear in the
  * DAG.
  */
@@ -313,30 +313,7 @@ bool plan_is_nondeterministic(const struct plan *p)
     return p->shared ? p->shared->nondet : node_nondet(p);
 }
 
-/* ---- shared nodes and expanded size ---------------------------------------------------- */
-
-static uint64_t add_size(uint64_t a, uint64_t b)
-{
-    return a > PLAN_SIZE_CAP - b ? PLAN_SIZE_CAP : a + b;
-}
-
-static uint64_t expr_size(const struct expr *e)
-{
-    uint64_t n = e->kind == EXPR_SUBQUERY ? plan_expanded_size(e->u.sq.plan) : 0;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        n = add_size(n, expr_size(e->args[i]));
-    if (e->kind == EXPR_SUBQUERY)
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            n = add_size(n, expr_size(e->u.sq.captures[i]));
-    return n;
-}
-
-static bool add_expr_size(void *ctx, const struct expr *e)
-{
-    uint64_t *n = ctx;
-    *n = add_size(*n, expr_size(e));
-    return false;
-}
+/* ---- shared nodes and height ---------------------------------------------------------------- */
 
 static uint32_t max_u32(uint32_t a, uint32_t b)
 {
@@ -378,23 +355,6 @@ uint32_t plan_height(const struct plan *p)
     return p->shared ? p->shared->height : node_height(p);
 }
 
-/* plan_expanded_size of p itself, even when p is shared. */
-static uint64_t node_size(const struct plan *p)
-{
-    uint64_t n = 1;
-    plan_node_exprs(p, add_expr_size, &n);
-    n = add_size(n, plan_expanded_size(p->in));
-    n = add_size(n, plan_expanded_size(p->left));
-    return add_size(n, plan_expanded_size(p->right));
-}
-
-uint64_t plan_expanded_size(const struct plan *p)
-{
-    if (!p)
-        return 0;
-    return p->shared ? p->shared->expanded : node_size(p);
-}
-
 int plan_share(plan_arena *pa, struct plan *p)
 {
     if (p->shared)
@@ -405,7 +365,6 @@ int plan_share(plan_arena *pa, struct plan *p)
     sh->id = ++pa->nshared;
     sh->nondet = node_nondet(p);
     sh->has_key = node_unique_key(p, sh->key, &sh->nkey);
-    sh->expanded = node_size(p);
     sh->height = node_height(p);
     p->shared = sh;
     return LDB_OK;

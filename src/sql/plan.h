@@ -45,8 +45,8 @@
  * nothing depends on where it is referenced: its body reads no capture,
  * and rewrites of the tree (planner.h) do not reach into it from above.
  * Walks visit a shared node once (the executor runs it once per
- * execution and keeps its rows); plan_expanded_size says how big the
- * tree would be for consumers that copy it per reference.
+ * execution and keeps its rows; the live and materialized-view compilers
+ * make one dataflow subgraph of it).
  *
  * Ownership: nodes, expressions and names live in a plan_arena, normally
  * one per prepared statement; plan_arena_free releases everything,
@@ -196,7 +196,6 @@ struct plan_shared {
     bool has_key;                /* plan_unique_key: answer and key */
     uint32_t nkey;
     uint32_t *key;
-    uint64_t expanded;           /* plan_expanded_size of the body */
     uint32_t height;             /* plan_height of the body */
     bool planned;                /* planner: the body is optimized */
     bool estimated;              /* planner: estimate is known */
@@ -278,24 +277,14 @@ struct plan *plan_new(plan_arena *pa, enum plan_kind kind, uint32_t ncols);
  * later calls do nothing). LDB_NOMEM. */
 int plan_share(plan_arena *pa, struct plan *p);
 
-/* Where plan_expanded_size stops counting. */
-#define PLAN_SIZE_CAP ((uint64_t)1 << 62)
-
 /* The nodes on the longest path from p to a leaf, a subquery's plan
  * counting as below the node that uses it: how deep a recursive walk
  * over p goes. */
 uint32_t plan_height(const struct plan *p);
 
-/* What the live-query and materialized-view compilers take: they copy a
- * shared body per reference, and their recursion costs more stack per
- * node than the executor's. */
-#define PLAN_EXPANDED_MAX 100000
+/* What the live-query and materialized-view compilers take: their
+ * recursion costs more stack per node than the executor's. */
 #define PLAN_HEIGHT_MAX 1000
-
-/* The nodes of p, subquery plans included, counting a shared node's body
- * once per parent: the size of the tree a consumer that does not share
- * would build. At most PLAN_SIZE_CAP. */
-uint64_t plan_expanded_size(const struct plan *p);
 
 /* ---- walking ------------------------------------------------------------------------------------ */
 
