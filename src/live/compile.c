@@ -810,7 +810,7 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
     struct keyed k;
     int rc = live_ensure_key(pa, s->body, &k);
     if (rc)
-        return rc == LDB_UNSUPPORTED ? cfail(c, rc, "result key too wide for a live query") : rc;
+        return rc == LDB_UNSUPPORTED ? cfail(c, rc, LIVE_KEY_TOO_WIDE) : rc;
     struct plan *below = k.plan;
     uint32_t nsort = s->sort ? s->sort->u.sort.nkeys : 0;
     if (nsort > RESULT_MAX_SORT)

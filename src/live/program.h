@@ -33,6 +33,14 @@ struct live_program;
 
 #define KEYED_MAX 64
 
+/* Why a key is too wide, for the error messages. */
+#define LIVE_KEY_WHY                                                                       \
+    "each table of a join adds its primary key unless it is joined on all of it, DISTINCT " \
+    "and set operations use every column"
+#define LIVE_KEY_TOO_WIDE                                                                  \
+    "result key too wide for a live query: its rows need more than 64 key columns to be "  \
+    "told apart (" LIVE_KEY_WHY ")"
+
 /* A plan whose output carries a unique key in cols[0..n). */
 struct keyed {
     struct plan *plan;

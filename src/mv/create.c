@@ -19,6 +19,7 @@
  */
 #include "mv/mv_internal.h"
 
+#include "live/program.h"
 #include "sql/func.h"
 #include "sql/parser.h"
 #include "sql/planner.h"
@@ -223,9 +224,28 @@ static int dataflow_arm(struct mv_view *v, const struct mv_options *opt, const c
     return LDB_OK;
 }
 
+/* Every arm lays the backing table out by the body's key, which must
+ * fit a table's primary key. */
+static int check_key(struct mv_view *v, struct eval_error *err)
+{
+    struct keyed k;
+    int rc = live_ensure_key(&v->pa, v->body, &k);
+    if (rc == LDB_NOMEM)
+        return fail(err, rc, 0, false, "out of memory");
+    if (rc == LDB_UNSUPPORTED || k.n > SCHEMA_MAX_KEY)
+        return fail(err, LDB_UNSUPPORTED, definition(v)->select->off, true,
+                    "materialized view %s cannot be kept: its rows need more than %d key "
+                    "columns to be told apart, the limit of a table's primary key (%s)",
+                    v->name, SCHEMA_MAX_KEY, LIVE_KEY_WHY);
+    return rc;
+}
+
 static int choose(struct mv_view *v, bool nondet, const struct mv_options *opt,
                   struct eval_error *err)
 {
+    int krc = check_key(v, err);
+    if (krc)
+        return krc;
     if (nondet)
         return floor_arm(v, opt, "its body is not deterministic", err);
     int rc = LDB_OK;

@@ -1651,6 +1651,48 @@ static void shared_view_chains(void)
     live_and_view(schema, sqls, 2, chain_writes, sizeof chain_writes / sizeof chain_writes[0]);
 }
 
+/*
+ * Red-team finding 4: a view over more than 64 joined tables (each adds
+ * its key) failed with "out of memory"; one over 33 with "the result key
+ * is too wide". The message names the limit (a view's key is a table's
+ * primary key: 32 columns) and points at the body; a live query's
+ * (64 columns) says the same.
+ */
+static void key_too_wide_messages(void)
+{
+    static char schema[4096], from[2048], sql[2560];
+    repeated(schema, sizeof schema, "", "CREATE TABLE t%d(a INTEGER PRIMARY KEY);", 1, 65, "");
+    ldb *db = open_db(schema);
+    for (int n = 33; n <= 65; n += 32) {
+        repeated(from, sizeof from, "SELECT t1.a FROM t1", ", t%d", 2, n, "");
+        snprintf(sql, sizeof sql, "CREATE MATERIALIZED VIEW m AS %s", from);
+        CHECK_FAILS(db, sql, LDB_UNSUPPORTED);
+        CHECK_STR(ldb_errmsg(db),
+                  "line 1, column 31: materialized view m cannot be kept: its rows need more "
+                  "than 32 key columns to be told apart, the limit of a table's primary key "
+                  "(each table of a join adds its primary key unless it is joined on all of it, "
+                  "DISTINCT and set operations use every column)");
+        ldb_live *q = NULL;
+        int rc = ldb_live_open(db, from, NULL, NULL, &q);
+        if (n <= 64) {
+            CHECKF(rc == LDB_OK, "%s", ldb_errmsg(db));
+            ldb_live_close(q);
+            continue;
+        }
+        CHECK_INT(rc, LDB_UNSUPPORTED);
+        CHECK_STR(ldb_errmsg(db),
+                  "result key too wide for a live query: its rows need more than 64 key columns "
+                  "to be told apart (each table of a join adds its primary key unless it is "
+                  "joined on all of it, DISTINCT and set operations use every column)");
+    }
+    /* joined on whole keys, 65 tables need one key column */
+    repeated(from, sizeof from, "SELECT t1.a FROM t1", " JOIN t%d ON t%d.a = t1.a", 2, 65, "");
+    snprintf(sql, sizeof sql, "CREATE MATERIALIZED VIEW m AS %s", from);
+    EXEC(db, sql);
+    check_view(db, "m", from);
+    ldb_close(db);
+}
+
 /* A plan past LIVE_MAX_NODES (100000) nodes, each view counted once, is
  * refused with a clear error by live queries and views: 30 views of 900
  * UNION terms each, read by one query. */
@@ -1692,4 +1734,6 @@ TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch
           T(subquery_in_operand), T(view_fill_error_message), T(single_row_subqueries),
           T(key_lookup_by_expression_joins), T(nocase_lookup_on_binary_key),
           T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys),
-          T(flat_exists_conjuncts), T(whole_key_joins), T(shared_cte_chains), T(shared_view_chains), T(huge_plan_refused))
+          T(flat_exists_conjuncts), T(whole_key_joins), T(shared_cte_chains),
+          T(shared_view_chains),
+          T(key_too_wide_messages), T(huge_plan_refused))
