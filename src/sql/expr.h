@@ -135,12 +135,16 @@ typedef struct expr {
                          operand (column, CAST), or for a comparison node the
                          affinity applied to both operands (ANY: none) */
     uint8_t aff2;     /* BETWEEN: affinity of the high comparison */
-    uint8_t coll;     /* enum ldb_collation: a comparison's (IN, BETWEEN: its
-                         low one), else the result's (BINARY when csrc is
-                         COLL_NONE) */
+    uint8_t coll;     /* enum ldb_collation: for a comparison (IN too) the one
+                         it compares under (BETWEEN: its low bound's), else
+                         the result's (BINARY when csrc is COLL_NONE) */
     uint8_t flags;
-    uint8_t csrc;     /* enum coll_src of coll (for a comparison: COLL_EXPLICIT
-                         or COLL_NONE, whether COLLATE appears in it) */
+    uint8_t csrc;     /* enum coll_src of coll; for a comparison COLL_EXPLICIT
+                         when coll is an operand's COLLATE, which then passes
+                         up as SQLite's does (a COLLATE only in BETWEEN's high
+                         bound, in a list of several IN items or in IN's
+                         subquery does not: the result is a BOOLEAN anyway),
+                         else COLL_NONE */
     uint32_t off;     /* source offset, for runtime error positions */
     uint32_t nargs;
     struct expr **args;
