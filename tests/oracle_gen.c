@@ -177,10 +177,8 @@ typedef struct ogen {
 
 /* Expression flags. */
 #define E_COL 1    /* reads a column */
-#define E_NOCASE 2 /* its collation is NOCASE (a bare NOCASE column) */
-#define E_CATNC 4  /* a || with a NOCASE operand: livedb groups, deduplicates
-                      and orders it under NOCASE, SQLite under BINARY
-                      (KNOWN_COMPUTED_COLLATION) */
+#define E_NOCASE 2 /* its collation is NOCASE (a bare NOCASE column; any
+                      operator or call over it has none, as in SQLite) */
 
 static int gpick(ogen *g, int n) { return og_pick(g->r, n); }
 static bool gchance(ogen *g, unsigned num, unsigned den) { return og_chance(g->r, num, den); }
@@ -421,7 +419,7 @@ static int gen_text(ogen *g, const oscope *sc, int depth, strbuf *sb)
         sb_puts(sb, " || ");
         f |= gen_text(g, sc, depth - 1, sb);
         sb_putc(sb, ')');
-        return (f & E_COL) | (f & (E_NOCASE | E_CATNC) ? E_CATNC : 0);
+        return f & E_COL;
     case 9:
         sb_puts(sb, gchance(g, 1, 2) ? "upper(" : "lower(");
         f = gen_text(g, sc, depth - 1, sb);
@@ -506,19 +504,13 @@ static int gen_bool(ogen *g, const oscope *sc, int depth, strbuf *sb)
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 2) ? " IS NULL" : " IS NOT NULL");
         return f & E_COL;
-    case 5: {
-        /* KNOWN_BETWEEN_COLLATION: TEXT bounds through lower(), so no
-         * operand has a NOCASE collation but x */
-        bool lower = ty == OT_TEXT && known_bug(KNOWN_BETWEEN_COLLATION);
+    case 5:
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 3) ? " NOT BETWEEN " : " BETWEEN ");
-        sb_puts(sb, lower ? "lower(" : "");
         f |= gen(g, sc, ty, depth - 1, sb);
-        sb_puts(sb, lower ? ") AND lower(" : " AND ");
+        sb_puts(sb, " AND ");
         f |= gen(g, sc, ty, depth - 1, sb);
-        sb_puts(sb, lower ? ")" : "");
         return f & E_COL;
-    }
     case 6: {
         f = gen_operand(g, sc, ty, depth - 1, sb);
         sb_puts(sb, gchance(g, 1, 3) ? " NOT IN (" : " IN (");
@@ -624,30 +616,11 @@ static int gen_value(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *
 /* An expression whose value may be chosen among NOCASE-equal ones (a
  * group key, a DISTINCT or compound column, a min/max argument): a bare
  * NOCASE column is shown through lower() (oracle_gen.h). */
-static bool needs_lower(int f)
-{
-    return (f & E_NOCASE) || ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION));
-}
-
-/* An expression grouped, deduplicated or ordered on: a || with a NOCASE
- * operand goes through lower() while KNOWN_COMPUTED_COLLATION lasts. */
-static int gen_grouped_on(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
-{
-    strbuf e = STRBUF_INIT;
-    int f = gen(g, sc, ty, depth, &e);
-    if ((f & E_CATNC) && known_bug(KNOWN_COMPUTED_COLLATION))
-        sb_printf(sb, "lower(%s)", sb_str(&e));
-    else
-        sb_puts(sb, sb_str(&e));
-    sb_free(&e);
-    return f & (E_COL | E_NOCASE);
-}
-
 static int gen_shown(ogen *g, const oscope *sc, enum oty ty, int depth, strbuf *sb)
 {
     strbuf e = STRBUF_INIT;
     int f = gen(g, sc, ty, depth, &e);
-    if (needs_lower(f))
+    if (f & E_NOCASE)
         sb_printf(sb, "lower(%s)", sb_str(&e));
     else
         sb_puts(sb, sb_str(&e));
@@ -780,11 +753,7 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
     const ocol *outer_key = form == 2 ? pick_col(g, sc, OT_INT) : NULL;
     if (form == 2 && !outer_key)
         form = 0;
-    /* KNOWN_COMPUTED_COLLATION: SQLite gives a scalar subquery no
-     * collation, livedb its column's (BINARY or NOCASE); substr(x, 1),
-     * the same value, has none in both */
-    bool plain = ty == OT_TEXT && known_bug(KNOWN_COMPUTED_COLLATION);
-    sb_puts(sb, plain ? "substr((SELECT " : "(SELECT ");
+    sb_puts(sb, "(SELECT ");
     if (form == 0) {
         sub_aggregate(g, &in, ty, sb);
         sb_printf(sb, " FROM %s AS %s", t->name, alias);
@@ -808,7 +777,7 @@ static void scalar_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
         /* an INTEGER column of the outer row */
         sb_puts(sb, outer_key->ref);
     }
-    sb_puts(sb, plain ? "), 1)" : ")");
+    sb_putc(sb, ')');
     g->depth--;
 }
 
@@ -858,7 +827,7 @@ static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
               gchance(g, 1, 4) ? "DISTINCT " : "");
     oscope local = in;
     local.outer = NULL;
-    gen_grouped_on(g, &local, ty, 1, sb); /* its collation decides IN's */
+    gen(g, &local, ty, 1, sb); /* its collation decides IN's */
     sb_printf(sb, " FROM %s AS %s", t->name, alias);
     sub_where(g, &in, gchance(g, 1, 2), sb);
     sb_putc(sb, ')');
@@ -908,7 +877,7 @@ static void gen_derived(ogen *g, const char *alias, strbuf *sb, oscope *sc, strb
             static const enum oty tys[] = { OT_INT, OT_REAL, OT_TEXT, OT_BOOL, OT_FLT };
             enum oty ty = tys[gpick(g, 5)];
             sb_puts(sb, ", ");
-            int f = gen_grouped_on(g, &in, ty, 1, sb);
+            int f = gen(g, &in, ty, 1, sb);
             sb_printf(sb, " AS c%d", n);
             char col[16];
             snprintf(col, sizeof col, "c%d", n);
@@ -1199,7 +1168,7 @@ static int gen_key(ogen *g, const oscope *sc, enum oty ty, bool subqueries, strb
     int f;
     do {
         sb_truncate(key, 0);
-        f = gen_grouped_on(g, &local, ty, gchance(g, 1, 2) ? 0 : 1, key);
+        f = gen(g, &local, ty, gchance(g, 1, 2) ? 0 : 1, key);
     } while (!(f & E_COL));
     g->no_sub = no_sub;
     return f;
@@ -1329,7 +1298,7 @@ static void gen_plain(ogen *g, oquery *q, bool ordered_ok, strbuf *sb)
                 g->no_sub = true;
                 bool collate = ty == OT_TEXT && gchance(g, 1, 4);
                 strbuf term = STRBUF_INIT; /* with a column: a constant is a column number */
-                while (!(gen_grouped_on(g, &fr.sc, ty, 1, &term) & E_COL))
+                while (!(gen(g, &fr.sc, ty, 1, &term) & E_COL))
                     sb_truncate(&term, 0);
                 sb_printf(sb, collate ? "(%s) COLLATE NOCASE" : "%s", sb_str(&term));
                 sb_free(&term);

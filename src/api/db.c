@@ -252,11 +252,7 @@ void ldb_close(ldb *db)
         ldb_finalize(db->stmts);
     mv_registry_free(db->mv); /* before the store frees the backing tables */
     db_funcs_free(db);
-    for (size_t i = 0; i < db->pragmas.len; i++) {
-        mem_free(db->pragmas.data[i].name);
-        value_release(&db->pragmas.data[i].v);
-    }
-    vec_free(&db->pragmas);
+    pragma_table_free(&db->pragmas);
     store_close(db->store);
     db_unlock(db);
     pthread_mutex_destroy(&db->mutex);

@@ -4,13 +4,10 @@
  *
  *   db.c           handle, errors, rows, ldb_exec, prepare/bind/step/reset
  *   db_run.c       compiling a statement and running each kind of statement
- *   db_ddl.c       CREATE/DROP, transactions, PRAGMA, REINDEX
+ *                  (schema changes and PRAGMA through src/sql/ddl.h)
  *   db_live.c      live queries (ldb_live_*)
  *   db_mv.c        CREATE/DROP/EXPLAIN MATERIALIZED VIEW, ldb_mv_stats_get
  *   db_aggregate.c user-defined aggregates (ldb_create_aggregate)
- *
- * and by later layers (live queries, materialized views) that need the
- * store, the error slot or the pragma table of a handle.
  *
  * Every change to the database goes through db_write_begin/db_write_end,
  * which wrap storage's statement (store_stmt_begin/end): statement
@@ -30,17 +27,13 @@
 #include "base/vec.h"
 #include "livedb.h"
 #include "sql/bind.h"
+#include "sql/ddl.h"
 #include "sql/exec.h"
 #include "sql/func.h"
 #include "sql/parser.h"
 #include "sql/plan.h"
 #include "storage/store.h"
 #include "value/row.h" /* struct ldb_row: a view of n borrowed values */
-
-struct pragma {
-    char *name;                /* lower case, owned */
-    value v;
-};
 
 struct ldb {
     pthread_mutex_t mutex;     /* serializes every ldb_ call on db; recursive,
@@ -58,7 +51,7 @@ struct ldb {
     struct live_registry *live; /* open live queries (src/live) */
     struct mv_registry *mv;    /* materialized views (src/mv) */
     struct func_registry funcs; /* ldb_create_aggregate (db_aggregate.c) */
-    VEC(struct pragma) pragmas;
+    struct pragma_table pragmas;
 };
 
 enum stmt_state { ST_READY, ST_RUNNING, ST_DONE };
@@ -146,21 +139,9 @@ int stmt_next(ldb_stmt *s);
 /* Ends a run and releases its state. */
 void stmt_finish(ldb_stmt *s);
 
-/* ---- statements that are not queries (db_ddl.c) ---- */
-
-int db_run_ddl(ldb_stmt *s);        /* CREATE, DROP, REINDEX */
-int db_run_txn(ldb_stmt *s);        /* BEGIN COMMIT ROLLBACK SAVEPOINT RELEASE */
-/* PRAGMA: sets a value, or appends the value's row to s->out_rows. */
-int db_run_pragma(ldb_stmt *s);
-
 /* CREATE / DROP / EXPLAIN MATERIALIZED VIEW (db_mv.c). */
 int db_run_mv(ldb_stmt *s);
 /* Frees the functions registered on db (db_aggregate.c). */
 void db_funcs_free(ldb *db);
-
-/* The pragma value of that name (case-insensitive), or NULL. Borrowed. */
-const value *db_pragma_get(const ldb *db, const char *name);
-/* Sets a pragma (value copied). LDB_NOMEM leaves the table unchanged. */
-int db_pragma_set(ldb *db, const char *name, const value *v);
 
 #endif

@@ -17,9 +17,9 @@
 static struct mv_options options(const ldb *db)
 {
     struct mv_options o = { false, true, MV_DEFAULT_REBUILD_THRESHOLD };
-    const value *nd = db_pragma_get(db, "nondeterministic_schema");
-    const value *ca = db_pragma_get(db, "materialized_view_cheap_arms");
-    const value *th = db_pragma_get(db, "materialized_view_rebuild_row_threshold");
+    const value *nd = pragma_get(&db->pragmas, "nondeterministic_schema");
+    const value *ca = pragma_get(&db->pragmas, "materialized_view_cheap_arms");
+    const value *th = pragma_get(&db->pragmas, "materialized_view_rebuild_row_threshold");
     o.nondeterministic_ok = nd && sql_truth(nd) == 1;
     o.cheap_arms = !ca || sql_truth(ca) != 0;
     if (th && value_type(th) == LDB_INTEGER)

@@ -2,12 +2,17 @@
  * db_run.c - compiling a prepared statement (bind, plan, result column
  * names) and running it: SELECT through the executor one row per step,
  * INSERT/UPDATE/DELETE inside a write statement, EXPLAIN as text rows,
- * and the dispatch to DDL, transaction and PRAGMA handling (db_ddl.c).
+ * transaction control on the store. Schema changes run in the sql layer
+ * (ddl_run, inside a write statement opened here) and so do PRAGMAs
+ * (pragma_run over the handle's pragma table); this file only gives them
+ * the handle's context and reports their errors.
  *
  * Materialized views: CREATE MATERIALIZED VIEW, DROP MATERIALIZED VIEW and
  * EXPLAIN MATERIALIZED VIEW go to db_run_mv (db_mv.c).
  */
 #include "api/db_internal.h"
+
+#include "live/live.h"
 
 #include "base/mem.h"
 #include "base/strbuf.h"
@@ -114,7 +119,7 @@ static int result_columns(ldb_stmt *s)
     static const char *const plan_name[] = { "plan" };
     if (st->kind == AST_STMT_EXPLAIN || st->kind == AST_STMT_EXPLAIN_VIEW)
         return set_columns(s, 1, plan_name);
-    if (st->kind == AST_STMT_PRAGMA && !st->u.pragma.value && !st->u.pragma.word.str) {
+    if (st->kind == AST_STMT_PRAGMA && pragma_reads(st)) {
         const char *name = st->u.pragma.name.name.str;
         return set_columns(s, 1, &name);
     }
@@ -299,6 +304,75 @@ static bool is_materialized_view(const ast_stmt *st)
            (st->kind == AST_STMT_DROP && st->u.drop.object == AST_OBJ_MATERIALIZED_VIEW);
 }
 
+/* ---- schema changes, PRAGMA, transactions ------------------------------------------------ */
+
+static struct ddl_env ddl_env(ldb_stmt *s, struct eval_error *err)
+{
+    memset(err, 0, sizeof *err);
+    return (struct ddl_env){ s->db->store, &s->db->funcs, s->params, s->nparams,
+                             &s->db->env, &s->db->epoch, err };
+}
+
+static int run_ddl(ldb_stmt *s)
+{
+    struct eval_error err;
+    struct ddl_env e = ddl_env(s, &err);
+    if (s->ast->stmt->kind == AST_STMT_REINDEX)
+        return ddl_reindex(&e, s->ast) ? db_error_from(s->db, s->ast, &err) : LDB_DONE;
+    int rc = db_write_begin(s->db);
+    if (rc)
+        return rc;
+    if ((rc = ddl_run(&e, s->ast)))
+        db_error_from(s->db, s->ast, &err);
+    int end = db_write_end(s->db, rc);
+    return rc ? rc : end ? end : LDB_DONE;
+}
+
+static int run_pragma(ldb_stmt *s)
+{
+    ldb *db = s->db;
+    if (!pragma_reads(s->ast->stmt) && live_in_callback(db->live))
+        return db_error(db, LDB_MISUSE, NULL, -1, "a live query callback cannot change a PRAGMA");
+    struct eval_error err;
+    struct ddl_env e = ddl_env(s, &err);
+    row *r;
+    if (pragma_run(&db->pragmas, &e, s->ast, &r))
+        return db_error_from(db, s->ast, &err);
+    if (!r)
+        return pragma_reads(s->ast->stmt) ? LDB_OK : LDB_DONE;
+    if (vec_push(&s->out_rows, r)) {
+        row_release(r);
+        return db_error(db, LDB_NOMEM, NULL, -1, "out of memory");
+    }
+    return LDB_OK;
+}
+
+static int run_txn(ldb_stmt *s)
+{
+    const ast_stmt *st = s->ast->stmt;
+    struct store *store = s->db->store;
+    int rc;
+    if (live_in_callback(s->db->live))
+        return db_error(s->db, LDB_MISUSE, NULL, -1,
+                        "a live query callback cannot control transactions");
+    s->db->epoch++;
+    struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
+    switch (st->kind) {
+    case AST_STMT_BEGIN: rc = store_begin(store); break;
+    case AST_STMT_COMMIT: rc = store_commit(store); break;
+    case AST_STMT_ROLLBACK:
+        rc = st->u.rollback_to.str ? store_rollback_to(store, st->u.rollback_to.str)
+                                   : store_rollback(store);
+        break;
+    case AST_STMT_SAVEPOINT: rc = store_savepoint(store, st->u.savepoint.str); break;
+    default: rc = store_release(store, st->u.savepoint.str); break;
+    }
+    intr_swap(scope);
+    if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* not about a place in the text */
+        return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
+    return rc ? db_error(s->db, rc, s->ast, st->off, "%s", store_errmsg(store)) : LDB_DONE;
+}
+
 int stmt_start(ldb_stmt *s)
 {
     int rc = stmt_compile(s);
@@ -321,18 +395,18 @@ int stmt_start(ldb_stmt *s)
     case AST_STMT_EXPLAIN:
         return run_explain(s);
     case AST_STMT_PRAGMA:
-        return db_run_pragma(s);
+        return run_pragma(s);
     case AST_STMT_BEGIN:
     case AST_STMT_COMMIT:
     case AST_STMT_ROLLBACK:
     case AST_STMT_SAVEPOINT:
     case AST_STMT_RELEASE:
-        return db_run_txn(s);
+        return run_txn(s);
     case AST_STMT_UNSUPPORTED:
         return db_error(s->db, LDB_UNSUPPORTED, s->ast, st->off, "%s is not supported",
                         st->u.unsupported.what);
     default:
-        return db_run_ddl(s);
+        return run_ddl(s);
     }
 }
 

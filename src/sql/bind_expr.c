@@ -10,6 +10,15 @@
  * yields an expression without affinity. A BOOLEAN compared with a
  * number is cast to INTEGER here (bind time), so TRUE = 1 holds while the
  * value order keeps BOOLEAN a class of its own.
+ *
+ * Collations follow SQLite's "Assigning Collating Sequences from SQL"
+ * (expr.h, enum coll_src): a column has its own, CAST and unary + keep
+ * their operand's, an explicit COLLATE passes up through every operator
+ * and call, and nothing else gives one: x || y, a function's or an
+ * aggregate's result, CASE and a scalar subquery's value are BINARY, even
+ * over a NOCASE column. Each comparison then picks its collation from its
+ * two operands (pick_coll); BETWEEN is two comparisons, each picking its
+ * own.
  */
 #include "sql/bind_internal.h"
 
@@ -85,6 +94,7 @@ struct expr *ex_column(binder *b, uint32_t index, const struct plan_col *col,
     e->type = (uint8_t)col->type;
     e->aff = (uint8_t)col->aff;
     e->coll = (uint8_t)col->coll;
+    e->csrc = COLL_COLUMN;
     return e;
 }
 
@@ -129,24 +139,28 @@ static enum col_type arith_type(enum expr_op op, const struct expr *l,
     return COL_NUMERIC;
 }
 
-/* Where an operand's collation comes from: 2 COLLATE, 1 a column, 0 none
- * (SQLite: the left operand wins at equal rank). */
-static int coll_rank(const struct expr *e)
-{
-    if (e->flags & EXPR_COLL_EXPLICIT)
-        return 2;
-    if (e->kind == EXPR_COLUMN || e->kind == EXPR_OUTER ||
-        (e->kind == EXPR_SUBQUERY && e->u.sq.kind == SUBQ_SCALAR))
-        return 1;
-    return 0;
-}
-
+/* The collation of a comparison of l with r: the operand whose collation
+ * has the higher rank, the left one at equal rank (SQLite). */
 static enum ldb_collation pick_coll(const struct expr *l, const struct expr *r)
 {
-    int a = coll_rank(l), c = coll_rank(r);
-    if (a == 0 && c == 0)
-        return LDB_COLL_BINARY;
-    return (enum ldb_collation)(a >= c ? l->coll : r->coll);
+    return expr_coll(l->csrc >= r->csrc ? l : r);
+}
+
+/* An operator or call takes the leftmost explicit COLLATE of its operands
+ * args[from, to) (SQLite), unless it has one already. */
+static void inherit_collate(struct expr *x, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to && x->csrc != COLL_EXPLICIT; i++)
+        if (x->args[i]->csrc == COLL_EXPLICIT) {
+            x->coll = x->args[i]->coll;
+            x->csrc = COLL_EXPLICIT;
+        }
+}
+
+/* A comparison passes a COLLATE up when it compares under it. */
+static uint8_t comparison_csrc(const struct expr *l, const struct expr *r)
+{
+    return l->csrc == COLL_EXPLICIT || r->csrc == COLL_EXPLICIT ? COLL_EXPLICIT : COLL_NONE;
 }
 
 static struct expr *cast_node(binder *b, struct expr *a, enum col_type to, uint32_t off)
@@ -158,6 +172,8 @@ static struct expr *cast_node(binder *b, struct expr *a, enum col_type to, uint3
     e->u.cast_to = to;
     e->type = (uint8_t)to;
     e->aff = (uint8_t)to;
+    e->coll = a->coll;
+    e->csrc = a->csrc;
     e->flags = a->flags & EXPR_NONDET;
     return ex_fold(b, e);
 }
@@ -192,6 +208,7 @@ struct expr *ex_unary(binder *b, enum expr_op op, struct expr *a, uint32_t off)
         e->type = COL_BOOLEAN;
         break;
     }
+    inherit_collate(e, 0, 1);
     return ex_fold(b, e);
 }
 
@@ -215,13 +232,11 @@ struct expr *ex_binary(binder *b, enum expr_op op, struct expr *l,
         e->type = COL_BOOLEAN;
         e->aff = (uint8_t)sql_compare_affinity(l->aff, r->aff);
         e->coll = (uint8_t)pick_coll(l, r);
-    } else if (op == EOP_AND || op == EOP_OR) {
-        e->type = COL_BOOLEAN;
-    } else {
-        e->type = (uint8_t)arith_type(op, l, r);
-        if (op == EOP_CONCAT)
-            e->coll = (uint8_t)pick_coll(l, r);
+        e->csrc = comparison_csrc(l, r);
+        return ex_fold(b, e);
     }
+    e->type = (uint8_t)(op == EOP_AND || op == EOP_OR ? COL_BOOLEAN : arith_type(op, l, r));
+    inherit_collate(e, 0, 2);
     return ex_fold(b, e);
 }
 
@@ -243,7 +258,9 @@ struct expr *ex_fold(binder *b, struct expr *e)
     c->type = e->type == COL_BOOLEAN || value_is_null(&c->u.v) ? e->type : c->type;
     c->aff = e->aff;
     c->coll = e->coll;
-    c->flags = e->flags & EXPR_COLL_EXPLICIT;
+    c->csrc = e->csrc;
+    /* the constant now carries the COLLATE it came with */
+    c->flags = e->csrc == COLL_EXPLICIT ? EXPR_COLL_EXPLICIT : 0;
     return c;
 }
 
@@ -252,6 +269,19 @@ struct expr *ex_fold(binder *b, struct expr *e)
 static bool item_named(const struct scope_item *it, const ast_name *n)
 {
     return it->name && name_eq(it->name, n->str);
+}
+
+/* The collation of column col of FROM item p: the column's, but for a
+ * compound its leftmost term's (BINARY when that term has none) even
+ * where the compound itself compares under a later term's, as in SQLite,
+ * which gives a derived table the collations of its first SELECT. */
+static enum ldb_collation reference_coll(const struct plan *p, uint32_t col)
+{
+    while (p->kind == PLAN_SORT || p->kind == PLAN_LIMIT)
+        p = p->in;
+    while (p->kind == PLAN_SETOP)
+        p = p->left;
+    return p->cols[col].coll;
 }
 
 struct expr *scope_column_expr(binder *b, struct scope *s, uint32_t item,
@@ -273,7 +303,10 @@ struct expr *scope_column_expr(binder *b, struct scope *s, uint32_t item,
             return e;
         }
     const struct scope_item *it = &s->items[item];
-    return ex_column(b, it->base + col, &it->plan->cols[col], off);
+    struct expr *e = ex_column(b, it->base + col, &it->plan->cols[col], off);
+    if (e)
+        e->coll = (uint8_t)reference_coll(it->plan, col);
+    return e;
 }
 
 static bool is_rowid_name(const char *name)
@@ -371,6 +404,7 @@ static struct expr *route(binder *b, struct scope *from, struct scope *target,
     e->type = inner->type;
     e->aff = inner->aff;
     e->coll = inner->coll;
+    e->csrc = inner->csrc;
     return e;
 }
 
@@ -465,7 +499,8 @@ static struct expr *bind_unary(binder *b, const ast_expr *e)
             c->u.cast_to = COL_ANY;
             c->type = a->type;
             c->coll = a->coll;
-            c->flags = a->flags & (EXPR_NONDET | EXPR_COLL_EXPLICIT);
+            c->csrc = a->csrc;
+            c->flags = a->flags & EXPR_NONDET;
             return c;
         }
     case AST_OP_NEG: return ex_unary(b, EOP_NEG, a, e->off);
@@ -521,6 +556,7 @@ static struct expr *bind_collate(binder *b, const ast_expr *e)
         a = w;
     }
     a->coll = (uint8_t)c;
+    a->csrc = COLL_EXPLICIT;
     a->flags |= EXPR_COLL_EXPLICIT;
     return a;
 }
@@ -542,9 +578,13 @@ static struct expr *bind_between(binder *b, const ast_expr *e)
     n->args[1] = lo;
     n->args[2] = hi;
     n->type = COL_BOOLEAN;
+    /* x >= lo AND x <= hi, each comparison with its own affinity and
+     * collation (SQLite) */
     n->aff = (uint8_t)sql_compare_affinity(x->aff, lo->aff);
     n->aff2 = (uint8_t)sql_compare_affinity(x->aff, hi->aff);
     n->coll = (uint8_t)pick_coll(x, lo);
+    n->u.coll_hi = (uint8_t)pick_coll(x, hi);
+    n->csrc = comparison_csrc(x, lo);
     n->flags = ((x->flags | lo->flags | hi->flags) & EXPR_NONDET) |
                (e->u.between.negated ? EXPR_NEGATED : 0);
     return ex_fold(b, n);
@@ -583,7 +623,11 @@ static struct expr *bind_in_list(binder *b, const ast_expr *e)
     }
     n->type = COL_BOOLEAN;
     n->aff = (uint8_t)aff;
-    n->coll = (uint8_t)(coll_rank(x) ? x->coll : LDB_COLL_BINARY);
+    /* the operand's collation alone, but SQLite reads x IN (constant) as
+     * x = +constant, whose COLLATE counts */
+    const struct expr *only = l->n == 1 && expr_is_constant(n->args[1]) ? n->args[1] : x;
+    n->coll = (uint8_t)pick_coll(x, only);
+    n->csrc = comparison_csrc(x, only);
     n->flags = flags | (e->u.in.negated ? EXPR_NEGATED : 0);
     return ex_fold(b, n);
 }
@@ -608,6 +652,9 @@ static struct expr *bind_like(binder *b, const ast_expr *e)
     x->op = op == AST_OP_LIKE ? EOP_LIKE : EOP_GLOB;
     x->type = COL_BOOLEAN;
     ex_inherit_nondet(x);
+    /* SQLite's like(pattern, x [, escape]): the pattern's COLLATE first */
+    inherit_collate(x, 1, 2);
+    inherit_collate(x, 0, n);
     if (e->u.like.negated)
         x->flags |= EXPR_NEGATED;
     return ex_fold(b, x);
@@ -624,8 +671,11 @@ static struct expr *bind_case(binder *b, const ast_expr *e)
     x->u.c.has_else = has_else;
     uint32_t k = 0;
     struct expr *base = NULL;
-    if (has_base && !(base = x->args[k++] = bind_expr(b, e->u.case_.base)))
+    uint8_t *when_coll = NULL;
+    if (has_base && (!(base = x->args[k++] = bind_expr(b, e->u.case_.base)) ||
+                     !(when_coll = balloc(b, e->u.case_.nwhen))))
         return NULL;
+    x->u.c.when_coll = when_coll;
     enum col_type type = COL_ANY, aff = base ? base->aff : COL_ANY;
     bool typed = false;
     for (uint32_t i = 0; i < e->u.case_.nwhen; i++) {
@@ -635,8 +685,10 @@ static struct expr *bind_case(binder *b, const ast_expr *e)
             return NULL;
         x->args[k++] = w;
         x->args[k++] = t;
-        if (base)
+        if (base) {
             aff = sql_compare_affinity(aff, w->aff);
+            when_coll[i] = (uint8_t)pick_coll(base, w); /* base = w, for each WHEN */
+        }
         type = typed ? common_type(type, t->type) : t->type;
         typed = true;
     }
@@ -650,7 +702,7 @@ static struct expr *bind_case(binder *b, const ast_expr *e)
     ex_inherit_nondet(x);
     x->type = (uint8_t)type;
     x->aff = (uint8_t)(base ? aff : COL_ANY);
-    x->coll = (uint8_t)(base && coll_rank(base) ? base->coll : LDB_COLL_BINARY);
+    inherit_collate(x, 0, n);
     return ex_fold(b, x);
 }
 
@@ -699,7 +751,7 @@ static struct expr *bind_order_term(binder *b, const ast_order_term *t)
         return NULL;
     w->u.cast_to = COL_ANY;
     w->type = w->args[0]->type;
-    w->coll = w->args[0]->coll;
+    w->coll = expr_coll(w->args[0]);
     bool nulls_first = t->nulls == AST_NULLS_DEFAULT ? !t->desc : t->nulls == AST_NULLS_FIRST;
     w->flags = (w->args[0]->flags & EXPR_NONDET) | (t->desc ? AGGORD_DESC : 0) |
                (nulls_first ? AGGORD_NULLS_FIRST : 0);
@@ -772,10 +824,9 @@ static struct expr *bind_aggregate(binder *b, const ast_expr *e, const struct fu
         x->type = (uint8_t)fn->type;
     else if (e->u.call.args.n)
         x->type = x->args[0]->type;
-    if (fn->agg == &agg_min || fn->agg == &agg_max) {
-        x->coll = x->args[0]->coll;
+    if (fn->agg == &agg_min || fn->agg == &agg_max)
         x->aff = x->args[0]->aff; /* SQLite: min/max keep their argument's affinity */
-    }
+    inherit_collate(x, 0, e->u.call.args.n);
     b->scope->naggs_seen++;
     return x;
 }
@@ -818,6 +869,7 @@ static struct expr *bind_call(binder *b, const ast_expr *e)
     if (!x || !bind_args(b, &e->u.call.args, x, 0))
         return NULL;
     x->u.fn = fn;
+    inherit_collate(x, 0, nargs);
     if (!func_is_deterministic(fn))
         x->flags |= EXPR_NONDET;
     enum col_type type = fn->type;
@@ -846,6 +898,19 @@ static struct expr *bind_current(binder *b, const ast_expr *e)
 }
 
 /* ---- subqueries ------------------------------------------------------------------------ */
+
+/* operand IN (subquery whose one column is col): the comparison of the
+ * operand with the subquery's result expression, whose collation col
+ * records with its source. */
+static void in_subquery_compare(struct expr *in, struct expr *operand, const struct plan_col *col)
+{
+    struct expr rhs = { .coll = (uint8_t)col->coll, .csrc = (uint8_t)col->csrc };
+    in->args[0] = operand;
+    in->flags |= operand->flags & EXPR_NONDET;
+    in->aff = (uint8_t)sql_compare_affinity(operand->aff, col->aff);
+    in->coll = (uint8_t)pick_coll(operand, &rhs);
+    in->csrc = operand->csrc == COLL_EXPLICIT ? COLL_EXPLICIT : COLL_NONE;
+}
 
 static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquery_kind kind,
                                   struct expr *operand, uint32_t off)
@@ -877,19 +942,12 @@ static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquer
         x->flags |= EXPR_NONDET;
     for (uint32_t i = 0; i < sq->ncaptures; i++)
         x->flags |= sq->captures[i]->flags & EXPR_NONDET;
-    if (kind == SUBQ_SCALAR) {
-        x->type = (uint8_t)p->cols[0].type;
+    /* a scalar subquery's value has no collation (SQLite) */
+    x->type = (uint8_t)(kind == SUBQ_SCALAR ? p->cols[0].type : COL_BOOLEAN);
+    if (kind == SUBQ_SCALAR)
         x->aff = (uint8_t)p->cols[0].aff;
-        x->coll = (uint8_t)p->cols[0].coll;
-    } else {
-        x->type = COL_BOOLEAN;
-    }
-    if (operand) {
-        x->args[0] = operand;
-        x->flags |= operand->flags & EXPR_NONDET;
-        x->aff = (uint8_t)sql_compare_affinity(operand->aff, p->cols[0].aff);
-        x->coll = (uint8_t)(coll_rank(operand) ? operand->coll : p->cols[0].coll);
-    }
+    if (operand)
+        in_subquery_compare(x, operand, &p->cols[0]);
     return x;
 }
 
@@ -928,17 +986,15 @@ static struct expr *bind_in_table(binder *b, const ast_expr *e)
     p->in = rel;
     p->cols[0] = rel->cols[col];
     p->cols[0].hidden = false;
+    p->cols[0].csrc = COLL_COLUMN;
     struct expr *s = ex_new(b, EXPR_SUBQUERY, 1, e->off);
     if (!s)
         return NULL;
     s->u.sq.kind = SUBQ_IN;
     s->u.sq.plan = p;
     s->u.sq.id = b->pa->nsubqueries++;
-    s->args[0] = x;
     s->type = COL_BOOLEAN;
-    s->aff = (uint8_t)sql_compare_affinity(x->aff, p->cols[0].aff);
-    s->coll = (uint8_t)(coll_rank(x) ? x->coll : p->cols[0].coll);
-    s->flags = x->flags & EXPR_NONDET;
+    in_subquery_compare(s, x, &p->cols[0]);
     return e->u.in.negated ? ex_unary(b, EOP_NOT, s, e->off) : s;
 }
 

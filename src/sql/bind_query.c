@@ -76,8 +76,8 @@ static struct plan *node(binder *b, enum plan_kind kind, uint32_t ncols, struct 
 
 static struct plan_col col_of(const char *name, const struct expr *e)
 {
-    struct plan_col c = { name, (enum col_type)e->type, (enum col_type)e->aff,
-                          (enum ldb_collation)e->coll, false };
+    struct plan_col c = { name, (enum col_type)e->type, (enum col_type)e->aff, expr_coll(e),
+                          false, e->csrc };
     return c;
 }
 
@@ -96,7 +96,7 @@ struct plan *bind_table_scan(binder *b, struct table *t, const char *alias)
     for (uint32_t i = 0; i < sc->ncols; i++) {
         const struct column *c = &sc->cols[i];
         p->cols[i] = (struct plan_col){ c->name, c->type, column_affinity(c->type), c->coll,
-                                        c->hidden };
+                                        c->hidden, COLL_COLUMN };
     }
     p->u.scan.table = t;
     /* a copy: the executor names the table after it may have been dropped */
@@ -314,7 +314,8 @@ static struct plan *schema_table(binder *b)
         return NULL;
     static const char *const names[] = { "type", "name", "tbl_name", "sql" };
     for (uint32_t c = 0; c < 4; c++)
-        p->cols[c] = (struct plan_col){ names[c], COL_TEXT, COL_TEXT, LDB_COLL_BINARY, false };
+        p->cols[c] = (struct plan_col){ names[c], COL_TEXT, COL_TEXT, LDB_COLL_BINARY, false,
+                                        COLL_NONE };
     uint32_t r = 0;
     for (size_t i = 0; i < nt; i++) {
         struct table *t = store_table_at(b->store, i);
@@ -446,7 +447,6 @@ static bool add_override(binder *b, struct scope *s, uint32_t li, uint32_t lc,
         e->args[0] = l;
         e->args[1] = r;
         e->type = (uint8_t)common_type(l->type, r->type);
-        e->coll = l->coll;
     }
     struct name_override o = { li, lc, e };
     return bpush(b, (void **)&s->overrides, &s->noverrides, &s->overrides_cap, sizeof o, &o);
@@ -708,6 +708,7 @@ static struct expr *lift_column(binder *b, const struct expr *e, uint32_t index)
     c->type = e->type;
     c->aff = e->aff;
     c->coll = e->coll;
+    c->csrc = e->csrc;
     c->flags = e->flags & EXPR_COLL_EXPLICIT;
     return c;
 }
@@ -763,6 +764,7 @@ static struct expr *lift_bare(binder *b, struct aggs *a, const struct expr *e)
     f->type = e->type;
     f->aff = e->aff;
     f->coll = e->coll;
+    f->csrc = e->csrc;
     return f;
 }
 
@@ -844,7 +846,7 @@ static bool build_agg(binder *b, const struct expr *call, const struct plan *in,
     out->filter = (call->flags & AGGCALL_FILTER) ? call->args[call->nargs - 1] : NULL;
     out->nargs = fn->agg->nargs;
     out->args = call->args;
-    out->coll = nargs ? (enum ldb_collation)call->args[0]->coll : LDB_COLL_BINARY;
+    out->coll = nargs ? expr_coll(call->args[0]) : LDB_COLL_BINARY;
     out->sep = value_null();
     if (fn->agg == &agg_string_agg && nargs == 2)
         out->sep = call->args[1]->u.v;
@@ -1054,6 +1056,7 @@ static struct plan *trim_node(binder *b, struct plan *in, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         if (!(exprs[i] = ex_column(b, i, &in->cols[i], 0)))
             return NULL;
+        exprs[i]->csrc = in->cols[i].csrc; /* the same result column */
         names[i] = in->cols[i].name;
     }
     return project_node(b, in, exprs, names, n);
@@ -1318,7 +1321,10 @@ static struct plan *bind_values(binder *b, const ast_body *body, struct scope *p
             p->u.values.cells[(size_t)r * ncols + c] = e;
             struct plan_col *pc = &p->cols[c];
             pc->type = r ? common_type(pc->type, (enum col_type)e->type) : e->type;
-            pc->coll = r ? pc->coll : (enum ldb_collation)e->coll;
+            if (pc->csrc == COLL_NONE) { /* rows are a compound's terms */
+                pc->coll = expr_coll(e);
+                pc->csrc = e->csrc;
+            }
         }
     for (uint32_t c = 0; c < ncols; c++) {
         char name[24];
@@ -1377,7 +1383,10 @@ static struct plan *bind_body(binder *b, const ast_body *body, struct scope *par
         p->right = r;
         p->u.setop = setop_of(body->u.compound.op);
         for (uint32_t i = 0; i < l->ncols; i++) {
-            p->cols[i] = l->cols[i];
+            /* the collation of the leftmost term that has one (SQLite) */
+            p->cols[i] = l->cols[i].csrc != COLL_NONE ? l->cols[i] : r->cols[i];
+            p->cols[i].name = l->cols[i].name;
+            p->cols[i].hidden = l->cols[i].hidden;
             p->cols[i].type = common_type(l->cols[i].type, r->cols[i].type);
             p->cols[i].aff = l->cols[i].aff == r->cols[i].aff ? l->cols[i].aff : COL_ANY;
         }

@@ -189,7 +189,7 @@ static int eval_unary(const expr *e, struct eval_ctx *cx, value *out)
 
 /* The truth of x OP bound (OP a comparison) with bound evaluated here. */
 static int bound_truth(const expr *e, struct eval_ctx *cx, const value *x, const expr *bound,
-                       enum col_type aff, bool low, int *t)
+                       enum col_type aff, enum ldb_collation coll, bool low, int *t)
 {
     value v;
     int rc = expr_eval(bound, cx, &v);
@@ -199,7 +199,7 @@ static int bound_truth(const expr *e, struct eval_ctx *cx, const value *x, const
         *t = -1;
     } else {
         int c;
-        if ((rc = sqlv_compare(x, &v, aff, (enum ldb_collation)e->coll, &c))) {
+        if ((rc = sqlv_compare(x, &v, aff, coll, &c))) {
             value_release(&v);
             return fail(cx, e, rc);
         }
@@ -221,9 +221,11 @@ static int eval_between(const expr *e, struct eval_ctx *cx, value *out)
         value_release(&x);
         return LDB_OK;
     }
-    rc = bound_truth(e, cx, &x, e->args[1], (enum col_type)e->aff, true, &lo);
+    rc = bound_truth(e, cx, &x, e->args[1], (enum col_type)e->aff, (enum ldb_collation)e->coll,
+                     true, &lo);
     if (rc == LDB_OK && lo != 0)
-        rc = bound_truth(e, cx, &x, e->args[2], (enum col_type)e->aff2, false, &hi);
+        rc = bound_truth(e, cx, &x, e->args[2], (enum col_type)e->aff2,
+                         (enum ldb_collation)e->u.coll_hi, false, &hi);
     value_release(&x);
     if (rc)
         return rc;
@@ -320,7 +322,7 @@ static int eval_case(const expr *e, struct eval_ctx *cx, value *out)
             int c = 1;
             if (!value_is_null(&w) &&
                 (rc = sqlv_compare(&base, &w, (enum col_type)e->aff,
-                                   (enum ldb_collation)e->coll, &c)))
+                                   (enum ldb_collation)e->u.c.when_coll[i], &c)))
                 rc = fail(cx, e, rc);
             value_release(&w);
             t = c == 0;

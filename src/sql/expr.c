@@ -33,7 +33,7 @@ bool expr_equal(const expr *a, const expr *b)
     if (a == b)
         return true;
     if (!a || !b || a->kind != b->kind || a->op != b->op || a->nargs != b->nargs ||
-        a->flags != b->flags || a->coll != b->coll || a->aff != b->aff)
+        a->flags != b->flags || a->coll != b->coll || a->csrc != b->csrc || a->aff != b->aff)
         return false;
     switch ((enum expr_kind)a->kind) {
     case EXPR_CONST:
@@ -56,7 +56,13 @@ bool expr_equal(const expr *a, const expr *b)
             return false;
         break;
     case EXPR_CASE:
-        if (a->u.c.has_base != b->u.c.has_base || a->u.c.has_else != b->u.c.has_else)
+        if (a->u.c.has_base != b->u.c.has_base || a->u.c.has_else != b->u.c.has_else ||
+            (a->u.c.has_base &&
+             memcmp(a->u.c.when_coll, b->u.c.when_coll, (a->nargs - 1 - a->u.c.has_else) / 2)))
+            return false;
+        break;
+    case EXPR_BETWEEN:
+        if (a->aff2 != b->aff2 || a->u.coll_hi != b->u.coll_hi)
             return false;
         break;
     case EXPR_SUBQUERY:

@@ -46,10 +46,13 @@ enum expr_kind {
     EXPR_PARAM,    /* u.index: parameter number, 1-based */
     EXPR_UNARY,    /* op; args[0] */
     EXPR_BINARY,   /* op; args[0], args[1] */
-    EXPR_BETWEEN,  /* args: operand, low, high; negated; aff (low), aff2 (high) */
+    EXPR_BETWEEN,  /* args: operand, low, high; negated; aff and coll (low),
+                      aff2 and u.coll_hi (high) */
     EXPR_IN_LIST,  /* args: operand, items...; negated; aff */
     EXPR_LIKE,     /* op LIKE/GLOB; args: operand, pattern [, escape]; negated */
-    EXPR_CASE,     /* args: [base,] when, then, ..., [else]; u.c.has_base/has_else */
+    EXPR_CASE,     /* args: [base,] when, then, ..., [else]; u.c: has_base,
+                      has_else, and with a base the collation of each
+                      base = when comparison (aff: their affinity) */
     EXPR_CAST,     /* args[0]; u.cast_to (COL_ANY: unary +, or COLLATE on an
                       operator: the value unchanged, without affinity) */
     EXPR_CALL,     /* u.fn; args */
@@ -106,9 +109,22 @@ struct expr_subquery {
 
 /* Flags of a node. */
 enum {
-    EXPR_COLL_EXPLICIT = 1, /* coll came from COLLATE: it wins comparisons */
+    EXPR_COLL_EXPLICIT = 1, /* the node carries a COLLATE of its own */
     EXPR_NEGATED = 2,       /* NOT BETWEEN, NOT IN, NOT LIKE */
     EXPR_NONDET = 4         /* the subtree calls a non-deterministic function */
+};
+
+/*
+ * Where an expression's collation comes from, SQLite's order of precedence
+ * when two operands meet in a comparison (the left one wins at equal
+ * rank): an explicit COLLATE anywhere in it (not inside a subquery, and
+ * the leftmost one), else a column's (also through CAST and unary +, and
+ * a column of a derived table, view or CTE), else none: BINARY.
+ */
+enum coll_src {
+    COLL_NONE,
+    COLL_COLUMN,
+    COLL_EXPLICIT
 };
 
 typedef struct expr {
@@ -119,8 +135,16 @@ typedef struct expr {
                          operand (column, CAST), or for a comparison node the
                          affinity applied to both operands (ANY: none) */
     uint8_t aff2;     /* BETWEEN: affinity of the high comparison */
-    uint8_t coll;     /* enum ldb_collation of the result / of a comparison */
+    uint8_t coll;     /* enum ldb_collation: for a comparison (IN too) the one
+                         it compares under (BETWEEN: its low bound's), else
+                         the result's (BINARY when csrc is COLL_NONE) */
     uint8_t flags;
+    uint8_t csrc;     /* enum coll_src of coll; for a comparison COLL_EXPLICIT
+                         when coll is an operand's COLLATE, which then passes
+                         up as SQLite's does (a COLLATE only in BETWEEN's high
+                         bound, in a list of several IN items or in IN's
+                         subquery does not: the result is a BOOLEAN anyway),
+                         else COLL_NONE */
     uint32_t off;     /* source offset, for runtime error positions */
     uint32_t nargs;
     struct expr **args;
@@ -130,11 +154,19 @@ typedef struct expr {
         enum col_type cast_to;
         const struct func_def *fn;
         struct expr_subquery sq;
+        uint8_t coll_hi;  /* BETWEEN: collation of the high comparison */
         struct {
             bool has_base, has_else;
+            const uint8_t *when_coll; /* with a base: per WHEN */
         } c;
     } u;
 } expr;
+
+/* The collation e gives as a value (not the one it compares under). */
+static inline enum ldb_collation expr_coll(const expr *e)
+{
+    return e->csrc == COLL_NONE ? LDB_COLL_BINARY : (enum ldb_collation)e->coll;
+}
 
 /* ---- evaluation ------------------------------------------------------------------ */
 

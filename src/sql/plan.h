@@ -88,6 +88,10 @@ struct plan_col {
     enum col_type aff;        /* affinity as a comparison operand; COL_ANY: none */
     enum ldb_collation coll;
     bool hidden;              /* left out of SELECT * (the hidden rowid) */
+    uint8_t csrc;             /* enum coll_src of coll in the query that makes
+                                 the column (a compound's terms, IN); a
+                                 reference from an enclosing query reads it
+                                 as a column's (COLL_COLUMN) */
 };
 
 /* ---- SCAN access paths (planner annotations) ----------------------------------- */

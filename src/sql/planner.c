@@ -351,6 +351,7 @@ static void collect_bounds(struct bounds *b, struct expr *c)
         add_bound(b, col, B_LO, true, c->args[1], c);
         add_bound(b, col, B_HI, true, c->args[2], c);
         b->items[b->n - 1].aff = (enum col_type)c->aff2;
+        b->items[b->n - 1].coll = (enum ldb_collation)c->u.coll_hi;
     }
 }
 
