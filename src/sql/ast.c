@@ -121,6 +121,7 @@ static int walk_children(ast_visitor *v, ast_expr *e)
         WALK(walk_order(v, &e->u.call.order_by));
         return ast_walk_expr(v, e->u.call.filter);
     case AST_EXISTS:
+    case AST_ARRAY:
     case AST_SUBQUERY: return ast_walk_select(v, e->u.subquery.select);
     case AST_ROW: return walk_list(v, &e->u.row);
     case AST_LITERAL:

@@ -117,6 +117,7 @@ enum ast_expr_kind {
     AST_CALL,      /* u.call: function or aggregate call */
     AST_EXISTS,    /* u.subquery: EXISTS (select); NOT EXISTS is NOT(EXISTS) */
     AST_SUBQUERY,  /* u.subquery: scalar (select) */
+    AST_ARRAY,     /* u.subquery: ARRAY (select), every row as one value */
     AST_ROW        /* u.row: (a, b, ...) with two or more items */
 };
 

@@ -913,7 +913,7 @@ static void in_subquery_compare(struct expr *in, struct expr *operand, const str
 }
 
 static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquery_kind kind,
-                                  struct expr *operand, uint32_t off)
+                                  struct expr *operand, bool array, uint32_t off)
 {
     struct subq *sq = balloc(b, sizeof *sq);
     if (!sq)
@@ -921,10 +921,13 @@ static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquer
     sq->outer = b->scope;
     bool allow = b->allow_agg, in_args = b->in_agg_args;
     b->allow_agg = b->in_agg_args = false;
-    struct plan *p = bind_select(b, sel, b->scope, sq);
+    struct plan *p = array ? bind_array_select(b, sel, b->scope, sq)
+                           : bind_select(b, sel, b->scope, sq);
     b->allow_agg = allow;
     b->in_agg_args = in_args;
     if (!p)
+        return NULL;
+    if (kind == SUBQ_SCALAR && p->ncols > 1 && !(p = bind_record_rows(b, p, off)))
         return NULL;
     if (kind != SUBQ_EXISTS && p->ncols != 1) {
         bind_error(b, LDB_ERROR, off, "sub-select returns %u columns - expected 1", p->ncols);
@@ -956,7 +959,7 @@ static struct expr *bind_in_select(binder *b, const ast_expr *e)
     if (e->u.in.operand->kind == AST_ROW)
         return unsupported_row(b, e->u.in.operand);
     struct expr *x = bind_expr(b, e->u.in.operand);
-    struct expr *s = x ? bind_subquery(b, e->u.in.select, SUBQ_IN, x, e->off) : NULL;
+    struct expr *s = x ? bind_subquery(b, e->u.in.select, SUBQ_IN, x, false, e->off) : NULL;
     if (!s)
         return NULL;
     return e->u.in.negated ? ex_unary(b, EOP_NOT, s, e->off) : s;
@@ -1023,8 +1026,12 @@ static struct expr *bind_node(binder *b, const ast_expr *e)
     case AST_CASE: return bind_case(b, e);
     case AST_CAST: return bind_cast(b, e);
     case AST_CALL: return bind_call(b, e);
-    case AST_EXISTS: return bind_subquery(b, e->u.subquery.select, SUBQ_EXISTS, NULL, e->off);
-    case AST_SUBQUERY: return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, e->off);
+    case AST_EXISTS:
+        return bind_subquery(b, e->u.subquery.select, SUBQ_EXISTS, NULL, false, e->off);
+    case AST_SUBQUERY:
+        return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, false, e->off);
+    case AST_ARRAY:
+        return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, true, e->off);
     case AST_ROW: return unsupported_row(b, e);
     }
     bind_error(b, LDB_INTERNAL, e->off, "unknown expression kind %d", e->kind);

@@ -193,6 +193,12 @@ enum col_type common_type(enum col_type a, enum col_type b);
  * boundary is sq. */
 struct plan *bind_select(binder *b, const ast_select *sel,
                          struct scope *parent, struct subq *sq);
+/* ARRAY (sel): a plan of one row and one column, the ARRAY of sel's rows
+ * (each its one column, or a RECORD of its columns). */
+struct plan *bind_array_select(binder *b, const ast_select *sel,
+                               struct scope *parent, struct subq *sq);
+/* PROJECT over q of one column: q's row as a RECORD of its columns. */
+struct plan *bind_record_rows(binder *b, struct plan *q, uint32_t off);
 /* A scope with no FROM items (VALUES, LIMIT, DML without FROM). */
 struct scope *scope_new(binder *b, struct scope *parent, struct subq *sq);
 /* Adds an item to s: checks the alias rules. */

@@ -1418,9 +1418,10 @@ static struct plan *order_compound(binder *b, struct plan *p, const ast_order_li
     return sort_node(b, p, items, ol->n);
 }
 
-/* A query's WITH, body, ORDER BY and LIMIT. */
+/* A query's WITH, body, ORDER BY and LIMIT. With keep_extra, columns
+ * after the *keep_extra result columns (ORDER BY values) are kept. */
 static struct plan *bind_query_levels(binder *b, const ast_select *sel, struct scope *parent,
-                                      struct subq *sq)
+                                      struct subq *sq, uint32_t *keep_extra)
 {
     struct cte_frame frame = { &sel->with, sel->with.n, b->src, b->ctes };
     struct cte_frame *save_ctes = b->ctes;
@@ -1433,13 +1434,17 @@ static struct plan *bind_query_levels(binder *b, const ast_select *sel, struct s
         uint32_t nres = 0;
         p = bind_core(b, &body->u.select, &sel->order_by, parent, sq, &nres);
         p = p ? limit_node(b, p, sel, parent, sq) : NULL;
-        if (p && nres < p->ncols)
+        if (keep_extra)
+            *keep_extra = nres;
+        else if (p && nres < p->ncols)
             p = trim_node(b, p, nres);
     } else {
         p = bind_body(b, body, parent, sq);
         if (p && sel->order_by.n)
             p = order_compound(b, p, &sel->order_by);
         p = p ? limit_node(b, p, sel, parent, sq) : NULL;
+        if (p && keep_extra)
+            *keep_extra = p->ncols;
     }
     b->ctes = save_ctes;
     b->scope = save_scope;
@@ -1451,7 +1456,108 @@ struct plan *bind_select(binder *b, const ast_select *sel, struct scope *parent,
 {
     if (!bind_enter(b, sel->off))
         return NULL;
-    struct plan *p = bind_query_levels(b, sel, parent, sq);
+    struct plan *p = bind_query_levels(b, sel, parent, sq, NULL);
     bind_leave(b);
+    return p;
+}
+
+/* ---- ARRAY (query) ----------------------------------------------------------------------------- */
+
+/* One row of q as one value: its only result column, or a RECORD of its
+ * nres result columns named as the query names them. */
+static struct expr *array_element(binder *b, const struct plan *q, uint32_t nres, uint32_t off)
+{
+    if (nres == 1)
+        return ex_column(b, 0, &q->cols[0], off);
+    struct expr *r = ex_new(b, EXPR_CALL, 2 * nres, off);
+    if (!r)
+        return NULL;
+    r->u.fn = &func_record;
+    for (uint32_t i = 0; i < nres; i++) {
+        const char *name = q->cols[i].name ? q->cols[i].name : "";
+        value v;
+        if (value_text(&v, name, strlen(name))) {
+            bind_nomem(b);
+            return NULL;
+        }
+        r->args[2 * i] = ex_const(b, &v, off);
+        value_release(&v);
+        if (!r->args[2 * i] || !(r->args[2 * i + 1] = ex_column(b, i, &q->cols[i], off)))
+            return NULL;
+    }
+    ex_inherit_nondet(r);
+    return r;
+}
+
+/* A scalar subquery of several columns: each row as one RECORD. */
+struct plan *bind_record_rows(binder *b, struct plan *q, uint32_t off)
+{
+    struct expr *x = array_element(b, q, q->ncols, off);
+    const char *name = "record";
+    return x ? project_node(b, q, &x, &name, 1) : NULL;
+}
+
+/* array_agg(x) over in, ordered by the query's ORDER BY (sort, or none)
+ * and then by x itself: the hidden argument ARRAY(x, keys...). */
+static bool array_agg_call(binder *b, const struct plan *sort, struct plan *in, struct expr *x,
+                           struct plan_agg *a, uint32_t off)
+{
+    uint32_t n = sort ? sort->u.sort.nkeys : 0;
+    a->fn = &func_array_agg;
+    a->coll = LDB_COLL_BINARY;
+    a->sep = value_null();
+    a->nargs = n ? 2 : 1;
+    if (!(a->args = balloc(b, 2 * sizeof *a->args)))
+        return false;
+    a->args[0] = x;
+    if (n == 0)
+        return true;
+    struct expr *arr = ex_new(b, EXPR_CALL, 1 + n, off);
+    if (!arr || !(a->order = balloc(b, n * sizeof *a->order)))
+        return false;
+    arr->u.fn = func_find("array", 1 + n, NULL);
+    arr->args[0] = x;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sort_key *k = &sort->u.sort.keys[i];
+        uint32_t c = k->e->u.index; /* sort keys are columns (sort_node) */
+        if (!(arr->args[1 + i] = ex_column(b, c, &in->cols[c], off)))
+            return false;
+        a->order[i] = (struct agg_order_term){ k->coll, k->desc, k->nulls_first };
+    }
+    ex_inherit_nondet(arr);
+    a->args[1] = arr;
+    a->norder = n;
+    return true;
+}
+
+/*
+ * ARRAY (query): one scalar AGGREGATE of array_agg over the query's rows,
+ * so every consumer gets it from what it already does with aggregates
+ * (the executor per outer row, the live compiler per capture tuple by
+ * decorrelation, with [] for a tuple without rows). The query's own SORT
+ * goes (the aggregate orders); under a LIMIT it stays, as the LIMIT's.
+ */
+struct plan *bind_array_select(binder *b, const ast_select *sel, struct scope *parent,
+                               struct subq *sq)
+{
+    if (!bind_enter(b, sel->off))
+        return NULL;
+    uint32_t nres = 0;
+    struct plan *q = bind_query_levels(b, sel, parent, sq, &nres);
+    bind_leave(b);
+    if (!q)
+        return NULL;
+    const struct plan *sort = q->kind == PLAN_SORT ? q
+                              : (q->kind == PLAN_LIMIT && q->in->kind == PLAN_SORT) ? q->in
+                                                                                   : NULL;
+    struct plan *in = q->kind == PLAN_SORT ? q->in : q;
+    struct expr *x = array_element(b, in, nres, sel->off);
+    struct plan *p = x ? node(b, PLAN_AGGREGATE, 1, in) : NULL;
+    if (!p || !(p->u.agg.aggs = balloc(b, sizeof *p->u.agg.aggs)) ||
+        !array_agg_call(b, sort, in, x, p->u.agg.aggs, sel->off))
+        return NULL;
+    p->u.agg.naggs = 1;
+    p->cols[0] = (struct plan_col){ "array", COL_ANY, COL_ANY, LDB_COLL_BINARY, false,
+                                    COLL_NONE };
     return p;
 }

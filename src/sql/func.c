@@ -8,6 +8,7 @@
 #include "sql/func.h"
 
 #include "base/mem.h"
+#include "base/strbuf.h"
 #include "sql/sqlvalue.h"
 
 #include <math.h>
@@ -267,6 +268,35 @@ static int fn_current_timestamp(struct eval_ctx *cx, const value *a, uint32_t n,
 {
     return now_text(out, "%Y-%m-%d %H:%M:%S");
 }
+/* Any value as JSON text (value_format_json): SQLite's json() parses
+ * text, so this one has its own name. */
+static int fn_to_json(struct eval_ctx *cx, const value *a, uint32_t n, value *out)
+{
+    strbuf sb = STRBUF_INIT;
+    value_format_json(&sb, &a[0]);
+    int rc = sb_error(&sb);
+    if (rc == LDB_OK)
+        rc = value_text(out, sb_str(&sb), sb.len);
+    sb_free(&sb);
+    return rc;
+}
+
+/* record(name_1, value_1, ...): the names are TEXT constants the binder
+ * gives (ARRAY (subquery) of several columns). */
+static int fn_record(struct eval_ctx *cx, const value *a, uint32_t n, value *out)
+{
+    uint32_t nf = n / 2;
+    value *names = mem_alloc(2 * (size_t)nf * sizeof *names);
+    if (!names)
+        return LDB_NOMEM;
+    for (uint32_t i = 0; i < nf; i++) {
+        names[i] = a[2 * i]; /* borrowed: value_record retains */
+        names[nf + i] = a[2 * i + 1];
+    }
+    int rc = value_record(out, names, names + nf, nf);
+    mem_free(names);
+    return rc;
+}
 
 /* ---- the registry --------------------------------------------------------------------- */
 
@@ -285,6 +315,7 @@ static const struct func_def core_defs[] = {
     { "min", 2, -1, DET | FUNC_TYPE_OF_ARGS, COL_ANY, fn_min, NULL, NULL },
     { "typeof", 1, 1, DET, COL_TEXT, fn_typeof, NULL, NULL },
     { "array", 0, -1, DET, COL_ANY, fn_array, NULL, NULL },
+    { "to_json", 1, 1, DET, COL_TEXT, fn_to_json, NULL, NULL },
     { "random", 0, 0, 0, COL_INTEGER, fn_random, NULL, NULL },
     { "randomblob", 1, 1, 0, COL_BLOB, fn_randomblob, NULL, NULL },
     { "changes", 0, 0, 0, COL_INTEGER, fn_changes, NULL, NULL },
@@ -304,6 +335,10 @@ static const struct func_def core_defs[] = {
     { "group_concat", 1, 2, AGG, COL_TEXT, NULL, NULL, &agg_string_agg },
     { "string_agg", 2, 2, AGG, COL_TEXT, NULL, NULL, &agg_string_agg },
 };
+
+const struct func_def func_array_agg = { "array_agg", 1, 1, AGG, COL_ANY, NULL, NULL,
+                                         &agg_array_agg };
+const struct func_def func_record = { "record", 2, -1, DET, COL_ANY, fn_record, NULL, NULL };
 
 const struct func_def func_count_star = { "count", 0, 0, AGG, COL_INTEGER, NULL, NULL,
                                           &agg_count_star };

@@ -59,6 +59,9 @@ const struct func_def *func_find(const char *name, uint32_t nargs,
 
 /* count(*). */
 extern const struct func_def func_count_star;
+/* Not callable by name, only built by the binder for ARRAY (subquery):
+ * array_agg(x) (aggregate.h) and record(name_1, value_1, ...). */
+extern const struct func_def func_array_agg, func_record;
 
 /*
  * Functions registered on one database (ldb_create_aggregate). The binder

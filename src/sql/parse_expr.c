@@ -16,6 +16,8 @@
  */
 #include "sql/parser_internal.h"
 
+#include <strings.h>
+
 #include "base/hash.h"
 #include "livedb.h"
 
@@ -521,6 +523,26 @@ static ast_expr *parse_cast(parser *p)
     return expr_finish(p, e, e->u.cast.operand->height);
 }
 
+/* ARRAY (query): the name array (not a keyword: array(1, 2) stays a
+ * call) followed by a parenthesized query. */
+static bool at_array_subquery(parser *p)
+{
+    static const char word[] = "array";
+    const token *q = peek(p, 2);
+    return p->tok.len == sizeof word - 1 &&
+           strncasecmp(p->lx.src + p->tok.off, word, sizeof word - 1) == 0 &&
+           peek(p, 1)->kind == TK_LPAREN && q->kind == TK_NAME &&
+           (q->kw == KW_SELECT || q->kw == KW_VALUES || q->kw == KW_WITH);
+}
+
+static ast_expr *parse_array_subquery(parser *p)
+{
+    uint32_t off = p->tok.off;
+    advance(p); /* array */
+    advance(p); /* ( */
+    return parse_subquery_expr(p, AST_ARRAY, off);
+}
+
 /* Keywords that start a primary expression of their own. */
 static ast_expr *parse_keyword_primary(parser *p)
 {
@@ -545,6 +567,8 @@ static ast_expr *parse_keyword_primary(parser *p)
     }
     if (!tok_is_name(&p->tok))
         return expected_after(p, "an expression");
+    if (call && at_array_subquery(p))
+        return parse_array_subquery(p);
     return call ? parse_call(p) : parse_column_ref(p);
 }
 

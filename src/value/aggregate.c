@@ -690,6 +690,34 @@ static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
     return rc;
 }
 
+/* NULL elements count: an array keeps every row. */
+static int array_agg_step(agg_inst *ai, void *st, const value *args, int64_t w)
+{
+    return vms_add(ai, &ai->main_cmp, st, &args[ai->norder ? 1 : 0], w);
+}
+
+static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    const struct vms *m = st;
+    struct vms_iter it;
+    size_t n = 0;
+    for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it)) {
+        if (x->n < 0 || (uint64_t)x->n > VALUE_MAX_LEN - n)
+            return x->n < 0 ? LDB_INTERNAL : LDB_RANGE;
+        n += (size_t)x->n;
+    }
+    value *items = mem_alloc(n * sizeof *items);
+    if (!items)
+        return LDB_NOMEM;
+    size_t k = 0;
+    for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it))
+        for (int64_t c = 0; c < x->n; c++)
+            items[k++] = *item_class(&ai->main_cmp, &x->v); /* borrowed */
+    int rc = value_array(out, items, n);
+    mem_free(items);
+    return rc;
+}
+
 const struct agg_def agg_min = {
     "min", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
     vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap, NULL, -1,
@@ -703,6 +731,11 @@ const struct agg_def agg_max = {
 const struct agg_def agg_string_agg = {
     "string_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct vms), vms_agg_init,
     vms_agg_step, vms_agg_merge, string_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
+};
+
+const struct agg_def agg_array_agg = {
+    "array_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct vms), vms_agg_init,
+    array_agg_step, vms_agg_merge, array_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
 };
 
 const struct agg_def *agg_builtin(const char *name)

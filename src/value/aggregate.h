@@ -45,6 +45,10 @@
  *   the input rows' keys unless ORDER BY says otherwise. Without order
  *   terms the values come in ascending value order (collation, then
  *   identity).
+ * - array_agg(x): an ARRAY of every x, NULL included, each repeated by
+ *   its multiplicity, in string_agg's order (order terms, then x under
+ *   the collation, then identity); the empty ARRAY when there is no
+ *   input, never NULL. The SQL layer uses it for ARRAY (subquery) only.
  * - DISTINCT (agg_inst.distinct, one-argument aggregates): each canonical
  *   class of argument values (value_eq under the collation) counts once
  *   while its total count is positive, represented by its least member
@@ -150,7 +154,7 @@ struct agg_inst {
 };
 
 extern const struct agg_def agg_count_star, agg_count, agg_sum, agg_total,
-    agg_avg, agg_min, agg_max, agg_string_agg;
+    agg_avg, agg_min, agg_max, agg_string_agg, agg_array_agg;
 
 /* The built-in of that (lower-case) name: count, sum, total, avg, min,
  * max, string_agg, group_concat; NULL if none. count(*) is agg_count_star. */

@@ -157,7 +157,11 @@ static void between_in_case(void)
     CHECK_ROWS(db, "SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM e), "
                    "(SELECT x FROM t ORDER BY x DESC), (SELECT x FROM e)",
                "true|false|2|NULL\n");
-    CHECK_ERROR(db, "SELECT (SELECT x, x FROM t)",
+    /* several columns: one RECORD (SQLite: an error) */
+    CHECK_ROWS(db, "SELECT (SELECT x, x + 1 AS y FROM t ORDER BY x DESC LIMIT 1), "
+                   "(SELECT x, x FROM e)",
+               "{\"x\":2,\"y\":3}|NULL\n");
+    CHECK_ERROR(db, "SELECT 1 IN (SELECT x, x FROM t)",
                 "line 1, column 8: sub-select returns 2 columns - expected 1");
     ldb_close(db);
 }

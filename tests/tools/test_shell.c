@@ -87,6 +87,21 @@ static void csv_json_line_list(void)
     CHECK_STR(out, "[]\n");
 }
 
+/* ARRAY and RECORD values: JSON arrays and objects in json mode, their
+ * JSON text in the other modes. */
+static void nested_values(void)
+{
+    const char *sql = "SELECT ARRAY(SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, NULL) AS arr, "
+                      "ARRAY(SELECT 1 WHERE 0) AS e;\n";
+    char in[512];
+    snprintf(in, sizeof in, ".mode json\n%s", sql);
+    CHECK_INT(run("", in), 0);
+    CHECK_STR(out, "[{\"arr\":[{\"a\":1,\"b\":\"x\"},{\"a\":2,\"b\":null}],\"e\":[]}]\n");
+    snprintf(in, sizeof in, ".mode list\n%s", sql);
+    CHECK_INT(run("", in), 0);
+    CHECK_STR(out, "[{\"a\":1,\"b\":\"x\"},{\"a\":2,\"b\":null}]|[]\n");
+}
+
 /* A script file runs first, then standard input; statements span lines
  * and ';' inside strings and comments does not end them. */
 static void script_then_stdin(void)
@@ -305,6 +320,6 @@ static void live_errors(void)
     CHECK(strstr(out, ".window N OFFSET LIMIT"));
 }
 
-TEST_MAIN(T(table_mode), T(csv_json_line_list), T(script_then_stdin), T(dot_commands),
+TEST_MAIN(T(table_mode), T(csv_json_line_list), T(nested_values), T(script_then_stdin), T(dot_commands),
           T(error_caret), T(exit_codes), T(live_window), T(live_group_by), T(live_transactions),
           T(live_list_unlive), T(live_errors))
