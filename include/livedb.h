@@ -105,6 +105,8 @@ typedef struct ldb ldb;           /* a database: tables, views, live queries */
 typedef struct ldb_stmt ldb_stmt; /* a prepared statement */
 typedef struct ldb_live ldb_live; /* a live query */
 typedef struct ldb_row ldb_row;   /* a row of values (always borrowed) */
+typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
+                                       or RECORD (always borrowed) */
 
 /*
  * Opens a database. livedb keeps its data in memory: path must be NULL or
@@ -157,6 +159,35 @@ LDB_API const char *ldb_row_text(const ldb_row *r, int i, size_t *len);
 /* Column i in livedb's text form (as the shell shows it) written into buf
  * (NUL-terminated, truncated to size); returns the full length. */
 LDB_API size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size);
+
+/*
+ * Nested values (ARRAY (subquery), RECORD). ldb_row_value gives column i
+ * of r as an ldb_value (NULL when i is out of range), and ldb_value_item
+ * an element of an ARRAY or the value of a RECORD field. Every ldb_value
+ * and every pointer read from one is borrowed from the row: valid exactly
+ * as long as the row (the callback, or until the next step/reset/finalize
+ * of its statement); nothing is to be freed. Each ldb_row_X(r, i) is
+ * ldb_value_X(ldb_row_value(r, i)), and every ldb_value_ function accepts
+ * NULL (a NULL value).
+ */
+LDB_API const ldb_value *ldb_row_value(const ldb_row *r, int i);
+/* enum ldb_type; LDB_NULL for NULL. */
+LDB_API int ldb_value_type(const ldb_value *v);
+/* Elements of an ARRAY, fields of a RECORD, bytes of TEXT/BLOB; else 0. */
+LDB_API int ldb_value_length(const ldb_value *v);
+/* Element i of an ARRAY, or the value of field i of a RECORD; NULL when v
+ * is neither or i is out of range. */
+LDB_API const ldb_value *ldb_value_item(const ldb_value *v, int i);
+/* Name of field i of a RECORD: its bytes (NOT always NUL-terminated: use
+ * *len, which may be NULL), borrowed like the row; NULL when v is not a
+ * RECORD or i is out of range. */
+LDB_API const char *ldb_value_field_name(const ldb_value *v, int i, size_t *len);
+/* As ldb_row_int64, ldb_row_double, ldb_row_text, ldb_row_format; the
+ * text form of an ARRAY or RECORD is its JSON (docs/VALUES.md). */
+LDB_API int64_t ldb_value_int64(const ldb_value *v);
+LDB_API double ldb_value_double(const ldb_value *v);
+LDB_API const char *ldb_value_text(const ldb_value *v, size_t *len);
+LDB_API size_t ldb_value_format(const ldb_value *v, char *buf, size_t size);
 
 /* ---- one-shot execution ------------------------------------------------ */
 

@@ -271,47 +271,103 @@ int ldb_row_columns(const ldb_row *r)
     return r ? (int)r->n : 0;
 }
 
-int ldb_row_type(const ldb_row *r, int i)
+int ldb_row_type(const ldb_row *r, int i) { return ldb_value_type(ldb_row_value(r, i)); }
+
+int64_t ldb_row_int64(const ldb_row *r, int i) { return ldb_value_int64(ldb_row_value(r, i)); }
+
+double ldb_row_double(const ldb_row *r, int i) { return ldb_value_double(ldb_row_value(r, i)); }
+
+const char *ldb_row_text(const ldb_row *r, int i, size_t *len)
 {
-    const value *v = row_col(r, i);
-    return v ? (int)value_type(v) : LDB_NULL;
+    return ldb_value_text(ldb_row_value(r, i), len);
 }
 
-int64_t ldb_row_int64(const ldb_row *r, int i)
+size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size)
 {
-    const value *v = row_col(r, i);
+    return ldb_value_format(ldb_row_value(r, i), buf, size);
+}
+
+/* ---- values (an ldb_value is a value of a row or inside one) ----------------------------- */
+
+static const value *val(const ldb_value *v) { return (const value *)v; }
+
+const ldb_value *ldb_row_value(const ldb_row *r, int i)
+{
+    return (const ldb_value *)row_col(r, i);
+}
+
+int ldb_value_type(const ldb_value *v)
+{
+    return v ? (int)value_type(val(v)) : LDB_NULL;
+}
+
+int64_t ldb_value_int64(const ldb_value *v)
+{
     int64_t n = 0;
-    if (v && (value_is_number(v) || value_type(v) == LDB_BOOLEAN ||
-              value_type(v) == LDB_TEXT) && !sqlv_int64(v, &n))
+    int t = ldb_value_type(v);
+    if ((t == LDB_INTEGER || t == LDB_REAL || t == LDB_BOOLEAN || t == LDB_TEXT) &&
+        !sqlv_int64(val(v), &n))
         n = 0;
     return n;
 }
 
-double ldb_row_double(const ldb_row *r, int i)
+double ldb_value_double(const ldb_value *v)
 {
-    const value *v = row_col(r, i);
-    if (!v || !(value_is_number(v) || value_type(v) == LDB_BOOLEAN || value_type(v) == LDB_TEXT))
+    int t = ldb_value_type(v);
+    if (!(t == LDB_INTEGER || t == LDB_REAL || t == LDB_BOOLEAN || t == LDB_TEXT))
         return 0.0;
-    return sqlv_double(v);
+    return sqlv_double(val(v));
 }
 
-const char *ldb_row_text(const ldb_row *r, int i, size_t *len)
+const char *ldb_value_text(const ldb_value *v, size_t *len)
 {
-    const value *v = row_col(r, i);
     size_t n = 0;
     const char *p = NULL;
-    if (v && (value_type(v) == LDB_TEXT || value_type(v) == LDB_BLOB))
-        p = value_bytes(v, &n);
+    int t = ldb_value_type(v);
+    if (t == LDB_TEXT || t == LDB_BLOB)
+        p = value_bytes(val(v), &n);
     if (len)
         *len = n;
     return p;
 }
 
-size_t ldb_row_format(const ldb_row *r, int i, char *buf, size_t size)
+size_t ldb_value_format(const ldb_value *v, char *buf, size_t size)
 {
-    const value *v = row_col(r, i);
     value null = value_null();
-    return value_format_buf(v ? v : &null, buf, size);
+    return value_format_buf(v ? val(v) : &null, buf, size);
+}
+
+int ldb_value_length(const ldb_value *v)
+{
+    size_t n = 0;
+    switch (ldb_value_type(v)) {
+    case LDB_ARRAY: value_items(val(v), &n); break;
+    case LDB_RECORD: n = value_nfields(val(v)); break;
+    case LDB_TEXT:
+    case LDB_BLOB: value_bytes(val(v), &n); break;
+    default: break;
+    }
+    return (int)n;
+}
+
+const ldb_value *ldb_value_item(const ldb_value *v, int i)
+{
+    if (i < 0 || i >= ldb_value_length(v))
+        return NULL;
+    if (ldb_value_type(v) == LDB_RECORD)
+        return (const ldb_value *)value_field(val(v), (size_t)i);
+    size_t n;
+    return ldb_value_type(v) == LDB_ARRAY ? (const ldb_value *)&value_items(val(v), &n)[i]
+                                          : NULL;
+}
+
+const char *ldb_value_field_name(const ldb_value *v, int i, size_t *len)
+{
+    if (len)
+        *len = 0;
+    if (ldb_value_type(v) != LDB_RECORD || i < 0 || i >= ldb_value_length(v))
+        return NULL;
+    return ldb_value_text((const ldb_value *)value_field_name(val(v), (size_t)i), len);
 }
 
 /* ---- statements ----------------------------------------------------------------------------- */

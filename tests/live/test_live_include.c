@@ -319,4 +319,290 @@ static void live_inline_modes(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(oneshot_array), T(to_json_function), T(live_inline_modes))
+/* ---- livedb.h's nested value accessors ---------------------------------------------------- */
+
+static void nested_value_api(void)
+{
+    ldb *db = sqlt_open();
+    EXEC(db, small_schema);
+    ldb_stmt *st;
+    CHECK(ldb_prepare(db,
+                      "SELECT ARRAY(SELECT i.id, i.title, ARRAY(SELECT 1.5 UNION SELECT 'x') AS "
+                      "sub FROM issues i WHERE i.uid = 1 ORDER BY i.created), 7, "
+                      "ARRAY(SELECT 1 WHERE 0)",
+                      -1, &st, NULL) == LDB_OK);
+    CHECK_INT(ldb_step(st), LDB_ROW);
+    const ldb_row *r = ldb_stmt_row(st);
+    const ldb_value *a = ldb_row_value(r, 0);
+    CHECK_INT(ldb_value_type(a), LDB_ARRAY);
+    CHECK_INT(ldb_row_type(r, 0), LDB_ARRAY);
+    CHECK_INT(ldb_value_length(a), 3);
+    const ldb_value *rec = ldb_value_item(a, 1);
+    CHECK_INT(ldb_value_type(rec), LDB_RECORD);
+    CHECK_INT(ldb_value_length(rec), 3);
+    size_t len;
+    const char *name = ldb_value_field_name(rec, 1, &len);
+    CHECK(name && len == 5 && memcmp(name, "title", 5) == 0);
+    CHECK_INT(ldb_value_int64(ldb_value_item(rec, 0)), 13);
+    CHECK_INT(ldb_value_type(ldb_value_item(rec, 1)), LDB_NULL);
+    const ldb_value *sub = ldb_value_item(rec, 2);
+    CHECK_INT(ldb_value_length(sub), 2);
+    CHECK(ldb_value_double(ldb_value_item(sub, 0)) == 1.5);
+    const char *x = ldb_value_text(ldb_value_item(sub, 1), &len);
+    CHECK(x && len == 1 && x[0] == 'x');
+    char buf[128];
+    CHECK_INT(ldb_value_format(sub, buf, sizeof buf), 9);
+    CHECK_STR(buf, "[1.5,\"x\"]");
+    /* out of range and wrong kinds: NULL, never a crash */
+    CHECK(ldb_value_item(a, 3) == NULL && ldb_value_item(a, -1) == NULL);
+    CHECK(ldb_value_field_name(a, 0, &len) == NULL && len == 0);
+    CHECK(ldb_value_item(ldb_row_value(r, 1), 0) == NULL);
+    CHECK(ldb_row_value(r, 3) == NULL && ldb_value_type(NULL) == LDB_NULL);
+    CHECK_INT(ldb_value_length(NULL), 0);
+    CHECK_INT(ldb_value_type(ldb_row_value(r, 2)), LDB_ARRAY);
+    CHECK_INT(ldb_value_length(ldb_row_value(r, 2)), 0);
+    CHECK_INT(ldb_value_int64(ldb_row_value(r, 1)), 7);
+    ldb_finalize(st);
+    ldb_close(db);
+}
+
+/* ---- random histories over users / issues / comments --------------------------------------- */
+
+static const char *world_schema =
+    "CREATE TABLE grps(id INTEGER PRIMARY KEY);"
+    "CREATE TABLE users(id INTEGER PRIMARY KEY, grp INTEGER, name TEXT COLLATE NOCASE, "
+    " score REAL);"
+    "CREATE TABLE issues(id INTEGER PRIMARY KEY, uid INTEGER, title TEXT, created INTEGER, "
+    " status TEXT, owner TEXT, score REAL);"
+    "CREATE TABLE comments(id INTEGER PRIMARY KEY, iid INTEGER, body TEXT, at INTEGER);"
+    "INSERT INTO grps VALUES (1), (2), (3);";
+
+static const char *world_queries[] = {
+    /* the three inline modes side by side */
+    "SELECT u.id, ARRAY(SELECT i.id, i.title FROM issues i WHERE i.uid = u.id AND "
+    "i.status = 'open' ORDER BY i.created DESC) AS open_issues, (SELECT i.title FROM issues i "
+    "WHERE i.uid = u.id ORDER BY i.created DESC, i.id LIMIT 1) AS last, (SELECT "
+    "string_agg(i.title, ',' ORDER BY i.title, i.id) FROM issues i WHERE i.uid = u.id) AS tags "
+    "FROM users u",
+    /* three levels */
+    "SELECT u.id, ARRAY(SELECT i.id, ARRAY(SELECT c.body FROM comments c WHERE c.iid = i.id "
+    "ORDER BY c.at) AS cs FROM issues i WHERE i.uid = u.id ORDER BY i.created) AS issues "
+    "FROM users u",
+    /* four levels: ARRAY in ARRAY in ARRAY */
+    "SELECT g.id, ARRAY(SELECT u.id, ARRAY(SELECT i.id, ARRAY(SELECT c.id FROM comments c "
+    "WHERE c.iid = i.id) AS cs FROM issues i WHERE i.uid = u.id ORDER BY i.created) AS iss "
+    "FROM users u WHERE u.grp = g.id ORDER BY u.name) AS us FROM grps g",
+    /* NOCASE correlation (the left operand's collation) */
+    "SELECT u.id, ARRAY(SELECT i.id FROM issues i WHERE u.name = i.owner) AS mine FROM users u",
+    /* REAL correlation: -0.0 = 0.0, NULL matches nothing */
+    "SELECT u.id, ARRAY(SELECT i.id, i.score FROM issues i WHERE i.score = u.score) AS same "
+    "FROM users u",
+    /* singleton record, and a bucket shared by many parents */
+    "SELECT u.id, (SELECT i.id, i.title FROM issues i WHERE i.uid = u.grp ORDER BY i.created, "
+    "i.id LIMIT 1) AS first FROM users u",
+    /* the child side correlated to the parent's parent */
+    "SELECT c.id, ARRAY(SELECT i2.id FROM issues i, issues i2 WHERE i.id = c.iid AND "
+    "i2.uid = i.uid ORDER BY i2.id DESC) AS siblings FROM comments c",
+};
+#define NWORLD (sizeof world_queries / sizeof world_queries[0])
+
+static const char *pick(rng *r, const char *const *v, size_t n) { return v[rng_below(r, n)]; }
+
+static void random_write(rng *r, char *sql, size_t size)
+{
+    static const char *const titles[] = { "a", "b", "c", "NULL", "'b'" };
+    static const char *const names[] = { "'ann'", "'Ann'", "'bob'", "NULL", "'BOB'" };
+    static const char *const scores[] = { "0.0", "-0.0", "1.5", "NULL", "0" };
+    static const char *const status[] = { "'open'", "'closed'" };
+    int k = (int)rng_below(r, 12);
+    int u = (int)rng_range(r, 1, 8), i = (int)rng_range(r, 1, 20), c = (int)rng_range(r, 1, 30);
+    switch (k) {
+    case 0:
+        snprintf(sql, size, "INSERT OR REPLACE INTO users VALUES (%d, %d, %s, %s)", u,
+                 (int)rng_range(r, 1, 3), pick(r, names, 5), pick(r, scores, 5));
+        break;
+    case 1: snprintf(sql, size, "DELETE FROM users WHERE id = %d", u); break;
+    case 2:
+        snprintf(sql, size, "UPDATE users SET name = %s, score = %s WHERE id = %d",
+                 pick(r, names, 5), pick(r, scores, 5), u);
+        break;
+    case 3:
+    case 4:
+        snprintf(sql, size, "INSERT OR REPLACE INTO issues VALUES (%d, %d, '%s', %d, %s, %s, %s)",
+                 i, (int)rng_range(r, 0, 8), pick(r, titles, 3), (int)rng_range(r, 1, 5),
+                 pick(r, status, 2), pick(r, names, 5), pick(r, scores, 5));
+        break;
+    case 5: snprintf(sql, size, "DELETE FROM issues WHERE id = %d", i); break;
+    case 6: /* a route move */
+        snprintf(sql, size, "UPDATE issues SET uid = %d WHERE id = %d", (int)rng_range(r, 0, 8),
+                 i);
+        break;
+    case 7: /* an order change */
+        snprintf(sql, size, "UPDATE issues SET created = %d WHERE id = %d",
+                 (int)rng_range(r, 1, 5), i);
+        break;
+    case 8:
+        snprintf(sql, size, "UPDATE issues SET title = %s, status = %s WHERE id = %d",
+                 pick(r, titles + 3, 2), pick(r, status, 2), i);
+        break;
+    case 9:
+        snprintf(sql, size, "INSERT OR REPLACE INTO comments VALUES (%d, %d, '%s', %d)", c,
+                 (int)rng_range(r, 1, 20), pick(r, titles, 3), (int)rng_range(r, 1, 4));
+        break;
+    case 10: snprintf(sql, size, "DELETE FROM comments WHERE id = %d", c); break;
+    default:
+        snprintf(sql, size, "UPDATE comments SET iid = %d, at = %d WHERE id = %d",
+                 (int)rng_range(r, 1, 20), (int)rng_range(r, 1, 4), c);
+        break;
+    }
+}
+
+static void check_world(ldb *db, struct replica *rp)
+{
+    for (size_t q = 0; q < NWORLD; q++) {
+        check_replica(db, &rp[q], world_queries[q]);
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT * FROM w%zu", q);
+        struct rows got = { 0 };
+        CHECKF(ldb_exec(db, sql, collect, &got) == LDB_OK, "%s", ldb_errmsg(db));
+        check_rows_equal(db, &got, world_queries[q], "materialized view");
+        rows_clear(&got);
+        free(got.v);
+    }
+}
+
+static void random_histories(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    ldb *db = sqlt_open();
+    EXEC(db, world_schema);
+    static struct replica rp[NWORLD];
+    ldb_live *q[NWORLD];
+    memset(rp, 0, sizeof rp);
+    for (size_t k = 0; k < NWORLD; k++) {
+        CHECKF(ldb_live_open(db, world_queries[k], replica_apply, &rp[k], &q[k]) == LDB_OK,
+               "%s: %s", world_queries[k], ldb_errmsg(db));
+        char sql[2048];
+        snprintf(sql, sizeof sql, "CREATE MATERIALIZED VIEW w%zu AS %s", k, world_queries[k]);
+        EXEC(db, sql);
+    }
+    int steps = 150 * test_scale();
+    for (int s = 0; s < steps; s++) {
+        char sql[512];
+        bool txn = rng_chance(&r, 1, 3);
+        if (txn)
+            EXEC(db, "BEGIN");
+        int n = txn ? (int)rng_range(&r, 1, 5) : 1;
+        for (int w = 0; w < n; w++) {
+            random_write(&r, sql, sizeof sql);
+            EXEC(db, sql);
+        }
+        if (txn)
+            EXEC(db, rng_chance(&r, 1, 3) ? "ROLLBACK" : "COMMIT");
+        check_world(db, rp);
+    }
+    CHECK(rp[1].rows.n > 0); /* the histories leave something to compare */
+    for (size_t k = 0; k < NWORLD; k++) {
+        ldb_live_close(q[k]);
+        replica_free(&rp[k]);
+    }
+    ldb_close(db);
+}
+
+/* ---- SQLite computes the same arrays as JSON ------------------------------------------------ */
+
+static const struct json_oracle {
+    const char *livedb, *sqlite;
+} json_oracles[] = {
+    { "SELECT u.id, to_json(ARRAY(SELECT i.id, i.title FROM issues i WHERE i.uid = u.id "
+      "ORDER BY i.created DESC, i.id)) FROM users u ORDER BY u.id",
+      "SELECT u.id, (SELECT json_group_array(json_object('id', id, 'title', title)) FROM "
+      "(SELECT i.id, i.title FROM issues i WHERE i.uid = u.id ORDER BY i.created DESC, i.id)) "
+      "FROM users u ORDER BY u.id" },
+    { "SELECT u.id, to_json(ARRAY(SELECT i.id, ARRAY(SELECT c.body FROM comments c WHERE "
+      "c.iid = i.id ORDER BY c.at) AS cs FROM issues i WHERE i.uid = u.id ORDER BY i.created, "
+      "i.id)) FROM users u ORDER BY u.id",
+      "SELECT u.id, (SELECT json_group_array(json_object('id', id, 'cs', json(cs))) FROM "
+      "(SELECT i.id, (SELECT json_group_array(body) FROM (SELECT c.body FROM comments c WHERE "
+      "c.iid = i.id ORDER BY c.at, c.body)) AS cs FROM issues i WHERE i.uid = u.id ORDER BY "
+      "i.created, i.id)) FROM users u ORDER BY u.id" },
+    /* NOCASE correlation; without ORDER BY the order is the value's */
+    { "SELECT u.id, to_json(ARRAY(SELECT i.id FROM issues i WHERE u.name = i.owner)) "
+      "FROM users u ORDER BY u.id",
+      "SELECT u.id, (SELECT json_group_array(id) FROM (SELECT i.id FROM issues i WHERE "
+      "u.name = i.owner ORDER BY i.id)) FROM users u ORDER BY u.id" },
+    /* metamorphic: the flat LEFT JOIN grouped by parent (SQLite runs it) */
+    { "SELECT u.id, to_json(ARRAY(SELECT i.id FROM issues i WHERE i.uid = u.id ORDER BY i.id)) "
+      "FROM users u ORDER BY u.id",
+      "SELECT u.id, '[' || coalesce(group_concat(i.id, ','), '') || ']' FROM users u LEFT JOIN "
+      "(SELECT * FROM issues ORDER BY id) i ON i.uid = u.id GROUP BY u.id ORDER BY u.id" },
+};
+
+static int sqlite_row(void *ctx, int n, char **v, char **names)
+{
+    (void)names;
+    char *s = malloc(64 + (v[1] ? strlen(v[1]) : 4));
+    sprintf(s, "%s|%s", v[0] ? v[0] : "NULL", n > 1 && v[1] ? v[1] : "NULL");
+    rows_add(ctx, s);
+    return 0;
+}
+
+static void check_json_oracles(ldb *db, sqlite3 *lite)
+{
+    for (size_t k = 0; k < sizeof json_oracles / sizeof json_oracles[0]; k++) {
+        struct rows got = { 0 }, want = { 0 };
+        CHECKF(ldb_exec(db, json_oracles[k].livedb, collect, &got) == LDB_OK, "%s: %s",
+               json_oracles[k].livedb, ldb_errmsg(db));
+        char *err = NULL;
+        CHECKF(sqlite3_exec(lite, json_oracles[k].sqlite, sqlite_row, &want, &err) == SQLITE_OK,
+               "sqlite: %s", err ? err : "?");
+        CHECKF(got.n == want.n, "%s: %zu rows, SQLite %zu", json_oracles[k].livedb, got.n,
+               want.n);
+        for (size_t i = 0; i < got.n; i++)
+            CHECKF(strcmp(got.v[i], want.v[i]) == 0, "%s: %s, SQLite %s",
+                   json_oracles[k].livedb, got.v[i], want.v[i]);
+        rows_clear(&got);
+        rows_clear(&want);
+        free(got.v);
+        free(want.v);
+    }
+}
+
+static void both_exec(ldb *db, sqlite3 *lite, const char *sql)
+{
+    EXEC(db, sql);
+    char *err = NULL;
+    CHECKF(sqlite3_exec(lite, sql, NULL, NULL, &err) == SQLITE_OK, "sqlite: %s: %s", sql,
+           err ? err : "?");
+}
+
+/* The same histories on SQLite: the JSON of every array agrees. */
+static void sqlite_json_oracle(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    ldb *db = sqlt_open();
+    sqlite3 *lite;
+    CHECK(sqlite3_open(":memory:", &lite) == SQLITE_OK);
+    both_exec(db, lite, world_schema);
+    int steps = 150 * test_scale();
+    for (int s = 0; s < steps; s++) {
+        char sql[512];
+        bool txn = rng_chance(&r, 1, 3);
+        if (txn)
+            both_exec(db, lite, "BEGIN");
+        int n = txn ? (int)rng_range(&r, 1, 5) : 1;
+        for (int w = 0; w < n; w++) {
+            random_write(&r, sql, sizeof sql);
+            both_exec(db, lite, sql);
+        }
+        if (txn)
+            both_exec(db, lite, rng_chance(&r, 1, 3) ? "ROLLBACK" : "COMMIT");
+        check_json_oracles(db, lite);
+    }
+    sqlite3_close(lite);
+    ldb_close(db);
+}
+
+TEST_MAIN(T(oneshot_array), T(to_json_function), T(live_inline_modes), T(nested_value_api), T(random_histories), T(sqlite_json_oracle))
