@@ -73,6 +73,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void rows_sort(struct rows *rs)
+{
+    if (rs->n) /* qsort(NULL, 0) is undefined */
+        qsort(rs->v, rs->n, sizeof *rs->v, cmp_str);
+}
+
 /* ---- a replica rebuilt from batches -------------------------------------------------- */
 
 struct replica {
@@ -129,8 +135,8 @@ static void check_rows_equal(ldb *db, struct rows *got, const char *sql, const c
 {
     struct rows want = { 0 };
     CHECKF(ldb_exec(db, sql, collect, &want) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-    qsort(want.v, want.n, sizeof *want.v, cmp_str);
-    qsort(got->v, got->n, sizeof *got->v, cmp_str);
+    rows_sort(&want);
+    rows_sort(got);
     CHECKF(want.n == got->n, "%s: %s has %zu rows, one-shot %zu", sql, what, got->n, want.n);
     for (size_t i = 0; i < want.n; i++)
         CHECKF(strcmp(want.v[i], got->v[i]) == 0, "%s: %s row %s, one-shot %s", sql, what,
