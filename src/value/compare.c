@@ -293,6 +293,25 @@ static uint64_t hash_text(const value *v, enum ldb_collation coll)
     return hash_bytes(p, n, H_TEXT);
 }
 
+uint64_t value_hash_items(const value *v, enum ldb_collation coll)
+{
+    if (value_type(v) == LDB_ARRAY) {
+        size_t n;
+        const value *items = value_items(v, &n);
+        uint64_t h = H_ARRAY ^ n;
+        for (size_t i = 0; i < n; i++)
+            h = hash_combine(h, value_hash(&items[i], coll));
+        return h;
+    }
+    size_t n = value_nfields(v);
+    uint64_t h = H_RECORD ^ n;
+    for (size_t i = 0; i < n; i++) {
+        h = hash_combine(h, value_hash(value_field_name(v, i), LDB_COLL_BINARY));
+        h = hash_combine(h, value_hash(value_field(v, i), coll));
+    }
+    return h;
+}
+
 uint64_t value_hash(const value *v, enum ldb_collation coll)
 {
     switch (value_type(v)) {
@@ -311,23 +330,9 @@ uint64_t value_hash(const value *v, enum ldb_collation coll)
         const char *p = value_bytes(v, &n);
         return hash_bytes(p, n, H_BLOB);
     }
-    case LDB_ARRAY: {
-        size_t n;
-        const value *items = value_items(v, &n);
-        uint64_t h = H_ARRAY ^ n;
-        for (size_t i = 0; i < n; i++)
-            h = hash_combine(h, value_hash(&items[i], coll));
-        return h;
-    }
-    case LDB_RECORD: {
-        size_t n = value_nfields(v);
-        uint64_t h = H_RECORD ^ n;
-        for (size_t i = 0; i < n; i++) {
-            h = hash_combine(h, value_hash(value_field_name(v, i), LDB_COLL_BINARY));
-            h = hash_combine(h, value_hash(value_field(v, i), coll));
-        }
-        return h;
-    }
+    case LDB_ARRAY:
+    case LDB_RECORD:
+        return coll == LDB_COLL_BINARY ? value_summary(v)->hash : value_hash_items(v, coll);
     }
     return 0;
 }

@@ -2,8 +2,9 @@
  * value.c - construction, release and memory accounting of values.
  *
  * Heap objects: a vobj header followed by the payload (bytes plus a NUL for
- * TEXT/BLOB, items for ARRAY, name/value pairs for RECORD). An object is
- * immutable once built; refs counts the values pointing at it.
+ * TEXT/BLOB, items for ARRAY, name/value pairs for RECORD, the latter two
+ * then a vsummary of their items). An object is immutable once built;
+ * refs counts the values pointing at it.
  */
 #include "value/value.h"
 
@@ -66,17 +67,31 @@ static value obj_value(enum ldb_type type, vobj *o)
     return v;
 }
 
+/* Fills the summary of a just-built ARRAY or RECORD v whose n item slots
+ * are items: each item's own summary makes this linear in n, not in the
+ * nested size. */
+static void summarize(value *v, const value *items, size_t n)
+{
+    vsummary *sum = (vsummary *)value_summary(v);
+    uint64_t mem = sizeof(value) + sizeof(vobj) + sizeof(vsummary);
+    for (size_t i = 0; i < n; i++)
+        mem += value_mem(&items[i]);
+    sum->mem = mem;
+    sum->hash = value_hash_items(v, LDB_COLL_BINARY);
+}
+
 int value_array(value *out, const value *items, size_t n)
 {
     if (n > VALUE_MAX_LEN / sizeof(value))
         return LDB_RANGE;
-    vobj *o = obj_new(n * sizeof(value), (uint32_t)n);
+    vobj *o = obj_new(n * sizeof(value) + sizeof(vsummary), (uint32_t)n);
     if (!o)
         return LDB_NOMEM;
     value *dst = (value *)(o + 1);
     for (size_t i = 0; i < n; i++)
         dst[i] = value_copy(&items[i]);
     *out = obj_value(LDB_ARRAY, o);
+    summarize(out, dst, n);
     return LDB_OK;
 }
 
@@ -87,7 +102,7 @@ int value_record(value *out, const value *names, const value *vals, size_t n)
     for (size_t i = 0; i < n; i++)
         if (value_type(&names[i]) != LDB_TEXT)
             return LDB_TYPE;
-    vobj *o = obj_new(2 * n * sizeof(value), (uint32_t)n);
+    vobj *o = obj_new(2 * n * sizeof(value) + sizeof(vsummary), (uint32_t)n);
     if (!o)
         return LDB_NOMEM;
     value *dst = (value *)(o + 1);
@@ -96,6 +111,7 @@ int value_record(value *out, const value *names, const value *vals, size_t n)
         dst[2 * i + 1] = value_copy(&vals[i]);
     }
     *out = obj_value(LDB_RECORD, o);
+    summarize(out, dst, 2 * n);
     return LDB_OK;
 }
 
@@ -123,20 +139,9 @@ size_t value_mem(const value *v)
     case LDB_TEXT:
     case LDB_BLOB:
         return n + sizeof(vobj) + o->len + 1;
-    case LDB_ARRAY: {
-        const value *items = (const value *)(o + 1);
-        n += sizeof(vobj);
-        for (size_t i = 0; i < o->len; i++)
-            n += value_mem(&items[i]);
-        return n;
-    }
-    case LDB_RECORD: {
-        const value *items = (const value *)(o + 1);
-        n += sizeof(vobj);
-        for (size_t i = 0; i < 2 * (size_t)o->len; i++)
-            n += value_mem(&items[i]);
-        return n;
-    }
+    case LDB_ARRAY:
+    case LDB_RECORD:
+        return (size_t)value_summary(v)->mem;
     default:
         return n;
     }

@@ -129,6 +129,23 @@ static inline const value *value_items(const value *v, size_t *n)
     *n = v->h.u.obj->len;
     return (const value *)(v->h.u.obj + 1);
 }
+/* ARRAY and RECORD objects end with what a walk over their items would
+ * compute, fixed when the object is built (it is immutable): the BINARY
+ * hash and the bytes value_mem reports. A row holding an include's array
+ * is hashed and measured on every change of the row; without the summary
+ * each of those would cost the array's length (docs/VALUES.md). */
+typedef struct vsummary {
+    uint64_t hash;
+    uint64_t mem;
+} vsummary;
+static inline const vsummary *value_summary(const value *v)
+{
+    size_t n = v->h.u.obj->len * (v->s.type == LDB_RECORD ? 2u : 1u);
+    return (const vsummary *)((const value *)(v->h.u.obj + 1) + n);
+}
+/* The hash of an ARRAY or RECORD computed from its items (value_hash
+ * reads the summary instead when coll is BINARY). */
+uint64_t value_hash_items(const value *v, enum ldb_collation coll);
 /* Field i of a RECORD: name (TEXT) and value. */
 static inline const value *value_field_name(const value *v, size_t i)
 {
