@@ -122,6 +122,7 @@ static int walk_children(ast_visitor *v, ast_expr *e)
         return ast_walk_expr(v, e->u.call.filter);
     case AST_EXISTS:
     case AST_ARRAY:
+    case AST_LIVE:
     case AST_SUBQUERY: return ast_walk_select(v, e->u.subquery.select);
     case AST_ROW: return walk_list(v, &e->u.row);
     case AST_LITERAL:

@@ -118,6 +118,7 @@ enum ast_expr_kind {
     AST_EXISTS,    /* u.subquery: EXISTS (select); NOT EXISTS is NOT(EXISTS) */
     AST_SUBQUERY,  /* u.subquery: scalar (select) */
     AST_ARRAY,     /* u.subquery: ARRAY (select), every row as one value */
+    AST_LIVE,      /* u.subquery: LIVE (select), a child live result */
     AST_ROW        /* u.row: (a, b, ...) with two or more items */
 };
 

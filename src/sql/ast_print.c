@@ -378,6 +378,7 @@ static void print_expr(printer *pr, const ast_expr *e)
     case AST_EXISTS: print_subquery(pr, "EXISTS ", e->u.subquery.select); return;
     case AST_SUBQUERY: print_subquery(pr, "", e->u.subquery.select); return;
     case AST_ARRAY: print_subquery(pr, "ARRAY", e->u.subquery.select); return;
+    case AST_LIVE: print_subquery(pr, "LIVE", e->u.subquery.select); return;
     case AST_ROW:
         sb_putc(pr->sb, '(');
         print_list(pr, &e->u.row);

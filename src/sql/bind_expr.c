@@ -1032,6 +1032,14 @@ static struct expr *bind_node(binder *b, const ast_expr *e)
         return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, false, e->off);
     case AST_ARRAY:
         return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, true, e->off);
+    case AST_LIVE:
+        /* The seed's Collection-valued include: a handle per active bucket
+         * with its own batches (issue 12). Refused, not approximated: an
+         * ARRAY here would re-emit the parent on every child change. */
+        bind_error(b, LDB_UNSUPPORTED, e->off,
+                   "LIVE (query), a child live result, is not supported yet; "
+                   "ARRAY (query) gives the child's rows as a value");
+        return NULL;
     case AST_ROW: return unsupported_row(b, e);
     }
     bind_error(b, LDB_INTERNAL, e->off, "unknown expression kind %d", e->kind);

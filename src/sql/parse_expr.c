@@ -523,24 +523,34 @@ static ast_expr *parse_cast(parser *p)
     return expr_finish(p, e, e->u.cast.operand->height);
 }
 
-/* ARRAY (query): the name array (not a keyword: array(1, 2) stays a
- * call) followed by a parenthesized query. */
-static bool at_array_subquery(parser *p)
+/* ARRAY (query) and LIVE (query): the name (not a keyword: array(1, 2)
+ * stays a call) followed by a parenthesized query: true, with the kind
+ * of node it starts in *kind. */
+static bool at_named_subquery(parser *p, enum ast_expr_kind *kind)
 {
-    static const char word[] = "array";
+    static const struct {
+        const char *word;
+        enum ast_expr_kind kind;
+    } words[] = { { "array", AST_ARRAY }, { "live", AST_LIVE } };
     const token *q = peek(p, 2);
-    return p->tok.len == sizeof word - 1 &&
-           strncasecmp(p->lx.src + p->tok.off, word, sizeof word - 1) == 0 &&
-           peek(p, 1)->kind == TK_LPAREN && q->kind == TK_NAME &&
-           (q->kw == KW_SELECT || q->kw == KW_VALUES || q->kw == KW_WITH);
+    if (peek(p, 1)->kind != TK_LPAREN || q->kind != TK_NAME ||
+        !(q->kw == KW_SELECT || q->kw == KW_VALUES || q->kw == KW_WITH))
+        return false;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (p->tok.len == strlen(words[i].word) &&
+            strncasecmp(p->lx.src + p->tok.off, words[i].word, p->tok.len) == 0) {
+            *kind = words[i].kind;
+            return true;
+        }
+    return false;
 }
 
-static ast_expr *parse_array_subquery(parser *p)
+static ast_expr *parse_named_subquery(parser *p, enum ast_expr_kind kind)
 {
     uint32_t off = p->tok.off;
-    advance(p); /* array */
+    advance(p); /* the name */
     advance(p); /* ( */
-    return parse_subquery_expr(p, AST_ARRAY, off);
+    return parse_subquery_expr(p, kind, off);
 }
 
 /* Keywords that start a primary expression of their own. */
@@ -567,8 +577,9 @@ static ast_expr *parse_keyword_primary(parser *p)
     }
     if (!tok_is_name(&p->tok))
         return expected_after(p, "an expression");
-    if (call && at_array_subquery(p))
-        return parse_array_subquery(p);
+    enum ast_expr_kind named;
+    if (call && at_named_subquery(p, &named))
+        return parse_named_subquery(p, named);
     return call ? parse_call(p) : parse_column_ref(p);
 }
 

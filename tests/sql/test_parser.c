@@ -354,6 +354,8 @@ static void expression_forms(void)
                     "(SELECT max(a) FROM t), (a, b) = (1, 2), (((a)))"),
               "SELECT EXISTS (SELECT 1), NOT EXISTS (SELECT 2 FROM t), "
               "(SELECT max(a) FROM t), (a, b) = (1, 2), a");
+    CHECK_STR(canon("SELECT array (SELECT a FROM t), LIVE(VALUES (1)), live(1), array(2)"),
+              "SELECT ARRAY(SELECT a FROM t), LIVE(VALUES (1)), live(1), array(2)");
     CHECK_STR(canon("SELECT ?, ?5, :a, @b, $c"), "SELECT ?1, ?5, :a, @b, $c");
     CHECK_STR(canon("SELECT CURRENT_DATE, CURRENT_TIME, current_timestamp"),
               "SELECT CURRENT_DATE, CURRENT_TIME, CURRENT_TIMESTAMP");

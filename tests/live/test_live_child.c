@@ -1,0 +1,99 @@
+/*
+ * test_live_child.c - child live results (issue 12, "Child live result"):
+ * LIVE (query), the seed's Collection-valued include.
+ *
+ * Not built yet: LIVE (query) parses, and every statement that holds it
+ * is refused with LDB_UNSUPPORTED and a message naming it and ARRAY
+ * (query), at the offset of LIVE, leaving nothing behind; `live` stays an
+ * ordinary name and function name.
+ */
+#include "test.h"
+#include "test_db.h"
+
+#include "livedb.h"
+
+#include <string.h>
+
+static ldb *child_db(void)
+{
+    ldb *db = NULL;
+    CHECK(ldb_open(NULL, &db) == LDB_OK);
+    EXEC(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT);"
+             "CREATE TABLE issues(id INTEGER PRIMARY KEY, assignee INTEGER, title TEXT);"
+             "INSERT INTO users VALUES (1, 'ann'), (2, 'bob');"
+             "INSERT INTO issues VALUES (10, 1, 'a'), (11, 1, 'b'), (12, 2, 'c');");
+    return db;
+}
+
+static const char child_sql[] =
+    "SELECT u.id, live (SELECT i.title FROM issues i WHERE i.assignee = u.id "
+    "ORDER BY i.id) AS issues FROM users u ORDER BY u.id";
+
+/* The refusal names LIVE and ARRAY and points at the LIVE token. */
+static void check_refusal(ldb *db, int rc, const char *sql)
+{
+    CHECKF(rc == LDB_UNSUPPORTED, "rc %d: %s", rc, ldb_errmsg(db));
+    CHECKF(strstr(ldb_errmsg(db), "LIVE (query)") && strstr(ldb_errmsg(db), "ARRAY (query)"),
+           "%s", ldb_errmsg(db));
+    const char *at = strstr(sql, "live (");
+    CHECK(at && ldb_error_offset(db) == (int)(at - sql));
+}
+
+static void count_fn(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)q, (void)c, (void)n;
+    ++*(int *)ctx;
+}
+
+static void live_is_refused_everywhere(void)
+{
+    ldb *db = child_db();
+    check_refusal(db, ldb_exec(db, child_sql, NULL, NULL), child_sql);
+
+    int calls = 0;
+    ldb_live *q = (ldb_live *)1;
+    check_refusal(db, ldb_live_open(db, child_sql, count_fn, &calls, &q), child_sql);
+    CHECK(q == NULL && calls == 0);
+
+    static const char mv[] =
+        "CREATE MATERIALIZED VIEW v AS SELECT u.id, live (SELECT i.title FROM issues i "
+        "WHERE i.assignee = u.id) AS issues FROM users u";
+    check_refusal(db, ldb_exec(db, mv, NULL, NULL), mv);
+    CHECK_FAILS(db, "SELECT * FROM v", LDB_ERROR);
+
+    static const char nested[] =
+        "SELECT u.id FROM users u WHERE EXISTS (SELECT 1 WHERE "
+        "live (SELECT 1 FROM issues i WHERE i.assignee = u.id) IS NOT NULL)";
+    check_refusal(db, ldb_exec(db, nested, NULL, NULL), nested);
+
+    /* the database is untouched and the same query with ARRAY works */
+    EXEC(db, "SELECT u.id, ARRAY (SELECT i.title FROM issues i WHERE i.assignee = u.id) "
+             "FROM users u");
+    ldb_close(db);
+}
+
+static int first_int(void *ctx, const ldb_row *r)
+{
+    *(int64_t *)ctx = ldb_row_int64(r, 0);
+    return 0;
+}
+
+static void live_stays_a_name(void)
+{
+    ldb *db = child_db();
+    EXEC(db, "CREATE TABLE live(live INTEGER)");
+    EXEC(db, "INSERT INTO live VALUES (7)");
+    int64_t got = 0;
+    CHECK(ldb_exec(db, "SELECT live.live FROM live", first_int, &got) == LDB_OK && got == 7);
+    /* a call of a function named live, even with a subquery argument */
+    CHECK_FAILS(db, "SELECT live(1)", LDB_ERROR);
+    CHECK(strstr(ldb_errmsg(db), "no such function"));
+    CHECK_FAILS(db, "SELECT live((SELECT 1))", LDB_ERROR);
+    CHECK(strstr(ldb_errmsg(db), "no such function"));
+    /* any case, VALUES and WITH queries too */
+    CHECK_FAILS(db, "SELECT LiVe (VALUES (1))", LDB_UNSUPPORTED);
+    CHECK_FAILS(db, "SELECT LIVE (WITH c AS (SELECT 1) SELECT * FROM c)", LDB_UNSUPPORTED);
+    ldb_close(db);
+}
+
+TEST_MAIN(T(live_is_refused_everywhere), T(live_stays_a_name))
