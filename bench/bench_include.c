@@ -162,16 +162,6 @@ static struct world make_world(int n)
 
 /* ---- timing ------------------------------------------------------------------ */
 
-static uint64_t changes_seen;
-
-static void sink(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
-{
-    (void)ctx;
-    (void)q;
-    (void)c;
-    changes_seen += n;
-}
-
 struct stats {
     double median, p95, changes;
 };
@@ -186,7 +176,7 @@ static struct stats time_writes(struct world *w, int reps, ldb_stmt *s,
     uint64_t changes0 = 0;
     for (int i = 0; i < warm + reps; i++) {
         if (i == warm)
-            changes0 = changes_seen;
+            changes0 = bench_changes_seen;
         uint64_t t0 = bench_ns();
         write(w, s, i);
         if (i >= warm)
@@ -194,7 +184,7 @@ static struct stats time_writes(struct world *w, int reps, ldb_stmt *s,
     }
     struct stats st = { bench_quantile(v, (size_t)reps, 0.5),
                         bench_quantile(v, (size_t)reps, 0.95),
-                        (double)(changes_seen - changes0) / reps };
+                        (double)(bench_changes_seen - changes0) / reps };
     free(v);
     return st;
 }
@@ -293,7 +283,7 @@ static ldb_live *open_query(struct world *w, enum pass p, int opens)
         ldb_live_close(q);
         heap0 = heap_in_use();
         uint64_t t0 = bench_ns();
-        if (ldb_live_open(w->db, p == INCLUDE ? include_sql : flat_sql, sink, NULL, &q) != LDB_OK)
+        if (ldb_live_open(w->db, p == INCLUDE ? include_sql : flat_sql, bench_count_changes, NULL, &q) != LDB_OK)
             die(w->db, name);
         ms[i] = (double)(bench_ns() - t0) / 1e6;
     }

@@ -193,18 +193,6 @@ static void report(const char *prefix, const char *name, int n, struct sample *s
     memset(s, 0, sizeof *s);
 }
 
-/* ---- live-query sink --------------------------------------------------------------- */
-
-static uint64_t changes_seen;
-
-static void sink(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
-{
-    (void)ctx;
-    (void)q;
-    (void)c;
-    changes_seen += n;
-}
-
 /* A workload run on one engine: opens what it needs, then times writes.
  * mode 0 livedb with the live query, 1 livedb without, 2 SQLite. */
 struct workload {
@@ -358,7 +346,7 @@ static void run_workload(int w, int n, int iters)
         ldb_live *lq = NULL;
         if (mode == 0) {
             uint64_t t0 = bench_ns();
-            if (ldb_live_open(e.db, wl->query, sink, NULL, &lq) != LDB_OK)
+            if (ldb_live_open(e.db, wl->query, bench_count_changes, NULL, &lq) != LDB_OK)
                 die(wl->query, ldb_errmsg(e.db));
             snprintf(name, sizeof name, "%s.%d.open_ms", wl->name, n);
             bench_print(name, (double)(bench_ns() - t0) / 1e6, "ms");

@@ -63,3 +63,13 @@ bool bench_selected(int argc, char **argv, const char *section)
     }
     return !any;
 }
+
+uint64_t bench_changes_seen;
+
+void bench_count_changes(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)ctx;
+    (void)q;
+    (void)c;
+    bench_changes_seen += n;
+}

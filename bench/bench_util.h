@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "livedb.h"
+
 extern bool bench_quick;
 
 /* Parses the common flags (--quick); returns 0, or 2 after printing usage
@@ -26,5 +28,10 @@ uint64_t bench_ns(void);
 double bench_quantile(double *v, size_t n, double p);
 /* Prints "bench <name> <value> <unit>". */
 void bench_print(const char *name, double value, const char *unit);
+
+/* A live query's on_change that only counts: bench_changes_seen sums the
+ * changes of every batch delivered so far. */
+extern uint64_t bench_changes_seen;
+void bench_count_changes(void *ctx, ldb_live *q, const ldb_change *c, size_t n);
 
 #endif
