@@ -1312,6 +1312,24 @@ static void single_row_subqueries(void)
     ldb_close(db);
 }
 
+/*
+ * The mv oracle under ASan (heap-buffer-overflow in xb_column): a
+ * correlated equality on the subquery's side became a join key whose
+ * column took its type and collation from the column after the one it
+ * reads, one past the end of the table's columns for its last one (t2.x
+ * here). ASan sees it in make test-sanitize, where arena pieces are
+ * poisoned apart.
+ */
+static void decorrelated_key_on_last_column(void)
+{
+    static const char *const sqls[] = {
+        "SELECT id FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.x = t1.a)",
+        "SELECT id, (SELECT count(*) FROM t2 WHERE t2.x = t1.a + 1) AS s FROM t1",
+        "SELECT id FROM t1 WHERE a NOT IN (SELECT t1id FROM t2 WHERE t2.x = t1.id)",
+    };
+    live_and_view(sub_schema, sqls, sizeof sqls / sizeof sqls[0], sub_writes, NSUB_WRITES);
+}
+
 /* A key lookup by an expression of the outer row is a join of the
  * capture tuples with the table on the key, not a filter over their
  * cross product: hydration and a write touch O(n) rows, not O(n^2). */
@@ -1875,7 +1893,8 @@ TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch
           T(ddl_keeps_window), T(derived_order_positions), T(hidden_changes_not_reported),
           T(hidden_order_random), T(hidden_order_crossing), T(decorrelate_empty_lists),
           T(subquery_in_operand), T(view_fill_error_message), T(single_row_subqueries),
-          T(key_lookup_by_expression_joins), T(nocase_lookup_on_binary_key),
+          T(decorrelated_key_on_last_column), T(key_lookup_by_expression_joins),
+          T(nocase_lookup_on_binary_key),
           T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys),
           T(flat_exists_conjuncts), T(whole_key_joins), T(shared_cte_chains),
           T(shared_view_chains),
