@@ -295,7 +295,12 @@ LDB_API void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ct
  * Every result row has a key: the primary key for a single-table query,
  * the combined keys for a join, the group columns for an aggregate, all
  * columns for DISTINCT and set operations (hidden key columns are carried
- * but not shown). A change reports one key.
+ * but not shown). A change reports one key. A row keeps the key values it
+ * was inserted with until it is deleted: its updates and its delete name
+ * exactly those values (same types, same bytes), even when the row now
+ * stands for them with equal values of other bytes (-0.0 for 0.0, 'B'
+ * for 'b' under NOCASE: a group's or a DISTINCT row's shown member
+ * changed), so a copy of the result can be kept by key compared bytewise.
  *
  * Positions (queries with an ORDER BY of their own only, else -1; the
  * ORDER BY of a subquery, view or CTE they read does not order their

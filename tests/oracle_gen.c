@@ -823,11 +823,17 @@ static void in_subquery(ogen *g, const oscope *sc, enum oty ty, strbuf *sb)
     table_scope(&in, t, alias, sc);
     g->depth++;
     g->subs++;
-    sb_printf(sb, "%s IN (SELECT %s", gchance(g, 1, 3) ? " NOT" : "",
-              gchance(g, 1, 4) ? "DISTINCT " : "");
+    bool not = gchance(g, 1, 3), distinct = gchance(g, 1, 4);
+    sb_printf(sb, "%s IN (SELECT %s", not ? " NOT" : "", distinct ? "DISTINCT " : "");
     oscope local = in;
     local.outer = NULL;
-    gen(g, &local, ty, 1, sb); /* its collation decides IN's */
+    /* its collation decides IN's; but the member of a NOCASE class that
+     * DISTINCT keeps is each engine's own, and IN may compare it under
+     * BINARY ('b' IN (SELECT DISTINCT s ...) with 'B' and 'b' in s) */
+    if (distinct)
+        gen_shown(g, &local, ty, 1, sb);
+    else
+        gen(g, &local, ty, 1, sb);
     sb_printf(sb, " FROM %s AS %s", t->name, alias);
     sub_where(g, &in, gchance(g, 1, 2), sb);
     sb_putc(sb, ')');

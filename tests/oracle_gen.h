@@ -40,7 +40,9 @@
  *   under its identity order (SQL.md), SQLite an arbitrary one. So where
  *   a value is chosen among equals under NOCASE (a group key, DISTINCT,
  *   compound queries, min/max, DISTINCT aggregates) a NOCASE text is
- *   shown through lower(); bare columns of grouped rows are never shown.
+ *   shown through lower(), and so is the column of an IN (SELECT
+ *   DISTINCT ...), which IN may compare under BINARY; bare columns of
+ *   grouped rows are never shown.
  * - string_agg/group_concat joins in a different order in each engine
  *   (SQL.md difference 3): they are compared as multisets of items
  *   (sorted), only as top-level columns, and SQLite runs group_concat.

@@ -4,6 +4,12 @@
  * Chunks form a singly linked list from newest to oldest. Rewinding frees
  * chunks newer than the mark's chunk; the oldest chunk is kept by
  * arena_reset so that a reused arena does not allocate again.
+ *
+ * Under AddressSanitizer a chunk is one malloc block to ASan, so a piece
+ * read past its end went unseen unless it ended the chunk. There every
+ * piece gets a poisoned redzone after it, and free space (never handed
+ * out, or rewound) stays poisoned: reading past a piece, or a rewound
+ * one, is reported like any heap overflow or use after free.
  */
 #include "base/arena.h"
 
@@ -13,6 +19,25 @@
 #include <string.h>
 
 #define ARENA_ALIGN 16
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define ARENA_REDZONE ARENA_ALIGN
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define ARENA_REDZONE 0
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 struct arena_chunk {
     struct arena_chunk *prev;
@@ -42,12 +67,14 @@ static void *alloc_slow(arena *a, size_t n)
     a->cur = c->data + n;
     a->end = c->data + size;
     a->bytes += size;
+    POISON(c->data, size);
     return c->data;
 }
 
-void *arena_alloc(arena *a, size_t n)
+/* A piece of want bytes and its redzone, 16-byte aligned. */
+static void *alloc_piece(arena *a, size_t want)
 {
-    n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    size_t n = (want + ARENA_REDZONE + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (n == 0)
         n = ARENA_ALIGN;
     if ((size_t)(a->end - a->cur) >= n) {
@@ -56,6 +83,14 @@ void *arena_alloc(arena *a, size_t n)
         return p;
     }
     return alloc_slow(a, n);
+}
+
+void *arena_alloc(arena *a, size_t n)
+{
+    void *p = alloc_piece(a, n);
+    if (p)
+        UNPOISON(p, n);
+    return p;
 }
 
 void *arena_calloc(arena *a, size_t n)
@@ -89,6 +124,7 @@ static void free_chunks_until(arena *a, struct arena_chunk *stop)
     while (c && c != stop) {
         struct arena_chunk *prev = c->prev;
         a->bytes -= c->size;
+        UNPOISON(c->data, c->size); /* the block goes back whole */
         mem_free(c);
         c = prev;
     }
@@ -104,6 +140,7 @@ void arena_rewind(arena *a, arena_mark m)
     }
     a->cur = m.cur;
     a->end = m.chunk->data + m.chunk->size;
+    POISON(a->cur, (size_t)(a->end - a->cur));
 }
 
 void arena_reset(arena *a)
@@ -113,16 +150,10 @@ void arena_reset(arena *a)
     struct arena_chunk *oldest = a->chunk;
     while (oldest->prev)
         oldest = oldest->prev;
-    struct arena_chunk *c = a->chunk;
-    while (c != oldest) {
-        struct arena_chunk *prev = c->prev;
-        a->bytes -= c->size;
-        mem_free(c);
-        c = prev;
-    }
-    a->chunk = oldest;
+    free_chunks_until(a, oldest);
     a->cur = oldest->data;
     a->end = oldest->data + oldest->size;
+    POISON(a->cur, oldest->size);
 }
 
 void arena_free(arena *a)

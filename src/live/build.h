@@ -42,7 +42,9 @@ struct xb_remap {
     void *ctx;
 };
 expr *xb_rewrite(plan_arena *pa, const expr *e, const struct xb_remap *m);
-/* Shifts column references by delta (a common remap). */
+/* Shifts column references by delta (a common remap); in, when not
+ * NULL, is the plan e reads: column c's reference gets in's column c's
+ * type, affinity and collation. */
 expr *xb_shift(plan_arena *pa, const expr *e, const struct plan *in, int64_t delta);
 /* A join residual over left ++ right (nl left columns), rewritten for a
  * join whose left side gained lx columns at its end: references to the

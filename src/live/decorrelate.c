@@ -171,7 +171,7 @@ static struct plan *filter_to_join(plan_arena *pa, struct plan *cross, expr *pre
             if (reads_domain_only(a) && !reads_column_zero(b) && !xb_has_subquery(b) &&
                 !(b->flags & EXPR_NONDET)) {
                 keys[nk].left = a; /* reads column 0 of D: the same position */
-                keys[nk].right = xb_shift(pa, b, x, -1);
+                keys[nk].right = xb_shift(pa, b, cross, -1); /* b reads [d] ++ X */
                 keys[nk].aff = (enum col_type)c->aff;
                 keys[nk].coll = (enum ldb_collation)c->coll;
                 if (!keys[nk].right)

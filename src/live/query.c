@@ -278,10 +278,9 @@ static void publish(ldb_live *q)
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
         struct change_views *v = &views[i];
-        const row *r = c->after ? c->after : c->before;
         value *k = keys + i * nkey;
         for (uint32_t j = 0; j < nkey; j++)
-            k[j] = r->cols[q->rs.key[j]]; /* borrowed views, no references */
+            k[j] = c->named->cols[q->rs.key[j]]; /* borrowed views, no references */
         v->key = (struct ldb_row){ k, nkey };
         v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, nvis };
         v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, nvis };

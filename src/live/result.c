@@ -43,6 +43,14 @@ static bool key_eq(const struct result_set *rs, const row *a, const row *b)
     return true;
 }
 
+static bool key_identical(const struct result_set *rs, const row *a, const row *b)
+{
+    for (uint32_t i = 0; i < rs->nkey; i++)
+        if (!value_identical(&a->cols[rs->key[i]], &b->cols[rs->key[i]]))
+            return false;
+    return true;
+}
+
 static int sort_term_cmp(const struct result_sort_term *t, const value *a, const value *b)
 {
     bool na = value_is_null(a), nb = value_is_null(b);
@@ -123,6 +131,7 @@ void result_free(struct result_set *rs)
     while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
         struct result_entry *e = (struct result_entry *)(uintptr_t)*v;
         row_release(e->r);
+        row_release(e->named);
     }
     hmap_free(&rs->by_key);
     btree_free(&rs->order);
@@ -215,6 +224,13 @@ static bool hidden_only(const struct result_set *rs, const struct result_change 
            visible_identical(rs, ch->before, ch->after);
 }
 
+static void release_rows(struct result_change *ch)
+{
+    row_release(ch->before);
+    row_release(ch->after);
+    row_release(ch->named);
+}
+
 static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
                         int64_t nm, uint64_t h)
 {
@@ -228,12 +244,15 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
             return LDB_OK; /* nothing visible changed */
         ch.before = row_retain(e->r);
         ch.before_mult = e->mult;
+        ch.named = row_retain(e->named ? e->named : e->r);
         if (rs->ordered)
             ch.before_pos = entry_position(rs, e);
     }
     if (nr) {
         ch.after = row_retain(nr);
         ch.after_mult = nm;
+        if (!e)
+            ch.named = row_retain(nr);
     }
     if (!e && !nr)
         return LDB_OK;
@@ -241,8 +260,7 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     ch.quiet = hidden_only(rs, &ch); /* maybe: commit decides */
     rs->nquiet += ch.quiet;
     if (vec_push(&rs->staged, ch)) {
-        row_release(ch.before);
-        row_release(ch.after);
+        release_rows(&ch);
         return LDB_NOMEM;
     }
     return LDB_OK;
@@ -381,6 +399,7 @@ static int make_next(struct result_set *rs, struct result_change *ch)
     if (!e)
         return LDB_NOMEM;
     e->r = ch->after;
+    e->named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
     e->mult = ch->after_mult;
     e->hash = ch->hash;
     int rc = add_copies(rs, e);
@@ -389,16 +408,25 @@ static int make_next(struct result_set *rs, struct result_change *ch)
         return rc;
     }
     row_retain(e->r);
+    if (e->named)
+        row_retain(e->named);
     ch->next = e;
     return LDB_OK;
+}
+
+/* The bytes of an entry's rows. */
+static size_t entry_row_bytes(const struct result_entry *e)
+{
+    return row_mem(e->r) + (e->named ? row_mem(e->named) : 0);
 }
 
 static void free_entry(struct result_set *rs, struct result_entry *e)
 {
     remove_copies(rs, e, e->mult);
     rs->rows -= e->mult;
-    rs->row_bytes -= row_mem(e->r);
+    rs->row_bytes -= entry_row_bytes(e);
     row_release(e->r);
+    row_release(e->named);
     pool_put(&rs->entries, e);
 }
 
@@ -411,6 +439,7 @@ static void unmake_next(struct result_set *rs, size_t n)
             continue;
         remove_copies(rs, ch->next, ch->next->mult);
         row_release(ch->next->r);
+        row_release(ch->next->named);
         pool_put(&rs->entries, ch->next);
         ch->next = NULL;
     }
@@ -434,7 +463,7 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
         }
         *v = (uint64_t)(uintptr_t)ch->next;
         rs->rows += ch->next->mult;
-        rs->row_bytes += row_mem(ch->next->r);
+        rs->row_bytes += entry_row_bytes(ch->next);
     } else if (v) {
         hmap_del(&rs->by_key, v);
     }
@@ -515,8 +544,7 @@ static void drop_quiet(struct result_set *rs)
     for (size_t i = 0; i < rs->staged.len; i++) {
         struct result_change *ch = &rs->staged.data[i];
         if (ch->quiet) {
-            row_release(ch->before);
-            row_release(ch->after);
+            release_rows(ch);
             continue;
         }
         if (!rs->positions)
@@ -563,10 +591,8 @@ int result_commit(struct result_set *rs)
 void result_discard(struct result_set *rs)
 {
     rs->nquiet = 0;
-    for (size_t i = 0; i < rs->staged.len; i++) {
-        row_release(rs->staged.data[i].before);
-        row_release(rs->staged.data[i].after);
-    }
+    for (size_t i = 0; i < rs->staged.len; i++)
+        release_rows(&rs->staged.data[i]);
     vec_clear(&rs->staged);
 }
 

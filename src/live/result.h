@@ -20,6 +20,14 @@
  * without touching the state; result_commit installs them and fills the
  * positions after; result_discard drops a staged batch.
  *
+ * A change names its row by the key's values as readers first got them:
+ * an entry keeps, until it is deleted, the key bytes of the insert that
+ * made it, although a later row under that key may carry other bytes of
+ * an equal key (-0.0 for 0.0, 'A' for 'a' under NOCASE: a group's or a
+ * DISTINCT class's shown member changed). Readers cannot compare keys
+ * canonically (they do not know the key's collations), so a delete or
+ * update must name exactly the key they hold.
+ *
  * A row's visible columns are its first nvisible ones; the others (hidden
  * order values and key columns) are the result's own. A change that
  * leaves a row's visible values, its count and its place among the rows
@@ -29,8 +37,9 @@
  * them to report (an ORDER BY of the query itself): an ordered result
  * may keep its order for its own use (a window) and report -1.
  *
- * Ownership: the result set holds one reference per entry row; staged
- * changes hold references to their rows until committed or discarded.
+ * Ownership: the result set holds one reference per entry row and named
+ * row; staged changes hold references to their rows until committed or
+ * discarded.
  */
 #ifndef LDB_LIVE_RESULT_H
 #define LDB_LIVE_RESULT_H
@@ -56,6 +65,9 @@ struct result_sort_term {
 
 struct result_entry {
     row *r;
+    row *named;    /* whose key columns name the entry to readers (its
+                      insert's row), when their bytes differ from r's;
+                      else NULL; referenced */
     int64_t mult;
     uint64_t hash; /* of the key */
 };
@@ -71,6 +83,8 @@ enum result_change_kind { RESULT_INSERT, RESULT_UPDATE, RESULT_DELETE };
 struct result_change {
     enum result_change_kind kind;
     row *before, *after;           /* referenced; NULL on the missing side */
+    row *named;                    /* referenced: its key columns are the
+                                      key the change reports */
     int64_t before_mult, after_mult;
     int64_t before_pos, after_pos; /* -1 when unordered or absent */
     uint64_t hash;

@@ -24,8 +24,9 @@
  * - at most one per commit; never empty;
  * - kinds agree with before/after rows and counts (0 for the missing
  *   side, at least 1 otherwise); keys unique in the batch; a delete or
- *   update names a key the replica holds, with its row, count and
- *   position; an insert a key it does not hold;
+ *   update names a key the replica holds, byte for byte as it was
+ *   inserted, with its row, count and position; an insert a key it does
+ *   not hold;
  * - positions only for ordered queries (-1 otherwise, and -1 for the
  *   missing side); an update changes its row, its count or its place
  *   among the rows the batch does not name.
@@ -145,54 +146,14 @@ static void replica_clear(lq *l)
     l->n = l->cap = 0;
 }
 
-/* key with what canonical equality ignores folded away: -0.0 is 0.0, and
- * letters are folded (a NOCASE key column; this oracle does not know
- * which key columns are NOCASE, so folding is only a fallback). */
-static char *canonical_key(const char *key)
-{
-    char *out = malloc(strlen(key) + 1);
-    CHECK(out);
-    size_t n = 0;
-    for (const char *p = key; *p; p++) {
-        if (strncmp(p, ":-0.0", 5) == 0 && (p[5] == '|' || !p[5]) && p > key && p[-1] == 'R') {
-            p += 1; /* drop the sign */
-            out[n++] = ':';
-            continue;
-        }
-        out[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
-    }
-    out[n] = '\0';
-    return out;
-}
-
-/* The entry of key: the one with identical key text, else the only one
- * whose key is canonically equal and whose row is row (a group's or a
- * DISTINCT row's shown key value may change to an equal one, -0.0 for
- * 0.0 or 'B' for 'b', and the change then names the key by either). -1
- * when none. */
-static int64_t find_key(const lq *l, const char *key, const char *row)
+/* The entry whose key text is key (livedb.h: a row keeps the key bytes
+ * it was inserted with), -1 when none. */
+static int64_t find_key(const lq *l, const char *key)
 {
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->e[i].key, key) == 0)
             return (int64_t)i;
-    char *want = canonical_key(key);
-    int64_t found = -1;
-    for (size_t i = 0; i < l->n && found != -2; i++) {
-        char *have = canonical_key(l->e[i].key);
-        if (strcmp(want, have) == 0 && strcmp(l->e[i].exact, row) == 0)
-            found = found >= 0 ? -2 : (int64_t)i; /* -2: ambiguous */
-        free(have);
-    }
-    free(want);
-    return found < 0 ? -1 : found;
-}
-
-static bool holds_key(const lq *l, const char *key)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->e[i].key, key) == 0)
-            return true;
-    return false;
+    return -1;
 }
 
 /* The position of entry i: the copies before it. */
@@ -365,12 +326,10 @@ static void apply_batch(lq *l, const ldb_change *c, size_t n)
     qsort(rm, nrm, sizeof *rm, by_pos_desc);
     for (size_t k = 0; k < nrm; k++) {
         const ldb_change *ch = &c[rm[k].i];
-        char *exact = exact_text(ch->before);
-        int64_t at = find_key(l, keys[rm[k].i], exact);
-        if (at < 0) {
-            mem_free(exact);
+        int64_t at = find_key(l, keys[rm[k].i]);
+        if (at < 0)
             fail_batch(l, "a delete or update of a key the replica does not hold", rm[k].i, ch);
-        }
+        char *exact = exact_text(ch->before);
         bool same = strcmp(exact, l->e[at].exact) == 0;
         mem_free(exact);
         if (!same)
@@ -384,7 +343,7 @@ static void apply_batch(lq *l, const ldb_change *c, size_t n)
     qsort(add, nadd, sizeof *add, by_pos_asc);
     for (size_t k = 0; k < nadd; k++) {
         const ldb_change *ch = &c[add[k].i];
-        if (holds_key(l, keys[add[k].i]))
+        if (find_key(l, keys[add[k].i]) >= 0)
             fail_batch(l, "an insert of a key the replica holds", add[k].i, ch);
         entry e = { keys[add[k].i], exact_text(ch->after), norm_text(l, ch->after),
                     ch->after_count };
