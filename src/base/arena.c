@@ -20,24 +20,8 @@
 
 #define ARENA_ALIGN 16
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ARENA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ARENA_ASAN 1
-#endif
-#endif
-
-#ifdef ARENA_ASAN
-#include <sanitizer/asan_interface.h>
-#define ARENA_REDZONE ARENA_ALIGN
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define ARENA_REDZONE 0
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+/* A poisoned redzone after every piece under ASan (mem.h). */
+#define ARENA_REDZONE (MEM_ASAN ? ARENA_ALIGN : 0)
 
 struct arena_chunk {
     struct arena_chunk *prev;
@@ -67,7 +51,7 @@ static void *alloc_slow(arena *a, size_t n)
     a->cur = c->data + n;
     a->end = c->data + size;
     a->bytes += size;
-    POISON(c->data, size);
+    MEM_POISON(c->data, size);
     return c->data;
 }
 
@@ -89,7 +73,7 @@ void *arena_alloc(arena *a, size_t n)
 {
     void *p = alloc_piece(a, n);
     if (p)
-        UNPOISON(p, n);
+        MEM_UNPOISON(p, n);
     return p;
 }
 
@@ -124,7 +108,7 @@ static void free_chunks_until(arena *a, struct arena_chunk *stop)
     while (c && c != stop) {
         struct arena_chunk *prev = c->prev;
         a->bytes -= c->size;
-        UNPOISON(c->data, c->size); /* the block goes back whole */
+        MEM_UNPOISON(c->data, c->size); /* the block goes back whole */
         mem_free(c);
         c = prev;
     }
@@ -140,7 +124,7 @@ void arena_rewind(arena *a, arena_mark m)
     }
     a->cur = m.cur;
     a->end = m.chunk->data + m.chunk->size;
-    POISON(a->cur, (size_t)(a->end - a->cur));
+    MEM_POISON(a->cur, (size_t)(a->end - a->cur));
 }
 
 void arena_reset(arena *a)
@@ -153,7 +137,7 @@ void arena_reset(arena *a)
     free_chunks_until(a, oldest);
     a->cur = oldest->data;
     a->end = oldest->data + oldest->size;
-    POISON(a->cur, oldest->size);
+    MEM_POISON(a->cur, oldest->size);
 }
 
 void arena_free(arena *a)

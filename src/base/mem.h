@@ -27,6 +27,30 @@ void mem_free(void *p);
 /* Owned copy of n bytes plus a terminating NUL. */
 char *mem_strndup(const char *s, size_t n);
 
+/* ---- sub-allocators under AddressSanitizer ------------------------------ */
+
+/* An arena chunk or a pool chunk is one block to ASan, so a read past a
+ * piece carved from it, or of a piece handed back, goes unseen. Under ASan
+ * the sub-allocators poison what they have not handed out (MEM_ASAN is 1
+ * there, and MEM_POISON / MEM_UNPOISON mark bytes); elsewhere these are
+ * no-ops. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MEM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEM_ASAN 1
+#endif
+#endif
+#ifdef MEM_ASAN
+#include <sanitizer/asan_interface.h>
+#define MEM_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define MEM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define MEM_ASAN 0
+#define MEM_POISON(p, n) ((void)(p), (void)(n))
+#define MEM_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 /* ---- test hooks ------------------------------------------------------ */
 
 /*

@@ -1,5 +1,9 @@
 /*
  * pool.c - fixed-size object pool (see pool.h).
+ *
+ * Under AddressSanitizer every item not handed out (fresh or put back) is
+ * poisoned, so using an item after pool_put is reported like a use after
+ * free; the free-list link is read only after unpoisoning.
  */
 #include "base/pool.h"
 
@@ -16,18 +20,23 @@ void pool_init(pool *p, size_t item_size)
     *p = (pool){ .item_size = (s + 7) & ~(size_t)7 };
 }
 
+static size_t chunk_bytes(const pool *p)
+{
+    size_t n = sizeof(struct pool_chunk) + p->item_size;
+    return n < POOL_CHUNK_BYTES ? POOL_CHUNK_BYTES : n;
+}
+
 void *pool_get(pool *p)
 {
     if (p->free_list) {
         void *it = p->free_list;
+        MEM_UNPOISON(it, p->item_size);
         p->free_list = *(void **)it;
         p->live++;
         return it;
     }
     if (p->fresh + p->item_size > p->fresh_end) {
-        size_t n = POOL_CHUNK_BYTES;
-        if (n < sizeof(struct pool_chunk) + p->item_size)
-            n = sizeof(struct pool_chunk) + p->item_size;
+        size_t n = chunk_bytes(p);
         struct pool_chunk *c = mem_alloc(n);
         if (!c)
             return NULL;
@@ -36,8 +45,10 @@ void *pool_get(pool *p)
         p->bytes += n;
         p->fresh = (char *)(c + 1);
         p->fresh_end = (char *)c + n;
+        MEM_POISON(p->fresh, (size_t)(p->fresh_end - p->fresh));
     }
     void *it = p->fresh;
+    MEM_UNPOISON(it, p->item_size);
     p->fresh += p->item_size;
     p->live++;
     return it;
@@ -48,6 +59,7 @@ void pool_put(pool *p, void *item)
     *(void **)item = p->free_list;
     p->free_list = item;
     p->live--;
+    MEM_POISON(item, p->item_size);
 }
 
 void pool_free(pool *p)
@@ -55,6 +67,7 @@ void pool_free(pool *p)
     struct pool_chunk *c = p->chunks;
     while (c) {
         struct pool_chunk *next = c->next;
+        MEM_UNPOISON(c, chunk_bytes(p)); /* the block goes back whole */
         mem_free(c);
         c = next;
     }

@@ -120,10 +120,15 @@ static void *watcher(void *arg)
             fail(sh, "live open", rc);
             continue;
         }
-        int64_t rows = 0;
+        /* read and count must see one state: another thread's commit may
+         * land between two calls unless they are grouped (ldb_lock) */
+        int64_t rows = 0, count;
+        ldb_lock(sh->db);
         if ((rc = ldb_live_read(q, count_row, &rows)))
             fail(sh, "live read", rc);
-        if (rows != ldb_live_count(q) || rows > 10)
+        count = ldb_live_count(q);
+        ldb_unlock(sh->db);
+        if (rows != count || rows > 10)
             fail(sh, "live count", (int)rows);
         ldb_live_stats st;
         ldb_live_stats_get(q, &st);
