@@ -125,6 +125,10 @@ static void live_result_column_is_not_compiled_yet(void)
     static const char star[] =
         "SELECT *, live (SELECT * FROM issues i WHERE i.assignee = u.id) FROM users u";
     open_refused(db, star, not_yet);
+    static const char grouped[] =
+        "SELECT u.id, count(*), live (SELECT i.title FROM issues i WHERE i.assignee = u.id) "
+        "FROM users u JOIN issues j ON j.assignee = u.id GROUP BY u.id";
+    open_refused(db, grouped, not_yet);
     CHECK(ldb_exec(db, "SELECT count(*) FROM users", NULL, NULL) == LDB_OK);
     ldb_close(db);
 }
