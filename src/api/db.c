@@ -403,7 +403,7 @@ static void stmt_unlink(ldb_stmt *s)
 }
 
 /* A statement over a parsed tree (taken over, also on failure). */
-static int stmt_new(ldb *db, sql_ast *ast, ldb_stmt **out)
+static int stmt_new(ldb *db, sql_ast *ast, bool live, ldb_stmt **out)
 {
     ldb_stmt *s = mem_calloc(1, sizeof *s);
     if (s && ast->nparams && !(s->params = mem_calloc(ast->nparams, sizeof *s->params))) {
@@ -417,6 +417,7 @@ static int stmt_new(ldb *db, sql_ast *ast, ldb_stmt **out)
     s->db = db;
     s->ast = ast;
     s->nparams = ast->nparams;
+    s->live = live;
     plan_arena_init(&s->pa);
     int rc = stmt_compile(s);
     if (rc) {
@@ -442,7 +443,8 @@ static int parse_failed(ldb *db, int rc, const sql_error *perr)
                     "%s", perr->msg);
 }
 
-static int prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
+static int prepare(ldb *db, const char *sql, int nbytes, bool live, ldb_stmt **out,
+                   const char **tail)
 {
     *out = NULL;
     db_clear_error(db);
@@ -458,7 +460,12 @@ static int prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const c
         return parse_failed(db, rc, &perr);
     if (!ast)
         return LDB_OK;
-    return stmt_new(db, ast, out);
+    return stmt_new(db, ast, live, out);
+}
+
+int db_prepare_live(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
+{
+    return prepare(db, sql, nbytes, true, out, tail);
 }
 
 int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail)
@@ -466,7 +473,7 @@ int ldb_prepare(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char
     if (!db || !sql || !out)
         return LDB_MISUSE;
     db_lock(db);
-    int rc = prepare(db, sql, nbytes, out, tail);
+    int rc = prepare(db, sql, nbytes, false, out, tail);
     db_unlock(db);
     return rc;
 }
@@ -685,7 +692,7 @@ static int exec_script(ldb *db, const char *sql, ldb_row_fn fn, void *ctx)
         if (!ast)
             return LDB_OK;
         ldb_stmt *s;
-        if ((rc = stmt_new(db, ast, &s)))
+        if ((rc = stmt_new(db, ast, false, &s)))
             return rc;
         rc = run_one(s, fn, ctx);
         ldb_finalize(s); /* leaves the error of the run in place */

@@ -62,6 +62,7 @@ struct ldb_stmt {
     sql_ast *ast;
     /* compiled form, rebuilt when the schema version moves */
     bool compiled;
+    bool live;                 /* a live query's own statement (bind_env.live) */
     uint64_t schema_version;
     plan_arena pa;
     sql_ast_vec views;         /* view definitions the plans share names with */
@@ -124,6 +125,10 @@ int db_write_begin(ldb *db);
  * records storage's message when storage failed. The hooks (view and
  * live query maintenance) are never interrupted. */
 int db_write_end(ldb *db, int rc);
+
+/* ldb_prepare for a live query's statement: it binds LIVE (query) as a
+ * result column of its outermost SELECT (db.c). The caller holds the lock. */
+int db_prepare_live(ldb *db, const char *sql, int nbytes, ldb_stmt **out, const char **tail);
 
 /* ---- compiling and running (db_run.c) ---- */
 

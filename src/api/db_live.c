@@ -27,9 +27,12 @@ static ldb *query_db(ldb_live *q)
     return own->db;
 }
 
-static int live_failed(ldb *db, int rc, const struct eval_error *err)
+/* An error of the live layer; with ast (the query's text), at its offset
+ * when it has one, as a one-shot statement reports it. */
+static int live_failed(ldb *db, const sql_ast *ast, int rc, const struct eval_error *err)
 {
-    return db_error(db, rc, NULL, -1, "%s", err->msg[0] ? err->msg : ldb_errstr(rc));
+    return db_error(db, rc, ast, ast && err->has_off ? (int64_t)err->off : -1, "%s",
+                    err->msg[0] ? err->msg : ldb_errstr(rc));
 }
 
 /* The live compiler recurses deeper per node than the executor: bounded
@@ -55,7 +58,7 @@ static int open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
         return db_error(db, LDB_MISUSE, s->ast, s->ast->stmt->off,
                         "only a SELECT can be opened as a live query");
     ldb_stmt *own;
-    int rc = ldb_prepare(db, s->ast->sql, (int)s->ast->sql_len, &own, NULL);
+    int rc = db_prepare_live(db, s->ast->sql, (int)s->ast->sql_len, &own, NULL);
     if (rc)
         return rc;
     for (uint32_t i = 0; i < s->nparams && i < own->nparams; i++) {
@@ -82,7 +85,7 @@ static int open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
         rc = live_open(db->live, own->bound.u.select, ordered, own->params, own->nparams,
                        release_stmt, own, fn, ctx, out, &err);
     db_run_end(db, outer);
-    return rc ? live_failed(db, rc, &err) : LDB_OK;
+    return rc ? live_failed(db, s->ast, rc, &err) : LDB_OK;
 }
 
 int ldb_live_open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
@@ -104,7 +107,7 @@ static int open_sql(ldb *db, const char *sql, ldb_change_fn fn, void *ctx, ldb_l
     *out = NULL;
     ldb_stmt *s;
     const char *tail;
-    int rc = ldb_prepare(db, sql, -1, &s, &tail);
+    int rc = db_prepare_live(db, sql, -1, &s, &tail);
     if (rc)
         return rc;
     if (!s)
@@ -134,7 +137,7 @@ static int set_window(ldb_live *q, int64_t offset, int64_t limit)
     struct intr *scope = intr_swap(NULL);
     int rc = live_set_window(q, offset, limit, &err);
     intr_swap(scope);
-    return rc ? live_failed(db, rc, &err) : LDB_OK;
+    return rc ? live_failed(db, NULL, rc, &err) : LDB_OK;
 }
 
 int ldb_live_set_window(ldb_live *q, int64_t offset, int64_t limit)

@@ -30,6 +30,7 @@ static void stmt_bind_env(ldb_stmt *s, struct bind_env *env)
     env->err = &s->err;
     env->views = &s->views;
     env->funcs = &s->db->funcs;
+    env->live = s->live;
 }
 
 void stmt_uncompile(ldb_stmt *s)

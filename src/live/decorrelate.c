@@ -794,6 +794,20 @@ static expr *attach_in(struct attach *a, struct plan *ext, uint32_t dcol, struct
 
 static expr *attach_expr(struct attach *a, const expr *e);
 
+/* LIVE (query): the binder lets it through as a result column of a live
+ * query; its handles are the next step of issue 12. */
+static expr *refuse_live(struct attach *a, const expr *s)
+{
+    if (a->d->err->code == LDB_OK) {
+        a->d->err->off = s->off;
+        a->d->err->has_off = true;
+    }
+    dc_fail(a->d, LDB_UNSUPPORTED,
+            "LIVE (query), a child live result, is not supported yet; "
+            "ARRAY (query) gives the child's rows as a value");
+    return NULL;
+}
+
 /* Attaches subquery s to a->in; returns the expression that replaces it. */
 static expr *attach_one(struct attach *a, const expr *s)
 {
@@ -832,6 +846,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     case SUBQ_SCALAR: return attach_scalar(a, ext, dcol, pp, sq);
     case SUBQ_EXISTS: return attach_exists(a, ext, dcol, pp);
     case SUBQ_IN: return attach_in(a, ext, dcol, pp, s);
+    case SUBQ_LIVE: return refuse_live(a, s);
     }
     return NULL;
 }

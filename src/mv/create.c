@@ -73,7 +73,7 @@ static int parse(struct mv_view *v, const char *sql, uint32_t len, struct eval_e
 
 static int bind(struct mv_view *v, struct plan **out, struct eval_error *err)
 {
-    struct bind_env env = { v->reg->store, &v->pa, err, &v->views, v->reg->funcs };
+    struct bind_env env = { v->reg->store, &v->pa, err, &v->views, v->reg->funcs, false };
     const ast_create_view *cv = definition(v);
     int rc = bind_query(&env, v->ast, cv->select, out);
     if (rc)

@@ -436,6 +436,8 @@ int bind_statement(struct bind_env *env, const sql_ast *ast, const ast_stmt *st,
     out->kind = st->kind;
     switch (st->kind) {
     case AST_STMT_SELECT:
+        if (env->live && st->u.select->body->kind == AST_BODY_SELECT)
+            b.live_list = &st->u.select->body->u.select.cols;
         out->u.select = bind_select(&b, st->u.select, NULL, NULL);
         return out->u.select ? LDB_OK : env->err->code;
     case AST_STMT_INSERT:

@@ -40,6 +40,8 @@ struct bind_env {
     struct eval_error *err;   /* code, offset and message of a failure */
     sql_ast_vec *views;       /* parsed view definitions, kept with the plan */
     const struct func_registry *funcs; /* registered functions, or NULL */
+    bool live;                /* a live query's statement: LIVE (query) may be a
+                               * result column of its outermost SELECT */
 };
 
 /* ON CONFLICT ... DO NOTHING | DO UPDATE of an INSERT. Expressions of

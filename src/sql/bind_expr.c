@@ -929,7 +929,7 @@ static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquer
         return NULL;
     if (kind == SUBQ_SCALAR && p->ncols > 1 && !(p = bind_record_rows(b, p, off)))
         return NULL;
-    if (kind != SUBQ_EXISTS && p->ncols != 1) {
+    if (kind != SUBQ_EXISTS && kind != SUBQ_LIVE && p->ncols != 1) {
         bind_error(b, LDB_ERROR, off, "sub-select returns %u columns - expected 1", p->ncols);
         return NULL;
     }
@@ -945,8 +945,11 @@ static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquer
         x->flags |= EXPR_NONDET;
     for (uint32_t i = 0; i < sq->ncaptures; i++)
         x->flags |= sq->captures[i]->flags & EXPR_NONDET;
-    /* a scalar subquery's value has no collation (SQLite) */
-    x->type = (uint8_t)(kind == SUBQ_SCALAR ? p->cols[0].type : COL_BOOLEAN);
+    /* a scalar subquery's value has no collation (SQLite); a LIVE cell is
+     * the bucket's correlation values, not a column of the child */
+    x->type = (uint8_t)(kind == SUBQ_SCALAR ? p->cols[0].type
+                        : kind == SUBQ_LIVE ? COL_ANY
+                                            : COL_BOOLEAN);
     if (kind == SUBQ_SCALAR)
         x->aff = (uint8_t)p->cols[0].aff;
     if (operand)
@@ -1033,12 +1036,16 @@ static struct expr *bind_node(binder *b, const ast_expr *e)
     case AST_ARRAY:
         return bind_subquery(b, e->u.subquery.select, SUBQ_SCALAR, NULL, true, e->off);
     case AST_LIVE:
-        /* The seed's Collection-valued include: a handle per active bucket
-         * with its own batches (issue 12). Refused, not approximated: an
-         * ARRAY here would re-emit the parent on every child change. */
+        /* The seed's Collection-valued include: a handle per active bucket,
+         * which only a live query has to give. Elsewhere refused, not
+         * approximated: an ARRAY would re-emit the parent on every child
+         * change. */
+        if (e == b->live_ok)
+            return bind_subquery(b, e->u.subquery.select, SUBQ_LIVE, NULL, false, e->off);
         bind_error(b, LDB_UNSUPPORTED, e->off,
-                   "LIVE (query), a child live result, is not supported yet; "
-                   "ARRAY (query) gives the child's rows as a value");
+                   "LIVE (query), a child live result, is allowed only as a result column "
+                   "of a live query's outermost SELECT; ARRAY (query) gives the child's "
+                   "rows as a value");
         return NULL;
     case AST_ROW: return unsupported_row(b, e);
     }

@@ -138,6 +138,12 @@ typedef struct binder {
     uint32_t view_off;         /* position of the outermost view reference */
     const char *view_name;
     uint32_t depth;            /* levels being bound (see Depth) */
+    /* A LIVE (query) binds only as a whole result column of a live
+     * query's outermost SELECT: live_list is that SELECT's list, live_ok
+     * the result expression being bound from it (pointers into the
+     * statement's tree, so a view's or a subquery's LIVE never matches). */
+    const ast_result_list *live_list;
+    const ast_expr *live_ok;
     struct bound_body *bodies; /* CTE and view bodies bound so far */
     uint32_t nbodies, bodies_cap;
 } binder;

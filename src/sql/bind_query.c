@@ -662,7 +662,9 @@ static bool bind_results(binder *b, struct scope *s, const ast_result_list *l,
             bind_error(b, LDB_UNSUPPORTED, rc->expr->off, "row values are not supported");
             return false;
         }
+        b->live_ok = l == b->live_list ? rc->expr : NULL;
         struct expr *e = bind_expr(b, rc->expr);
+        b->live_ok = NULL;
         if (!e)
             return false;
         const char *name = result_name(b, rc, e, s->from);

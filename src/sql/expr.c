@@ -164,7 +164,7 @@ static void print_case(struct printer *p, const expr *e)
 
 static void print_subquery(struct printer *p, const expr *e)
 {
-    static const char *const kinds[] = { "", "EXISTS ", "" };
+    static const char *const kinds[] = { "", "EXISTS ", "", "LIVE " };
     if (e->u.sq.kind == SUBQ_IN) {
         print(p, e->args[0]);
         sb_puts(p->sb, " IN ");

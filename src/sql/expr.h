@@ -96,7 +96,10 @@ enum expr_op {
 enum subquery_kind {
     SUBQ_SCALAR, /* first column of the first row, NULL without rows */
     SUBQ_EXISTS, /* BOOLEAN: any row */
-    SUBQ_IN      /* args[0] [NOT] IN (rows of the one-column plan) */
+    SUBQ_IN,     /* args[0] [NOT] IN (rows of the one-column plan) */
+    SUBQ_LIVE    /* LIVE (query): a child live result, bound only as a result
+                  * column of a live query's outermost SELECT (bind_env.live);
+                  * the one-shot executor never sees it */
 };
 
 struct expr_subquery {
