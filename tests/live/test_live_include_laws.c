@@ -16,6 +16,7 @@
 #include "test.h"
 #include "test_db.h"
 #include "sql/test_sql_util.h"
+#include "include_rows.h"
 
 #include "livedb.h"
 
@@ -23,8 +24,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <strings.h>
-
-/* ---- rows as text ----------------------------------------------------------------------- */
 
 static char *format_value(const ldb_value *v)
 {
@@ -34,66 +33,11 @@ static char *format_value(const ldb_value *v)
     return s;
 }
 
-/* Columns from..end of r, '|'-separated. */
-static char *render_from(const ldb_row *r, int from)
-{
-    size_t cap = 64, len = 0;
-    char *s = malloc(cap);
-    s[0] = '\0';
-    for (int i = from; i < ldb_row_columns(r); i++) {
-        size_t n = ldb_row_format(r, i, NULL, 0);
-        while (len + n + 2 > cap)
-            s = realloc(s, cap *= 2);
-        if (i > from)
-            s[len++] = '|';
-        ldb_row_format(r, i, s + len, n + 1);
-        len += n;
-    }
-    return s;
-}
-
-struct rows {
-    char **v;
-    size_t n, cap;
-};
-
-static void rows_add(struct rows *rs, char *s)
-{
-    if (rs->n == rs->cap)
-        rs->v = realloc(rs->v, (rs->cap = rs->cap ? 2 * rs->cap : 16) * sizeof *rs->v);
-    rs->v[rs->n++] = s;
-}
-
-static void rows_free(struct rows *rs)
-{
-    for (size_t i = 0; i < rs->n; i++)
-        free(rs->v[i]);
-    free(rs->v);
-    memset(rs, 0, sizeof *rs);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void rows_sort(struct rows *rs)
-{
-    if (rs->n)
-        qsort(rs->v, rs->n, sizeof *rs->v, cmp_str);
-}
-
-static int collect(void *ctx, const ldb_row *r)
-{
-    rows_add(ctx, render_from(r, 0));
-    return 0;
-}
-
 /* Sorted rows of a live result, or of sql run one-shot. */
 static struct rows live_rows(ldb_live *q)
 {
     struct rows rs = { 0 };
-    CHECK(ldb_live_read(q, collect, &rs) == LDB_OK);
+    CHECK(ldb_live_read(q, rows_collect, &rs) == LDB_OK);
     rows_sort(&rs);
     return rs;
 }
@@ -101,7 +45,7 @@ static struct rows live_rows(ldb_live *q)
 static struct rows oneshot_rows(ldb *db, const char *sql)
 {
     struct rows rs = { 0 };
-    CHECKF(ldb_exec(db, sql, collect, &rs) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    CHECKF(ldb_exec(db, sql, rows_collect, &rs) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
     rows_sort(&rs);
     return rs;
 }
