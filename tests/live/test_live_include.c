@@ -16,6 +16,7 @@
 #include "test.h"
 #include "test_db.h"
 #include "sql/test_sql_util.h"
+#include "include_rows.h"
 
 #include "livedb.h"
 
@@ -23,61 +24,6 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
-
-/* ---- rows as text ------------------------------------------------------------------ */
-
-static char *render(const ldb_row *r)
-{
-    size_t cap = 64, len = 0;
-    char *s = malloc(cap);
-    s[0] = '\0';
-    for (int i = 0; i < ldb_row_columns(r); i++) {
-        size_t n = ldb_row_format(r, i, NULL, 0);
-        while (len + n + 2 > cap)
-            s = realloc(s, cap *= 2);
-        if (i)
-            s[len++] = '|';
-        ldb_row_format(r, i, s + len, n + 1);
-        len += n;
-    }
-    return s;
-}
-
-struct rows {
-    char **v;
-    size_t n, cap;
-};
-
-static void rows_add(struct rows *rs, char *s)
-{
-    if (rs->n == rs->cap)
-        rs->v = realloc(rs->v, (rs->cap = rs->cap ? 2 * rs->cap : 16) * sizeof *rs->v);
-    rs->v[rs->n++] = s;
-}
-
-static void rows_clear(struct rows *rs)
-{
-    for (size_t i = 0; i < rs->n; i++)
-        free(rs->v[i]);
-    rs->n = 0;
-}
-
-static int collect(void *ctx, const ldb_row *r)
-{
-    rows_add(ctx, render(r));
-    return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void rows_sort(struct rows *rs)
-{
-    if (rs->n) /* qsort(NULL, 0) is undefined */
-        qsort(rs->v, rs->n, sizeof *rs->v, cmp_str);
-}
 
 /* ---- a replica rebuilt from batches -------------------------------------------------- */
 
@@ -107,9 +53,9 @@ static void replica_apply(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!c[i].before)
             continue;
-        char *b = render(c[i].before);
+        char *b = render_from(c[i].before, 0);
         if (c[i].after) {
-            char *a = render(c[i].after);
+            char *a = render_from(c[i].after, 0);
             if (strcmp(a, b) == 0 && c[i].before_count == c[i].after_count)
                 replica_fail(rp, "an unchanged row reported: %s", a);
             free(a);
@@ -127,14 +73,14 @@ static void replica_apply(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
     }
     for (size_t i = 0; i < n; i++)
         if (c[i].after)
-            rows_add(&rp->rows, render(c[i].after));
+            rows_add(&rp->rows, render_from(c[i].after, 0));
 }
 
 /* rows (unordered) equal what sql gives one-shot. */
 static void check_rows_equal(ldb *db, struct rows *got, const char *sql, const char *what)
 {
     struct rows want = { 0 };
-    CHECKF(ldb_exec(db, sql, collect, &want) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    CHECKF(ldb_exec(db, sql, rows_collect, &want) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
     rows_sort(&want);
     rows_sort(got);
     CHECKF(want.n == got->n, "%s: %s has %zu rows, one-shot %zu", sql, what, got->n, want.n);
@@ -276,7 +222,7 @@ static void check_all(ldb *db, struct open_set *s, bool views)
         char sql[64];
         snprintf(sql, sizeof sql, "SELECT * FROM inc%zu", i);
         struct rows got = { 0 };
-        CHECKF(ldb_exec(db, sql, collect, &got) == LDB_OK, "%s", ldb_errmsg(db));
+        CHECKF(ldb_exec(db, sql, rows_collect, &got) == LDB_OK, "%s", ldb_errmsg(db));
         check_rows_equal(db, &got, include_queries[i], "materialized view");
         rows_clear(&got);
         free(got.v);
@@ -470,7 +416,7 @@ static void check_world(ldb *db, struct replica *rp)
         char sql[64];
         snprintf(sql, sizeof sql, "SELECT * FROM w%zu", q);
         struct rows got = { 0 };
-        CHECKF(ldb_exec(db, sql, collect, &got) == LDB_OK, "%s", ldb_errmsg(db));
+        CHECKF(ldb_exec(db, sql, rows_collect, &got) == LDB_OK, "%s", ldb_errmsg(db));
         check_rows_equal(db, &got, world_queries[q], "materialized view");
         rows_clear(&got);
         free(got.v);
@@ -558,7 +504,7 @@ static void check_json_oracles(ldb *db, sqlite3 *lite)
 {
     for (size_t k = 0; k < sizeof json_oracles / sizeof json_oracles[0]; k++) {
         struct rows got = { 0 }, want = { 0 };
-        CHECKF(ldb_exec(db, json_oracles[k].livedb, collect, &got) == LDB_OK, "%s: %s",
+        CHECKF(ldb_exec(db, json_oracles[k].livedb, rows_collect, &got) == LDB_OK, "%s: %s",
                json_oracles[k].livedb, ldb_errmsg(db));
         char *err = NULL;
         CHECKF(sqlite3_exec(lite, json_oracles[k].sqlite, sqlite_row, &want, &err) == SQLITE_OK,
