@@ -92,9 +92,11 @@ size_t value_format_buf(const value *v, char *buf, size_t size)
     return n;
 }
 
-static void format_hex(strbuf *sb, const char *p, size_t n)
+/* Upper case in SQL literals (X'0AFF', as SQLite prints them), lower case
+ * in JSON ("\\x0aff", as the shell and PostgreSQL's bytea print them). */
+static void format_hex(strbuf *sb, const char *p, size_t n, bool upper)
 {
-    static const char hex[] = "0123456789ABCDEF";
+    const char *hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         char two[2] = { hex[c >> 4], hex[c & 15] };
@@ -126,7 +128,7 @@ void value_format(strbuf *sb, const value *v)
     case LDB_BLOB:
         p = value_bytes(v, &n);
         sb_puts(sb, "X'");
-        format_hex(sb, p, n);
+        format_hex(sb, p, n, true);
         sb_putc(sb, '\'');
         break;
     case LDB_ARRAY:
@@ -240,7 +242,7 @@ void value_format_json(strbuf *sb, const value *v)
     case LDB_BLOB:
         p = value_bytes(v, &n);
         sb_puts(sb, "\"\\\\x");
-        format_hex(sb, p, n);
+        format_hex(sb, p, n, false);
         sb_putc(sb, '"');
         break;
     case LDB_ARRAY: {

@@ -260,7 +260,7 @@ static void formats(void)
     check_format(&v, "a\"b\n\x01\xff\xc3\xa9", "\"a\\\"b\\n\\u0001\\ufffd\xc3\xa9\"");
     value_release(&v);
     CHECK(value_blob(&v, "\x0a\xff", 2) == LDB_OK);
-    check_format(&v, "X'0AFF'", "\"\\\\x0AFF\"");
+    check_format(&v, "X'0AFF'", "\"\\\\x0aff\"");
     value_release(&v);
     value items[2] = { value_int(1), value_null() }, arr;
     CHECK(value_text(&items[1], "x", 1) == LDB_OK);
