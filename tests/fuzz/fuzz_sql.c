@@ -37,6 +37,23 @@ typedef struct budget {
     long rows;
 } budget;
 
+/* Reads a nested value whole, one past the end at every level too. */
+static void walk_value(const ldb_value *v, int depth)
+{
+    char buf[64];
+    size_t len;
+    (void)ldb_value_int64(v);
+    (void)ldb_value_double(v);
+    (void)ldb_value_text(v, &len);
+    (void)ldb_value_format(v, buf, sizeof buf);
+    int t = ldb_value_type(v);
+    int n = t == LDB_ARRAY || t == LDB_RECORD ? ldb_value_length(v) : 0;
+    for (int i = 0; i <= n && depth < 64; i++) {
+        (void)ldb_value_field_name(v, i, &len);
+        walk_value(ldb_value_item(v, i), depth + 1);
+    }
+}
+
 static int on_row(void *ctx, const ldb_row *row)
 {
     budget *b = ctx;
@@ -49,6 +66,7 @@ static int on_row(void *ctx, const ldb_row *row)
         (void)ldb_row_double(row, i);
         (void)ldb_row_text(row, i, &len);
         (void)ldb_row_format(row, i, buf, sizeof buf);
+        walk_value(ldb_row_value(row, i), 0);
     }
     return ++b->rows >= MAX_ROWS;
 }
