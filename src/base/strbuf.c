@@ -14,6 +14,24 @@ void sb_init(strbuf *sb)
     sb->p = NULL;
     sb->len = sb->cap = 0;
     sb->err = LDB_OK;
+    sb->fixed = 0;
+}
+
+void sb_init_fixed(strbuf *sb, char *buf, size_t cap)
+{
+    sb->p = buf;
+    sb->len = 0;
+    sb->cap = cap;
+    sb->err = LDB_OK;
+    sb->fixed = 1;
+    if (cap)
+        buf[0] = '\0';
+}
+
+/* Bytes a fixed builder can still store before its terminator. */
+static size_t fixed_room(const strbuf *sb)
+{
+    return sb->len + 1 < sb->cap ? sb->cap - sb->len - 1 : 0;
 }
 
 /* Ensures room for n more bytes plus the terminator. */
@@ -43,6 +61,15 @@ static int sb_room(strbuf *sb, size_t n)
 
 void sb_put(strbuf *sb, const void *data, size_t n)
 {
+    if (sb->fixed) {
+        size_t k = fixed_room(sb) < n ? fixed_room(sb) : n;
+        if (k) {
+            memcpy(sb->p + sb->len, data, k);
+            sb->p[sb->len + k] = '\0';
+        }
+        sb->len += n;
+        return;
+    }
     if (!sb_room(sb, n))
         return;
     if (n)
@@ -68,6 +95,12 @@ void sb_vprintf(strbuf *sb, const char *fmt, va_list ap)
         sb_put(sb, tmp, (size_t)n);
         return;
     }
+    if (sb->fixed) {
+        if (fixed_room(sb))
+            vsnprintf(sb->p + sb->len, fixed_room(sb) + 1, fmt, ap);
+        sb->len += (size_t)n;
+        return;
+    }
     if (!sb_room(sb, (size_t)n))
         return;
     vsnprintf(sb->p + sb->len, (size_t)n + 1, fmt, ap);
@@ -86,7 +119,8 @@ void sb_truncate(strbuf *sb, size_t len)
 {
     if (len < sb->len) {
         sb->len = len;
-        sb->p[len] = '\0';
+        if (len < sb->cap)
+            sb->p[len] = '\0';
     }
 }
 
@@ -111,6 +145,7 @@ char *sb_take(strbuf *sb, size_t *len)
 
 void sb_free(strbuf *sb)
 {
-    mem_free(sb->p);
+    if (!sb->fixed)
+        mem_free(sb->p);
     sb_init(sb);
 }

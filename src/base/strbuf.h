@@ -5,6 +5,12 @@
  * no-op and sb_error() returns LDB_NOMEM, so callers check once at the end.
  * The buffer is always NUL-terminated once anything was appended.
  * Ownership: the builder owns its buffer until sb_take hands it over.
+ *
+ * A fixed builder (sb_init_fixed) writes into the caller's buffer instead
+ * and never allocates: what does not fit is dropped, len still counts it
+ * (the full length, as snprintf returns), the buffer stays NUL-terminated,
+ * and sb_take is not for it. Formatting for a caller's buffer then cannot
+ * fail for want of memory.
  */
 #ifndef LDB_BASE_STRBUF_H
 #define LDB_BASE_STRBUF_H
@@ -15,12 +21,14 @@
 typedef struct strbuf {
     char *p;
     size_t len, cap;
-    int err; /* LDB_OK or LDB_NOMEM */
+    int err;   /* LDB_OK or LDB_NOMEM */
+    int fixed; /* p is the caller's, of cap bytes */
 } strbuf;
 
-#define STRBUF_INIT { NULL, 0, 0, 0 }
+#define STRBUF_INIT { NULL, 0, 0, 0, 0 }
 
 void sb_init(strbuf *sb);
+void sb_init_fixed(strbuf *sb, char *buf, size_t cap);
 void sb_put(strbuf *sb, const void *data, size_t n);
 void sb_puts(strbuf *sb, const char *s);
 void sb_putc(strbuf *sb, char c);

@@ -79,13 +79,12 @@ size_t value_format_buf(const value *v, char *buf, size_t size)
         p = value_bytes(v, &n);
         break;
     default: {
-        /* BLOB, ARRAY and RECORD need a builder; out of memory gives "" */
-        strbuf sb = STRBUF_INIT;
+        /* BLOB, ARRAY and RECORD: straight into buf, never allocating, so
+         * a reader cannot fail for want of memory */
+        strbuf sb;
+        sb_init_fixed(&sb, buf, size);
         value_format(&sb, v);
-        n = sb_error(&sb) ? 0 : sb.len;
-        copy_out(buf, size, sb_str(&sb), n);
-        sb_free(&sb);
-        return n;
+        return sb.len;
     }
     }
     copy_out(buf, size, p, n);

@@ -543,6 +543,14 @@ static const struct shape {
       true },
     { "SELECT id FROM users WHERE EXISTS (SELECT 1 FROM issues WHERE assignee = users.id) "
       "UNION SELECT assignee FROM issues WHERE created > 6", false },
+    /* includes: the array aggregate and the bucket join under failure too */
+    { "SELECT u.id, ARRAY(SELECT i.id, i.title FROM issues i WHERE i.assignee = u.id "
+      "ORDER BY i.created) AS open FROM users u ORDER BY u.id",
+      true },
+    { "SELECT t.team, ARRAY(SELECT u.name, ARRAY(SELECT i.title FROM issues i WHERE "
+      "i.assignee = u.id ORDER BY i.title) AS titles FROM users u WHERE u.team = t.team "
+      "ORDER BY u.name) AS members FROM (SELECT DISTINCT team FROM users) t",
+      false },
 };
 
 #define NSHAPES (sizeof shapes / sizeof shapes[0])

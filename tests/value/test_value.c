@@ -375,5 +375,31 @@ static void alloc_failures(void)
     }
 }
 
+/* Formatting a nested value into a caller's buffer never allocates (a
+ * live query's callback reads rows while allocations may be failing): the
+ * text is the same with every allocation failing, truncated to the buffer
+ * and NUL-terminated, and the full length is returned at every size. */
+static void format_into_buffer_without_memory(void)
+{
+    value v;
+    CHECK_INT(build_nested(&v), LDB_OK);
+    char full[256];
+    size_t n = value_format_buf(&v, full, sizeof full);
+    CHECK(n > 8 && n < sizeof full && strlen(full) == n);
+    mem_fail_at(1, 1);
+    for (size_t size = 0; size <= n + 1; size++) {
+        char buf[256];
+        memset(buf, 'x', sizeof buf);
+        CHECK_INT(value_format_buf(&v, size ? buf : NULL, size), n);
+        if (size) {
+            size_t k = size - 1 < n ? size - 1 : n;
+            CHECK(memcmp(buf, full, k) == 0 && buf[k] == '\0');
+        }
+    }
+    CHECK_INT(mem_failed_count(), 0);
+    mem_fail_at(0, 0);
+    value_release(&v);
+}
+
 TEST_MAIN(T(order_laws), T(exact_numbers), T(type_classes), T(collations), T(formats),
-          T(parse_numbers), T(rows), T(alloc_failures))
+          T(parse_numbers), T(rows), T(alloc_failures), T(format_into_buffer_without_memory))
