@@ -224,17 +224,6 @@ expr *xb_residual_past(plan_arena *pa, const expr *e, const struct plan *both, u
     return xb_rewrite(pa, e, &m);
 }
 
-bool xb_affinity_is_noop(enum col_type aff, enum col_type coltype)
-{
-    if (aff == COL_ANY || aff == COL_BLOB)
-        return true;
-    if (col_type_numeric(aff))
-        return col_type_numeric(coltype) || coltype == COL_BOOLEAN;
-    if (aff == COL_TEXT)
-        return coltype == COL_TEXT;
-    return false;
-}
-
 bool xb_has_subquery(const expr *e)
 {
     if (e->kind == EXPR_SUBQUERY)

@@ -52,9 +52,6 @@ expr *xb_shift(plan_arena *pa, const expr *e, const struct plan *in, int64_t del
 expr *xb_residual_past(plan_arena *pa, const expr *e, const struct plan *both, uint32_t nl,
                        uint32_t lx);
 
-/* True when applying affinity aff to a value stored in a column of type
- * coltype never changes it (a stored column already has its form). */
-bool xb_affinity_is_noop(enum col_type aff, enum col_type coltype);
 /* True when e (not entering subquery bodies) contains a subquery. */
 bool xb_has_subquery(const expr *e);
 /* True when e reads a capture (EXPR_OUTER), including through the

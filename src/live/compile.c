@@ -299,7 +299,7 @@ static int side_keys(struct compile *c, const struct plan *p, struct join_side *
         const struct join_key *k = &p->u.join.keys[i];
         expr *e = left ? k->left : k->right;
         if (e->kind == EXPR_COLUMN &&
-            xb_affinity_is_noop(k->aff, s->plan->cols[e->u.index].type)) {
+            sql_affinity_is_noop(k->aff, s->plan->cols[e->u.index].type)) {
             s->cols[i] = e->u.index;
         } else {
             es[s->ncols + s->extra] = e;

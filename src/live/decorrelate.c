@@ -569,14 +569,17 @@ static bool fixed_value(const expr *e)
 }
 
 /* True when a conjunct of pred is "column c = a fixed value" under a
- * collation no coarser than the column's: at most one value of c passes. */
+ * collation no coarser than the column's and an affinity that leaves its
+ * stored values as they are: at most one value of c passes (a TEXT
+ * affinity lets a text '1' and an integer 1 of an untyped column pass). */
 static bool pins_column(const expr *pred, const struct plan *in, uint32_t c)
 {
     if (pred->kind == EXPR_BINARY && pred->op == EOP_AND)
         return pins_column(pred->args[0], in, c) || pins_column(pred->args[1], in, c);
     if (pred->kind != EXPR_BINARY || pred->op != EOP_EQ)
         return false;
-    if (pred->coll != LDB_COLL_BINARY && pred->coll != in->cols[c].coll)
+    if ((pred->coll != LDB_COLL_BINARY && pred->coll != in->cols[c].coll) ||
+        !sql_affinity_is_noop(pred->aff, in->cols[c].type))
         return false;
     for (int side = 0; side < 2; side++) {
         const expr *col = pred->args[side], *other = pred->args[1 - side];
@@ -586,27 +589,14 @@ static bool pins_column(const expr *pred, const struct plan *in, uint32_t c)
     return false;
 }
 
-/* True when every column of a unique key of join j's right (or left)
- * side is a plain-column join key under a collation no coarser than the
- * column's: a row of the other side meets at most one row of that side. */
+/* True when join j's right (or left) side is joined on a whole unique
+ * key of it: a row of the other side meets at most one row of that side. */
 static bool joined_on_unique_key(const struct plan *j, bool right)
 {
     const struct plan *side = right ? j->right : j->left;
     uint32_t key[256], n;
-    if (side->ncols > 256 || !plan_unique_key(side, key, &n))
-        return false;
-    for (uint32_t i = 0; i < n; i++) {
-        bool found = false;
-        for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
-            const struct join_key *k = &j->u.join.keys[x];
-            const expr *e = right ? k->right : k->left;
-            found = e->kind == EXPR_COLUMN && e->u.index == key[i] &&
-                    (k->coll == LDB_COLL_BINARY || k->coll == side->cols[key[i]].coll);
-        }
-        if (!found)
-            return false;
-    }
-    return true;
+    return side->ncols <= 256 && plan_unique_key(side, key, &n) &&
+           plan_joined_on_key(j, right, key, n);
 }
 
 static bool at_most_one_row(struct dc *d, const struct plan *p);

@@ -271,7 +271,7 @@ static bool joined_on_key(const struct plan *j, const struct keyed *side, bool r
             const expr *e = right ? jk->right : jk->left;
             found = e->kind == EXPR_COLUMN && e->u.index == side->cols[i] &&
                     (jk->coll == LDB_COLL_BINARY || jk->coll == col->coll) &&
-                    xb_affinity_is_noop(jk->aff, col->type);
+                    sql_affinity_is_noop(jk->aff, col->type);
         }
         if (!found)
             return false;

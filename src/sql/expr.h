@@ -248,6 +248,12 @@ int sql_apply_affinity(value *v, enum col_type aff);
  * expressions of affinities a and b (SQLite's rule). */
 enum col_type sql_compare_affinity(enum col_type a, enum col_type b);
 
+/* True when applying affinity aff to a value stored in a column of type
+ * coltype never changes it (a stored column already has its form), so
+ * that distinct stored values stay distinct under a comparison with that
+ * affinity. */
+bool sql_affinity_is_noop(enum col_type aff, enum col_type coltype);
+
 /* True for the affinities that count as numeric. */
 static inline bool col_type_numeric(enum col_type t)
 {

@@ -99,20 +99,18 @@ static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
     return ok;
 }
 
-/* True when every column of side's key k[0..nk) is joined by a plain
- * column key of the join under a collation no coarser than the column's
- * (so each row of the other side meets at most one row of this side: a
- * NOCASE key over a BINARY column meets 'a' and 'A'). */
-static bool joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk)
+bool plan_joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk)
 {
     const struct plan *side = right ? j->right : j->left;
     for (uint32_t i = 0; i < nk; i++) {
+        const struct plan_col *col = &side->cols[k[i]];
         bool found = false;
         for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
             const struct join_key *jk = &j->u.join.keys[x];
             const struct expr *e = right ? jk->right : jk->left;
             found = e->kind == EXPR_COLUMN && e->u.index == k[i] &&
-                    (jk->coll == LDB_COLL_BINARY || jk->coll == side->cols[k[i]].coll);
+                    (jk->coll == LDB_COLL_BINARY || jk->coll == col->coll) &&
+                    sql_affinity_is_noop(jk->aff, col->type);
         }
         if (!found)
             return false;
@@ -137,11 +135,11 @@ static bool join_key(const struct plan *p, uint32_t *key, uint32_t *n)
         memcpy(key, lk, nl * sizeof *key);
         *n = nl;
     } else if (hl && hr && kind != JOIN_FULL && kind != JOIN_RIGHT &&
-               joined_on_key(p, true, rk, nr)) {
+               plan_joined_on_key(p, true, rk, nr)) {
         memcpy(key, lk, nl * sizeof *key); /* N:1 */
         *n = nl;
     } else if (hl && hr && kind != JOIN_FULL && kind != JOIN_LEFT &&
-               joined_on_key(p, false, lk, nl)) {
+               plan_joined_on_key(p, false, lk, nl)) {
         for (uint32_t i = 0; i < nr; i++)
             key[i] = l->ncols + rk[i];
         *n = nr;

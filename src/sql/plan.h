@@ -315,6 +315,16 @@ bool plan_node_exprs(const struct plan *p, plan_expr_fn fn, void *ctx);
 bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n);
 
 /*
+ * True when every column of a key k[0..nk) of join j's right (or left)
+ * side is a plain-column join key under a collation no coarser than the
+ * column's and an affinity that leaves its stored values as they are: a
+ * row of the other side then meets at most one row of that side (a
+ * NOCASE key over a BINARY column meets 'a' and 'A'; a TEXT affinity
+ * over an untyped column meets a text '1' and an integer 1).
+ */
+bool plan_joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk);
+
+/*
  * Lineage: true when output column col of p is a base table column
  * passed through unchanged (possibly NULL-padded by an outer join), with
  * the table and its column position.

@@ -586,6 +586,17 @@ enum col_type sql_compare_affinity(enum col_type a, enum col_type b)
     return COL_ANY;
 }
 
+bool sql_affinity_is_noop(enum col_type aff, enum col_type coltype)
+{
+    if (aff == COL_ANY || aff == COL_BLOB)
+        return true;
+    if (col_type_numeric(aff))
+        return col_type_numeric(coltype) || coltype == COL_BOOLEAN;
+    if (aff == COL_TEXT)
+        return coltype == COL_TEXT;
+    return false;
+}
+
 int sql_apply_affinity(value *v, enum col_type aff)
 {
     size_t n;

@@ -1894,6 +1894,46 @@ static void keys_keep_their_insert_bytes(void)
     ldb_close(db);
 }
 
+/*
+ * A scalar subquery is proven single-row when a unique key is pinned or
+ * joined on, but only under an affinity that leaves the key's stored
+ * values as they are: an untyped key holds a text '1' and an integer 1,
+ * and a comparison with a TEXT (or INTEGER) column turns both into the
+ * same value, so both rows match. Such a subquery stays refused live
+ * (its view is re-evaluated), as one with a NOCASE equality on a BINARY
+ * key is.
+ */
+static void untyped_key_affinity(void)
+{
+    static const char schema[] =
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, x TEXT, y INTEGER);"
+        "CREATE TABLE a(k PRIMARY KEY, v INTEGER);"
+        "INSERT INTO a VALUES ('1', 10), (1, 20), (2, 30);"
+        "INSERT INTO t VALUES (1, '1', 1), (2, '2', 2);";
+    static const char *const sqls[] = {
+        "SELECT id, (SELECT v FROM a WHERE a.k = t.x) AS s FROM t",
+        "SELECT id, (SELECT v FROM a WHERE a.k = t.y) AS s FROM t",
+        "SELECT id, (SELECT a.v FROM t AS z JOIN a ON a.k = z.x WHERE z.id = t.id) AS s FROM t",
+        "SELECT id, (SELECT j.v FROM (SELECT z.id, a.v FROM t AS z JOIN a ON a.k = z.y) AS j "
+        "WHERE j.id = t.id) AS s FROM t",
+    };
+    ldb *db = open_db(schema);
+    char view[16];
+    for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++) {
+        ldb_live *q;
+        CHECKF(ldb_live_open(db, sqls[i], NULL, NULL, &q) == LDB_UNSUPPORTED, "%s", sqls[i]);
+        execf(db, "CREATE MATERIALIZED VIEW m%zu AS %s", i, sqls[i]);
+    }
+    for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++) {
+        EXEC(db, "DELETE FROM a WHERE k = '1'; INSERT INTO t VALUES (3, '2', 2)");
+        snprintf(view, sizeof view, "m%zu", i);
+        check_view(db, view, sqls[i]);
+        EXEC(db, "INSERT INTO a VALUES ('1', 11); DELETE FROM t WHERE id = 3");
+        check_view(db, view, sqls[i]);
+    }
+    ldb_close(db);
+}
+
 TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch),
           T(callback_inside_own_step),
           T(open_nomem_sweep), T(set_window_nomem_sweep), T(commit_nomem_sweep),
@@ -1906,4 +1946,5 @@ TEST_MAIN(T(read_callback_rules), T(change_callback_rules), T(close_in_own_batch
           T(top1_beside_null_correlation), T(subquery_join_key), T(full_join_nullable_keys),
           T(flat_exists_conjuncts), T(whole_key_joins), T(shared_cte_chains),
           T(shared_view_chains),
-          T(key_too_wide_messages), T(huge_plan_refused), T(keys_keep_their_insert_bytes))
+          T(key_too_wide_messages), T(huge_plan_refused), T(keys_keep_their_insert_bytes),
+          T(untyped_key_affinity))
