@@ -95,8 +95,14 @@ static int cmp_text(const value *a, const value *b, enum ldb_collation coll)
     return na < nb ? -1 : na > nb;
 }
 
+/* Containers share items by reference, so a value can be a DAG whose
+ * unfolded size is exponential in its depth (an array of two references
+ * to one array of two references ...): the same object compares equal
+ * without a walk. */
 static int cmp_array(const value *a, const value *b, enum ldb_collation coll)
 {
+    if (a->h.u.obj == b->h.u.obj)
+        return 0;
     size_t na, nb;
     const value *ia = value_items(a, &na), *ib = value_items(b, &nb);
     size_t n = na < nb ? na : nb;
@@ -111,6 +117,8 @@ static int cmp_array(const value *a, const value *b, enum ldb_collation coll)
 /* Records: field by field (name, then value); a prefix sorts first. */
 static int cmp_record(const value *a, const value *b, enum ldb_collation coll)
 {
+    if (a->h.u.obj == b->h.u.obj)
+        return 0;
     size_t na = value_nfields(a), nb = value_nfields(b);
     size_t n = na < nb ? na : nb;
     for (size_t i = 0; i < n; i++) {
@@ -222,6 +230,8 @@ static int identity_tiebreak(const value *a, const value *b)
     }
     case LDB_ARRAY:
     case LDB_RECORD: {
+        if (a->h.u.obj == b->h.u.obj)
+            return 0;
         size_t n = a->h.u.obj->len * (value_type(a) == LDB_RECORD ? 2 : 1);
         const value *ia = (const value *)(a->h.u.obj + 1);
         const value *ib = (const value *)(b->h.u.obj + 1);

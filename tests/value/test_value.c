@@ -401,5 +401,34 @@ static void format_into_buffer_without_memory(void)
     value_release(&v);
 }
 
+/* Items are shared by reference, so [x, x] with x = [y, y] ... is a DAG
+ * whose unfolded size is 2^depth: two such values built apart compare,
+ * hash and test equal through the shared objects (before, comparing them
+ * walked all 2^64 leaves, as an include of includes over two rows did). */
+static void shared_containers_compare_at_once(void)
+{
+    value leaf = value_int(7), a, b;
+    CHECK_INT(value_array(&a, &leaf, 1), LDB_OK);
+    for (int depth = 0; depth < 64; depth++) {
+        value two[2] = { a, a }, next;
+        CHECK_INT(value_array(&next, two, 2), LDB_OK);
+        if (depth == 63)
+            CHECK_INT(value_array(&b, two, 2), LDB_OK); /* equal, not the same object */
+        value_release(&a);
+        a = next;
+    }
+    CHECK(a.h.u.obj != b.h.u.obj);
+    CHECK_INT(value_cmp(&a, &b, LDB_COLL_BINARY), 0);
+    CHECK_INT(value_cmp(&a, &b, LDB_COLL_NOCASE), 0);
+    CHECK_INT(value_cmp_identity(&a, &b), 0);
+    CHECK(value_identical(&a, &b));
+    CHECK(value_eq(&a, &b, LDB_COLL_RTRIM));
+    CHECK(value_hash(&a, LDB_COLL_BINARY) == value_hash(&b, LDB_COLL_BINARY));
+    CHECK(value_mem(&a) == value_mem(&b));
+    value_release(&a);
+    value_release(&b);
+}
+
 TEST_MAIN(T(order_laws), T(exact_numbers), T(type_classes), T(collations), T(formats),
-          T(parse_numbers), T(rows), T(alloc_failures), T(format_into_buffer_without_memory))
+          T(parse_numbers), T(rows), T(alloc_failures), T(format_into_buffer_without_memory),
+          T(shared_containers_compare_at_once))
