@@ -73,9 +73,13 @@ static value obj_value(enum ldb_type type, vobj *o)
 static void summarize(value *v, const value *items, size_t n)
 {
     vsummary *sum = (vsummary *)value_summary(v);
+    /* items shared by reference count once per reference, so a DAG of
+     * depth 64 would wrap: saturate */
     uint64_t mem = sizeof(value) + sizeof(vobj) + sizeof(vsummary);
-    for (size_t i = 0; i < n; i++)
-        mem += value_mem(&items[i]);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t m = value_mem(&items[i]);
+        mem = m > UINT64_MAX - mem ? UINT64_MAX : mem + m;
+    }
     sum->mem = mem;
     sum->hash = value_hash_items(v, LDB_COLL_BINARY);
 }

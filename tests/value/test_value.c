@@ -425,6 +425,7 @@ static void shared_containers_compare_at_once(void)
     CHECK(value_eq(&a, &b, LDB_COLL_RTRIM));
     CHECK(value_hash(&a, LDB_COLL_BINARY) == value_hash(&b, LDB_COLL_BINARY));
     CHECK(value_mem(&a) == value_mem(&b));
+    CHECK(value_mem(&a) == SIZE_MAX); /* 2^64 references to count: saturated, not wrapped */
     value_release(&a);
     value_release(&b);
 }
