@@ -742,6 +742,30 @@ static int64_t tie_group(const struct wkey *k)
     return n;
 }
 
+/* Rows in tie groups larger than room (M.ord is in order, so groups are
+ * runs). The loader unloads whole groups only, each within one change's
+ * read budget, so such a group, loaded while the window reached it, can
+ * stay loaded after the window moves back up (a known limit: trimming
+ * inside a group needs the order the index does not serve). */
+static int64_t rows_in_groups_over(int64_t room)
+{
+    if (!M.lc->by_priority)
+        return 0;
+    int64_t total = 0, run = 0;
+    for (size_t i = 0; i <= M.n; i++) {
+        const struct mrow *r = i < M.n ? &M.rows[M.ord[i]] : NULL;
+        const struct mrow *p = i ? &M.rows[M.ord[i - 1]] : NULL;
+        bool same = p && r && p->null_created == r->null_created &&
+                    (r->null_created || p->created == r->created);
+        if (!same) {
+            total += run > room ? run : 0;
+            run = 0;
+        }
+        run++;
+    }
+    return total;
+}
+
 /* Rows the filter rejects after the old end of the window, up to the new. */
 static int64_t rejected_between(const struct wkey *from, const struct wkey *to)
 {
@@ -1027,8 +1051,13 @@ static void law_case_run(ldb *db, const struct law_case *lc, rng *r, int steps, 
             break;
         last = st.retained_rows;
     }
-    CHECKF(st.retained_rows <= (uint64_t)(6 * (M.offset + M.limit) + 150),
-           "%s: retains %llu rows", lc->select, (unsigned long long)st.retained_rows);
+    /* loaded rows are cut in whole tie groups (rows_in_groups_over) */
+    struct wkey end = window_end();
+    int64_t stuck = rows_in_groups_over(2 * (M.offset + M.limit) + tie_group(&end) + 1);
+    CHECKF(st.retained_rows <= (uint64_t)(6 * (M.offset + M.limit) + stuck + 150),
+           "%s: retains %llu rows (offset %lld, limit %lld, %lld in groups over a change's "
+           "budget)", lc->select, (unsigned long long)st.retained_rows, (long long)M.offset,
+           (long long)M.limit, (long long)stuck);
     compare_model(db, &live, steps, true);
     ldb_live_close(q);
     replica_free(&live);
