@@ -254,33 +254,9 @@ static int mark_presence(struct keyer *kc, struct keyed *side)
     return LDB_OK;
 }
 
-/*
- * True when every column of side's key is a plain-column join key of j
- * under a collation no coarser than the column's and an affinity that
- * leaves its stored values as they are: then distinct key values stay
- * distinct under the join's equality, and a row of the other side meets
- * at most one row of this side.
- */
-static bool joined_on_key(const struct plan *j, const struct keyed *side, bool right)
-{
-    for (uint32_t i = 0; i < side->n; i++) {
-        const struct plan_col *col = &side->plan->cols[side->cols[i]];
-        bool found = false;
-        for (uint32_t x = 0; x < j->u.join.nkeys && !found; x++) {
-            const struct join_key *jk = &j->u.join.keys[x];
-            const expr *e = right ? jk->right : jk->left;
-            found = e->kind == EXPR_COLUMN && e->u.index == side->cols[i] &&
-                    (jk->coll == LDB_COLL_BINARY || jk->coll == col->coll) &&
-                    sql_affinity_is_noop(jk->aff, col->type);
-        }
-        if (!found)
-            return false;
-    }
-    return true;
-}
-
 /* Which sides' keys make the join's: both, unless one side is joined on
- * its whole key and the other side's rows are never NULL-extended (each
+ * its whole key (plan_joined_on_key: its distinct key values stay distinct
+ * under the join's equality) and the other side's rows are never NULL-extended (each
  * of them is then in at most one output row). */
 static void key_sides(const struct plan *p, const struct keyed *l, const struct keyed *r,
                       bool *use_l, bool *use_r)
@@ -290,9 +266,9 @@ static void key_sides(const struct plan *p, const struct keyed *l, const struct 
     *use_r = kind != JOIN_SEMI && kind != JOIN_ANTI;
     if (!*use_r || kind == JOIN_FULL)
         return;
-    if (kind != JOIN_RIGHT && joined_on_key(p, r, true))
+    if (kind != JOIN_RIGHT && plan_joined_on_cols(p, true, r->plan, r->cols, r->n))
         *use_r = false;
-    else if (kind != JOIN_LEFT && joined_on_key(p, l, false))
+    else if (kind != JOIN_LEFT && plan_joined_on_cols(p, false, l->plan, l->cols, l->n))
         *use_l = false;
 }
 

@@ -101,7 +101,12 @@ static bool project_key(const struct plan *p, uint32_t *key, uint32_t *n)
 
 bool plan_joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk)
 {
-    const struct plan *side = right ? j->right : j->left;
+    return plan_joined_on_cols(j, right, right ? j->right : j->left, k, nk);
+}
+
+bool plan_joined_on_cols(const struct plan *j, bool right, const struct plan *side,
+                         const uint32_t *k, uint32_t nk)
+{
     for (uint32_t i = 0; i < nk; i++) {
         const struct plan_col *col = &side->cols[k[i]];
         bool found = false;

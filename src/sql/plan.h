@@ -323,6 +323,11 @@ bool plan_unique_key(const struct plan *p, uint32_t *key, uint32_t *n);
  * over an untyped column meets a text '1' and an integer 1).
  */
 bool plan_joined_on_key(const struct plan *j, bool right, const uint32_t *k, uint32_t nk);
+/* The same, with the key columns' metadata read from side, a plan whose
+ * columns start with those of j's side (it may add hidden ones past
+ * them, as a live query's keyed rewrite does). */
+bool plan_joined_on_cols(const struct plan *j, bool right, const struct plan *side,
+                         const uint32_t *k, uint32_t nk);
 
 /*
  * Lineage: true when output column col of p is a base table column
