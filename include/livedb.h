@@ -88,7 +88,10 @@ enum ldb_type {
     LDB_TEXT = 4,
     LDB_BLOB = 5,
     LDB_ARRAY = 6,
-    LDB_RECORD = 7
+    LDB_RECORD = 7,
+    LDB_LIVE = 8    /* a child live result in a row of a live query (a
+                       LIVE (query) column): read it with ldb_row_live; never
+                       a SQL value (it is not stored, compared or bound) */
 };
 
 /* Text collations. */
@@ -410,12 +413,62 @@ typedef struct ldb_live_stats {
     uint64_t retained_rows;  /* rows held by operators and the result */
     uint64_t retained_bytes;
     int64_t result_rows;
+    uint64_t child_results;  /* a query's active child live results (one per
+                                distinct bucket of each LIVE column); their
+                                rows and bytes are in retained_* */
 } ldb_live_stats;
 /* Fills *out (all zero for a NULL q); a NULL out is a no-op. */
 LDB_API void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out);
 /* Closes q. Allowed inside any live query callback (see ldb_change_fn).
- * NULL is a no-op. */
+ * NULL is a no-op, and so is a child live result (see below: release it
+ * if it was retained). */
 LDB_API void ldb_live_close(ldb_live *q);
+
+/*
+ * Child live results: a result column LIVE (query) of a live query (of
+ * its outermost SELECT, or of such a child's) holds, in each row, a child
+ * live result: an ldb_live of its own whose rows are the child query's
+ * for that row's values (docs/SQL.md, "Nested results"). Rows whose
+ * values the child reads are equal (compared as predicates compare) share
+ * one handle (the same pointer).
+ * - Its changes come in its own batches, through its own callback
+ *   (ldb_live_set_callback; none until one is set). A change of its rows
+ *   does not touch the parent row, whose cell names the same handle.
+ * - A parent row whose values change so that it reads another bucket
+ *   (the route moves) gets the handle of that bucket: a handle is never
+ *   retargeted.
+ * - Publication order within a commit: a query's own batch, then its
+ *   child handles' (parent columns before their children's, then in the
+ *   order the handles were made); every result of the commit is installed
+ *   before the first callback, so any read sees the whole commit. A new
+ *   handle's first batch (its rows, all inserts) comes in the commit that
+ *   made it, after the parent batch that shows it, so a parent callback
+ *   can set the child's callback in time.
+ * - Lifetime: a handle lives while a row of its parent refers to it. When
+ *   the last such row goes (or moves), its rows are deleted in one last
+ *   batch and then it is freed, unless the program retained it
+ *   (ldb_live_retain): then it stays valid, reads as empty and gets no
+ *   batch, until ldb_live_release. A later row with those values gets a
+ *   new handle. Closing the parent query frees its child handles; a
+ *   retained one stays valid (empty, no columns) until released, and
+ *   every handle is freed by ldb_close.
+ * - ldb_live_read, _count, _column_count, _column_name, _error and
+ *   _stats_get work on a child handle
+ *   (stats count the work of the whole query); ldb_live_set_window and
+ *   ldb_live_close do not apply (LDB_MISUSE / no-op).
+ */
+/* The child live result in column i of r (a row of a live query's batch
+ * or read), borrowed: valid during the callback, or longer if retained;
+ * NULL when column i is not a LIVE cell. */
+LDB_API ldb_live *ldb_row_live(const ldb_row *r, int i);
+/* Sets the callback of any live result (root or child); allowed inside
+ * callbacks. LDB_MISUSE for a NULL q. */
+LDB_API int ldb_live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx);
+/* The program's hold on a child live result (see above); LDB_MISUSE for
+ * NULL, a root query (owned by whoever opened it), or a release that was
+ * not retained. Allowed inside callbacks. */
+LDB_API int ldb_live_retain(ldb_live *q);
+LDB_API int ldb_live_release(ldb_live *q);
 
 /* ---- materialized views ------------------------------------------------------ */
 

@@ -214,7 +214,7 @@ int ldb_open(const char *path, ldb **out)
         return rc;
     }
     rc = store_open(&db->store);
-    if (!rc && (rc = live_registry_new(db->store, &db->live)))
+    if (!rc && (rc = live_registry_new(db->store, db, &db->live)))
         store_close(db->store);
     if (!rc && (rc = mv_registry_new(db->store, &db->funcs, &db->env, &db->mv))) {
         live_registry_free(db->live);
@@ -334,6 +334,11 @@ const char *ldb_value_text(const ldb_value *v, size_t *len)
 size_t ldb_value_format(const ldb_value *v, char *buf, size_t size)
 {
     value null = value_null();
+    if (ldb_value_type(v) == LDB_LIVE) { /* a child live result: live#<its number> */
+        int n = snprintf(buf, size, "live#%llu",
+                         (unsigned long long)live_child_id(live_cell_handle(val(v))));
+        return n < 0 ? 0 : (size_t)n;
+    }
     return value_format_buf(v ? val(v) : &null, buf, size);
 }
 

@@ -20,12 +20,8 @@
 
 static void release_stmt(void *owner) { ldb_finalize(owner); }
 
-/* The database of q: its private statement's. */
-static ldb *query_db(ldb_live *q)
-{
-    ldb_stmt *own = live_owner(q);
-    return own->db;
-}
+/* The database of q (root or child). */
+static ldb *query_db(ldb_live *q) { return live_db(q); }
 
 /* An error of the live layer; with ast (the query's text), at its offset
  * when it has one, as a one-shot statement reports it. */
@@ -233,6 +229,7 @@ void ldb_live_stats_get(ldb_live *q, ldb_live_stats *out)
     out->retained_rows = st.retained_rows;
     out->retained_bytes = st.retained_bytes;
     out->result_rows = st.result_rows;
+    out->child_results = st.child_results;
 }
 
 void ldb_live_close(ldb_live *q)
@@ -244,3 +241,44 @@ void ldb_live_close(ldb_live *q)
     live_close(q);
     db_unlock(db);
 }
+
+ldb_live *ldb_row_live(const ldb_row *r, int i)
+{
+    if (!r || i < 0 || (uint32_t)i >= r->n)
+        return NULL;
+    return live_cell_handle(&r->vals[i]);
+}
+
+int ldb_live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx)
+{
+    if (!q)
+        return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_lock(db);
+    live_set_callback(q, fn, ctx);
+    db_unlock(db);
+    return LDB_OK;
+}
+
+/* Retain or release, with ldb_errmsg saying why a misuse is one. */
+static int hold(ldb_live *q, bool retain)
+{
+    if (!q)
+        return LDB_MISUSE;
+    ldb *db = query_db(q);
+    db_lock(db);
+    db_clear_error(db);
+    int rc = retain ? live_retain(q) : live_release(q);
+    if (rc)
+        rc = db_error(db, rc, NULL, -1, "%s",
+                      !live_is_child(q) ? "only a child live result (LIVE (query)) is retained; "
+                                          "a query is closed by whoever opened it"
+                                        : "ldb_live_release of a child live result that was not "
+                                          "retained");
+    db_unlock(db);
+    return rc;
+}
+
+int ldb_live_retain(ldb_live *q) { return hold(q, true); }
+
+int ldb_live_release(ldb_live *q) { return hold(q, false); }

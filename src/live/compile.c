@@ -798,15 +798,59 @@ static int tie_by_key(plan_arena *pa, struct plan *sort, const struct keyed *k)
     return LDB_OK;
 }
 
-/*
- * Builds PROJECT(visible ++ hidden sort values ++ hidden key columns) over
- * LIMIT(SORT(keyed body)) and sets up the result set. Positions of the
- * sort values and keys in the output go to the result set.
- */
-static int assemble_root(struct compile *c, const struct root_shape *s, struct plan **out)
+/* The window of the root's ORDER BY ... LIMIT: its bounds, evaluated
+ * once (a child's LIMIT stays in its plan: one per capture tuple). */
+static int root_window(struct compile *c, const struct plan *limit)
 {
     struct live_program *prog = c->prog;
-    plan_arena *pa = &prog->pa;
+    int rc = eval_count(c, limit->u.limit.limit, DF_NO_LIMIT, &prog->limit);
+    if (!rc)
+        rc = eval_count(c, limit->u.limit.offset, 0, &prog->offset);
+    if (prog->limit < 0)
+        prog->limit = DF_NO_LIMIT;
+    if (prog->offset < 0)
+        prog->offset = 0;
+    return rc;
+}
+
+/* LIMIT(SORT(below)) as s has them, ties broken by the key k. */
+static int sort_and_limit(struct compile *c, const struct root_shape *s, const struct keyed *k,
+                          bool root, struct plan **below)
+{
+    plan_arena *pa = &c->prog->pa;
+    struct plan *so = plan_new(pa, PLAN_SORT, (*below)->ncols);
+    if (!so)
+        return LDB_NOMEM;
+    so->u = s->sort->u;
+    so->in = *below;
+    pb_copy_cols(so->cols, *below);
+    int rc = s->limit ? tie_by_key(pa, so, k) : LDB_OK;
+    *below = so;
+    if (rc || !s->limit)
+        return rc;
+    if (root && (rc = root_window(c, s->limit)))
+        return rc;
+    struct plan *li = plan_new(pa, PLAN_LIMIT, so->ncols);
+    if (!li)
+        return LDB_NOMEM;
+    li->u = s->limit->u;
+    li->in = so;
+    pb_copy_cols(li->cols, so);
+    *below = li;
+    if (root)
+        c->prog->root_limit = li;
+    return LDB_OK;
+}
+
+/*
+ * Builds PROJECT(visible ++ hidden sort values ++ hidden key columns) over
+ * LIMIT(SORT(keyed body)) for the root (root: its LIMIT is the window)
+ * or a LIVE child, and fills lay with where those columns are.
+ */
+static int assemble_output(struct compile *c, const struct root_shape *s, bool root,
+                           struct live_layout *lay, struct plan **out)
+{
+    plan_arena *pa = &c->prog->pa;
     struct keyed k;
     int rc = live_ensure_key(pa, s->body, &k);
     if (rc)
@@ -815,35 +859,10 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
     uint32_t nsort = s->sort ? s->sort->u.sort.nkeys : 0;
     if (nsort > RESULT_MAX_SORT)
         return cfail(c, LDB_UNSUPPORTED, "too many ORDER BY terms for a live query");
-    if (s->sort) {
-        struct plan *so = plan_new(pa, PLAN_SORT, below->ncols);
-        if (!so)
-            return LDB_NOMEM;
-        so->u = s->sort->u;
-        so->in = below;
-        pb_copy_cols(so->cols, below);
-        prog->nuser_sort = nsort;
-        if (s->limit && (rc = tie_by_key(pa, so, &k)))
-            return rc;
-        below = so;
-        if (s->limit) {
-            if ((rc = eval_count(c, s->limit->u.limit.limit, DF_NO_LIMIT, &prog->limit)) ||
-                (rc = eval_count(c, s->limit->u.limit.offset, 0, &prog->offset)))
-                return rc;
-            if (prog->limit < 0)
-                prog->limit = DF_NO_LIMIT;
-            if (prog->offset < 0)
-                prog->offset = 0;
-            struct plan *li = plan_new(pa, PLAN_LIMIT, below->ncols);
-            if (!li)
-                return LDB_NOMEM;
-            li->u = s->limit->u;
-            li->in = below;
-            pb_copy_cols(li->cols, below);
-            below = li;
-            prog->root_limit = li;
-        }
-    }
+    if (root)
+        c->prog->nuser_sort = nsort;
+    if (s->sort && (rc = sort_and_limit(c, s, &k, root, &below)))
+        return rc;
     /* output columns */
     const struct plan *vis = s->project ? s->project : s->body;
     uint32_t nvis = vis->ncols;
@@ -852,22 +871,23 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
     uint32_t n = nvis + nsort + k.n;
     expr **es = plan_alloc(pa, (n ? n : 1) * sizeof *es);
     struct plan_col *meta = plan_alloc(pa, (n ? n : 1) * sizeof *meta);
-    if (!es || !meta)
+    lay->names = plan_alloc(pa, (nvis ? nvis : 1) * sizeof *lay->names);
+    if (!es || !meta || !lay->names)
         return LDB_NOMEM;
     bool identity = !s->project;
     for (uint32_t i = 0; i < nvis; i++) {
         es[i] = s->project ? s->project->u.exprs[i] : xb_column(pa, i, &below->cols[i]);
         meta[i] = vis->cols[i];
+        lay->names[i] = vis->cols[i].name;
         if (!es[i])
             return LDB_NOMEM;
     }
-    struct result_sort_term terms[RESULT_MAX_SORT];
     uint32_t pos = nvis;
     for (uint32_t i = 0; i < nsort; i++) {
         const struct sort_key *sk = &s->sort->u.sort.keys[i];
-        terms[i] = (struct result_sort_term){ pos, sk->desc, sk->nulls_first, sk->coll };
+        lay->sort[i] = (struct result_sort_term){ pos, sk->desc, sk->nulls_first, sk->coll };
         if (identity && sk->e->kind == EXPR_COLUMN && sk->e->u.index < nvis) {
-            terms[i].col = sk->e->u.index;
+            lay->sort[i].col = sk->e->u.index;
             continue;
         }
         es[pos] = sk->e;
@@ -876,20 +896,18 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
         meta[pos].hidden = true;
         pos++;
     }
-    uint32_t keycols[KEYED_MAX];
-    enum ldb_collation keycoll[KEYED_MAX];
     for (uint32_t i = 0; i < k.n; i++) {
         uint32_t kc = k.cols[i];
-        keycoll[i] = below->cols[kc].coll;
+        lay->keycoll[i] = below->cols[kc].coll;
         if (identity && kc < nvis) {
-            keycols[i] = kc;
+            lay->key[i] = kc;
             continue;
         }
         if (!(es[pos] = xb_column(pa, kc, &below->cols[kc])))
             return LDB_NOMEM;
         meta[pos] = below->cols[kc];
         meta[pos].hidden = true;
-        keycols[i] = pos++;
+        lay->key[i] = pos++;
     }
     n = pos;
     /* a projection that only repeats the input's leading columns is left out */
@@ -903,19 +921,87 @@ static int assemble_root(struct compile *c, const struct root_shape *s, struct p
         if (!*out)
             return LDB_NOMEM;
     }
-    prog->nvisible = nvis;
-    prog->names = plan_alloc(pa, (nvis ? nvis : 1) * sizeof *prog->names);
-    if (!prog->names)
-        return LDB_NOMEM;
-    for (uint32_t i = 0; i < nvis; i++)
-        prog->names[i] = vis->cols[i].name;
-    prog->ncols = n;
-    prog->nkey = k.n;
-    memcpy(prog->key, keycols, k.n * sizeof *keycols);
-    memcpy(prog->keycoll, keycoll, k.n * sizeof *keycoll);
-    prog->nsort = nsort;
-    memcpy(prog->sort, terms, nsort * sizeof *terms);
+    lay->nvisible = nvis;
+    lay->ncols = n;
+    lay->nkey = k.n;
+    lay->nsort = nsort;
     return LDB_OK;
+}
+
+/* The PROJECT that computes an output's visible columns: its own, or the
+ * body's under DISTINCT, SORT and LIMIT. */
+static const struct plan *select_list(const struct root_shape *s)
+{
+    const struct plan *p = s->project ? s->project : s->body;
+    while (p->kind == PLAN_DISTINCT || p->kind == PLAN_SORT || p->kind == PLAN_LIMIT)
+        p = p->in;
+    return p->kind == PLAN_PROJECT ? p : NULL;
+}
+
+/* Registers the LIVE (query) columns of an output's select list as
+ * children of parent (LIVE_ROOT or a child's index) with their assembled
+ * plans, then their own LIVE columns: parents come first. */
+static int add_children(struct compile *c, const struct root_shape *s, uint32_t parent,
+                        uint32_t nvis)
+{
+    const struct plan *list = select_list(s);
+    for (uint32_t i = 0; list && i < nvis && i < list->ncols; i++) {
+        const expr *e = list->u.exprs[i];
+        if (e->kind != EXPR_SUBQUERY || e->u.sq.kind != SUBQ_LIVE)
+            continue;
+        struct root_shape cs;
+        if (peel_root(e->u.sq.plan, &cs))
+            return cfail(c, LDB_UNSUPPORTED,
+                         "LIMIT without ORDER BY picks arbitrary rows and cannot be kept "
+                         "live; add an ORDER BY");
+        struct live_child ch;
+        memset(&ch, 0, sizeof ch);
+        ch.bound = e->u.sq.plan;
+        ch.parent = parent;
+        ch.cell = i;
+        int rc = assemble_output(c, &cs, false, &ch.lay, &ch.plan);
+        if (!rc)
+            rc = vec_push(&c->prog->children, ch);
+        if (!rc)
+            rc = add_children(c, &cs, (uint32_t)c->prog->children.len - 1, ch.lay.nvisible);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+/* Each child's two outputs, compiled into the same graph as the root
+ * (shared nodes once). */
+static int compile_children(struct compile *c)
+{
+    struct live_program *prog = c->prog;
+    int rc = LDB_OK;
+    for (size_t i = 0; !rc && i < prog->children.len; i++) {
+        struct live_child *ch = &prog->children.data[i];
+        df_node *dom, *rows;
+        if (!ch->dom || !ch->rows)
+            return cfail(c, LDB_INTERNAL, "a LIVE (query) column was not decorrelated");
+        rc = compile_node(c, ch->dom, &dom);
+        if (!rc)
+            rc = compile_node(c, ch->rows, &rows);
+        if (!rc)
+            rc = df_output(prog->g, dom, &ch->dom_out);
+        if (!rc)
+            rc = df_output(prog->g, rows, &ch->rows_out);
+    }
+    return rc;
+}
+
+static int count_children_refs(struct compile *c)
+{
+    struct live_program *prog = c->prog;
+    int rc = LDB_OK;
+    for (size_t i = 0; !rc && i < prog->children.len; i++) {
+        rc = count_refs(c, prog->children.data[i].dom);
+        if (!rc)
+            rc = count_refs(c, prog->children.data[i].rows);
+    }
+    return rc;
 }
 
 static int too_large(struct compile *c)
@@ -940,7 +1026,9 @@ int live_compile(struct live_program *prog, struct eval_error *err)
     struct plan *root;
     int rc = df_graph_new(&prog->g);
     if (!rc)
-        rc = assemble_root(&c, &s, &root);
+        rc = assemble_output(&c, &s, true, &prog->lay, &root);
+    if (!rc)
+        rc = add_children(&c, &s, LIVE_ROOT, prog->lay.nvisible);
     if (!rc)
         rc = live_decorrelate(prog, root, &root, err);
     if (!rc)
@@ -948,10 +1036,14 @@ int live_compile(struct live_program *prog, struct eval_error *err)
     df_node *top;
     if (!rc)
         rc = count_refs(&c, root);
+    if (!rc)
+        rc = count_children_refs(&c);
     if (!rc && c.refs.ents.len > LIVE_MAX_NODES)
         rc = too_large(&c);
     if (!rc)
         rc = compile_node(&c, root, &top);
+    if (!rc)
+        rc = compile_children(&c);
     if (!rc)
         mark_lookup_tables(&c);
     if (!rc)

@@ -784,8 +784,17 @@ static expr *attach_in(struct attach *a, struct plan *ext, uint32_t dcol, struct
 
 static expr *attach_expr(struct attach *a, const expr *e);
 
-/* LIVE (query): the binder lets it through as a result column of a live
- * query; its handles are the next step of issue 12. */
+/* The LIVE (query) column whose subquery plan is bound, registered by the
+ * compiler from the select lists (compile.c, add_children); NULL for one
+ * written elsewhere. */
+static struct live_child *child_of(struct dc *d, const struct plan *bound)
+{
+    for (size_t i = 0; i < d->prog->children.len; i++)
+        if (d->prog->children.data[i].bound == bound)
+            return &d->prog->children.data[i];
+    return NULL;
+}
+
 static expr *refuse_live(struct attach *a, const expr *s)
 {
     if (a->d->err->code == LDB_OK) {
@@ -793,9 +802,34 @@ static expr *refuse_live(struct attach *a, const expr *s)
         a->d->err->has_off = true;
     }
     dc_fail(a->d, LDB_UNSUPPORTED,
-            "LIVE (query), a child live result, is not supported yet; "
-            "ARRAY (query) gives the child's rows as a value");
+            "LIVE (query) is supported only as a whole result column of a live query's "
+            "select list (or of a LIVE child's); ARRAY (query) gives the child's rows as a value");
     return NULL;
+}
+
+/* A child live result: the parent's cell is the capture tuple itself (a
+ * child change never touches it); the domain and the child's rows pushed
+ * over it, the tuple moved last, are the child's two outputs. */
+static expr *attach_live(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *dom,
+                         struct plan *pp, struct live_child *ch)
+{
+    plan_arena *pa = a->d->pa;
+    uint32_t n = pp->ncols;
+    expr **es = plan_alloc(pa, n * sizeof *es);
+    struct plan_col *meta = plan_alloc(pa, n * sizeof *meta);
+    if (!es || !meta)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t from = i + 1 < n ? i + 1 : 0;
+        if (!(es[i] = xb_column(pa, from, &pp->cols[from])))
+            return NULL;
+        meta[i] = pp->cols[from];
+    }
+    if (!(ch->rows = pb_project(pa, pp, es, n, meta)))
+        return NULL;
+    ch->dom = dom;
+    a->in = ext;
+    return xb_column(pa, dcol, &ext->cols[dcol]);
 }
 
 /* Attaches subquery s to a->in; returns the expression that replaces it. */
@@ -827,7 +861,10 @@ static expr *attach_one(struct attach *a, const expr *s)
     struct plan *dom = pb_distinct(pa, pb_project(pa, ext, &dref, 1, NULL));
     if (!dom)
         return NULL;
-    struct plan *pp = push_domain(d, sq->plan, dom);
+    struct live_child *ch = NULL;
+    if (sq->kind == SUBQ_LIVE && !(ch = child_of(d, sq->plan)))
+        return refuse_live(a, s);
+    struct plan *pp = push_domain(d, ch ? ch->plan : sq->plan, dom);
     if (!pp)
         return NULL;
     if ((a->rc = dc_plan(d, pp, &pp)))
@@ -836,7 +873,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     case SUBQ_SCALAR: return attach_scalar(a, ext, dcol, pp, sq);
     case SUBQ_EXISTS: return attach_exists(a, ext, dcol, pp);
     case SUBQ_IN: return attach_in(a, ext, dcol, pp, s);
-    case SUBQ_LIVE: return refuse_live(a, s);
+    case SUBQ_LIVE: return attach_live(a, ext, dcol, dom, pp, ch);
     }
     return NULL;
 }

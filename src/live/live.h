@@ -44,9 +44,11 @@ struct live_stats {
     size_t retained_rows;      /* rows held by operators and the result */
     size_t retained_bytes;
     int64_t result_rows;       /* rows in the current result */
+    uint64_t child_results;    /* active child live results (a root's) */
 };
 
-int live_registry_new(struct store *st, struct live_registry **out);
+/* user: the API's database, given back by live_db. */
+int live_registry_new(struct store *st, void *user, struct live_registry **out);
 /* Closes every query still open. */
 void live_registry_free(struct live_registry *reg);
 
@@ -76,8 +78,35 @@ void live_close(ldb_live *q);
  * function): the API then refuses writes, transaction control and
  * closing the database. */
 bool live_in_callback(const struct live_registry *reg);
-/* The owner given to live_open. */
+/* The owner given to live_open (NULL for a child live result). */
 void *live_owner(const ldb_live *q);
+/* The user given to live_registry_new (roots and child results alike). */
+void *live_db(const ldb_live *q);
+
+/* ---- child live results (LIVE (query)) ----------------------------------- */
+
+/* A LIVE cell as published rows show it: type LDB_LIVE, the child handle
+ * in the payload. It holds no reference and never enters the value layer
+ * (it exists only in the public views of rows). */
+static inline value live_cell_value(ldb_live *h)
+{
+    value v = { .h = { .type = LDB_LIVE, .u.i = (int64_t)(intptr_t)h } };
+    return v;
+}
+static inline ldb_live *live_cell_handle(const value *v)
+{
+    return v->h.type == LDB_LIVE ? (ldb_live *)(intptr_t)v->h.u.i : NULL;
+}
+bool live_is_child(const ldb_live *q);
+/* A child's activation number within its query (0 for a root). */
+uint64_t live_child_id(const ldb_live *q);
+/* The program's references to a child handle (LDB_MISUSE for a root, or
+ * a release without a retain). A released handle whose bucket has
+ * retired is freed once no callback runs. */
+int live_retain(ldb_live *q);
+int live_release(ldb_live *q);
+/* Sets q's callback (any handle, also from inside a callback). */
+void live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx);
 
 /* Moves an ORDER BY ... LIMIT window; the callback gets one batch. err
  * says why it failed: LDB_MISUSE (no window, a transaction, a callback),

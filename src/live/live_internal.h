@@ -13,6 +13,7 @@
 #define LDB_LIVE_INTERNAL_H
 
 #include "base/arena.h"
+#include "base/hmap.h"
 #include "base/vec.h"
 #include "dataflow/dataflow.h"
 #include "live/live.h"
@@ -51,6 +52,42 @@ struct live_partition {
 
 enum live_state { LIVE_OK, LIVE_FAILED };
 
+/* Where the columns of an output's rows are: visible columns, hidden
+ * order values, hidden key columns. */
+struct live_layout {
+    uint32_t ncols;            /* hidden ones included */
+    uint32_t nvisible;
+    const char **names;        /* of the visible columns */
+    uint32_t nkey;
+    uint32_t key[RESULT_MAX_KEY];
+    enum ldb_collation keycoll[RESULT_MAX_KEY];
+    uint32_t nsort;
+    struct result_sort_term sort[RESULT_MAX_SORT];
+};
+
+#define LIVE_ROOT UINT32_MAX
+
+/*
+ * A LIVE (query) column (issue 12, the seed's Collection-valued include).
+ * Its parent output (the root, or another child) carries in column cell
+ * the capture tuple of the child (an ARRAY, decorrelation's domain
+ * column); the graph has two more outputs for it: dom, the distinct
+ * tuples of the parent's rows (the active buckets), and rows, the child's
+ * rows for every active tuple, laid out as lay says with the tuple
+ * appended (column lay.ncols). The facade (child.c) keeps one child live
+ * result per active tuple.
+ */
+struct live_child {
+    const struct plan *bound;  /* the LIVE subquery's plan as bound */
+    struct plan *plan;         /* assembled: PROJECT(visible ++ order ++ key) */
+    uint32_t parent;           /* LIVE_ROOT or the parent's index */
+    uint32_t cell;             /* the parent's column holding the tuple */
+    struct plan *dom, *rows;   /* set by decorrelation */
+    df_node *dom_out, *rows_out;
+    df_batch dom_acc, rows_acc; /* output of the runs of one delta */
+    struct live_layout lay;
+};
+
 /*
  * A compiled query: the rewritten plan, the dataflow graph, the sources
  * that feed it, and where the key and order of its output rows are. Live
@@ -81,14 +118,8 @@ struct live_program {
     VEC(struct live_partition) partitions;
     VEC(struct table_index *) indexes; /* table indexes the graph reads */
 
-    uint32_t ncols;            /* output columns, hidden ones included */
-    uint32_t nvisible;         /* visible output columns */
-    const char **names;        /* their names */
-    uint32_t nkey;
-    uint32_t key[RESULT_MAX_KEY];
-    enum ldb_collation keycoll[RESULT_MAX_KEY];
-    uint32_t nsort;
-    struct result_sort_term sort[RESULT_MAX_SORT];
+    struct live_layout lay;    /* of the output rows */
+    VEC(struct live_child) children; /* LIVE (query) columns, parents first */
 
     enum live_state state;
     int errcode;
@@ -109,6 +140,8 @@ struct ldb_live {
         ldb_change *out;
         void *rows;
         value *keys;
+        value *cells;          /* rows with LIVE cells: before and after
+                                  rows' visible columns, handles filled */
     } views;
     struct subscription *sub;
     bool ordered;              /* the SELECT has its own ORDER BY: changes
@@ -117,14 +150,41 @@ struct ldb_live {
     bool closing;              /* closed from a callback: freed when the
                                   outermost callback returns */
     ldb_live *next_pending;
+    size_t reg_pos;            /* its index in reg->queries */
+    ldb_live *next_closed;     /* in reg->closed */
+
+    /* a root query with LIVE (query) columns (else NULL): */
+    struct live_buckets *buckets;
+
+    /* a child live result (LIVE (query)); see child.c */
+    bool is_child;
+    bool leaving;              /* its bucket retired: its last batch is staged */
+    bool gone;                 /* its bucket retired and that was published:
+                                  it gets no batch again */
+    bool touched;              /* in its root's buckets->touched */
+    uint32_t child;            /* its index in the program's children */
+    uint32_t retains;          /* ldb_live_retain minus ldb_live_release */
+    ldb_live *root;            /* its query; NULL once that is closed */
+    uint64_t id;               /* activation number within its query, from 1 */
+    row *dom;                  /* the domain row that activated it (its tuple) */
+};
+
+/* The child live results of one root query, per LIVE column. */
+struct live_buckets {
+    hmap *active;              /* per child: tuple hash -> ldb_live * */
+    VEC(ldb_live *) touched;   /* handles with a staged batch, publication order */
+    VEC(df_entry) scratch;     /* one handle's rows while staging */
+    uint64_t next_id;
 };
 
 struct live_registry {
     struct store *store;
     struct subscription *sub;  /* publication (the queries subscribe to
                                   their commits one by one) */
-    VEC(ldb_live *) queries;
+    VEC(ldb_live *) queries;   /* roots and child live results */
+    void *user;                /* given to live_registry_new */
     ldb_live *pending_head, *pending_tail;
+    ldb_live *closed;          /* closed, to free once no callback runs */
     bool publishing;           /* on_change callbacks are running */
     uint32_t reading;          /* ldb_live_read scans under way */
 };
@@ -159,11 +219,63 @@ int live_arrange_table(struct live_program *prog, df_node *in, struct table *t, 
                        const enum ldb_collation *colls, uint32_t n,
                        const expr *const *filters, uint32_t nfilters, df_node **out);
 
+/* ---- child.c ------------------------------------------------------------------- */
+
+/* Makes q->buckets when q's program has LIVE columns. */
+int live_children_init(ldb_live *q);
+/* Stages the program's child outputs into the child live results
+ * (activations, retirements, rows); LDB_NOMEM, LDB_CONSTRAINT,
+ * LDB_INTERNAL fail the query. */
+int live_children_stage(ldb_live *q);
+/* Installs what live_children_stage staged. */
+int live_children_install(ldb_live *q);
+/* Whether an installed commit gives a child a batch or retires one. */
+bool live_children_have_batches(const ldb_live *q);
+/* Drops what was staged (the commit did not happen, or the query failed). */
+void live_children_discard(ldb_live *q);
+/* Calls the touched handles' callbacks (after q's own), then releases the
+ * handles whose bucket retired. */
+void live_children_publish(ldb_live *q);
+/* Pushes the negation of every active handle's rows and tuple into prog's
+ * child outputs (a rebuild: the new program's hydration minus this). */
+int live_children_negate(ldb_live *q, struct live_program *prog);
+/* At q's close: frees its handles, or detaches the retained ones. */
+void live_children_free(ldb_live *q);
+/* Frees a child handle (gone or detached, not retained). */
+void live_child_free(ldb_live *h);
+
+/* ---- query.c (for child.c) --------------------------------------------------- */
+
+/* Reserves the public views of q's staged batch of n changes. */
+int live_views_reserve(ldb_live *q, size_t n);
+/* Drops q's staged or installed batch and its views. */
+void live_batch_drop(ldb_live *q);
+/* Calls q's callback with its installed batch. */
+void live_publish_batch(ldb_live *q);
+/* Marks q closed: freed once no callback runs. */
+void live_mark_closed(ldb_live *q);
+/* Adds q to / removes it from the registry's list. */
+int live_registry_add(struct live_registry *reg, ldb_live *q);
+void live_registry_remove(struct live_registry *reg, ldb_live *q);
+/* The layout of q's rows (root or child). */
+const struct live_layout *live_layout_of(const ldb_live *q);
+/* The handles that the LIVE cells of row r (of q's output) refer to, as
+ * public cell values in dst[0..nvisible) (the other columns copied). */
+void live_cells_fill(const ldb_live *q, const row *r, value *dst);
+/* Whether q's rows have LIVE cells. */
+bool live_has_cells(const ldb_live *q);
+
 /* ---- decorrelate.c ------------------------------------------------------- */
 
 /* Replaces every subquery in p's tree by joins; *out is the new tree. */
 int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **out,
                      struct eval_error *err);
+
+/* ---- program.c ----------------------------------------------------------------- */
+
+/* Whether a run left output (root or children) not yet read. */
+bool live_program_has_output(const struct live_program *prog);
+void live_program_clear_output(struct live_program *prog);
 
 /* ---- evaluation helpers (compile.c) ------------------------------------------ */
 

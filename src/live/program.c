@@ -59,6 +59,11 @@ void live_program_free(struct live_program *prog)
         window_loader_free(prog->sources.data[i].loader);
     df_graph_free(prog->g);
     df_batch_free(&prog->acc);
+    for (size_t i = 0; i < prog->children.len; i++) {
+        df_batch_free(&prog->children.data[i].dom_acc);
+        df_batch_free(&prog->children.data[i].rows_acc);
+    }
+    vec_free(&prog->children);
     vec_free(&prog->sources);
     vec_free(&prog->values);
     vec_free(&prog->partitions);
@@ -73,20 +78,45 @@ void live_program_free(struct live_program *prog)
 
 /* ---- runs ------------------------------------------------------------------------- */
 
-/* One graph run; its output joins the accumulated output. */
+static int collect(df_batch *acc, const df_node *out)
+{
+    size_t n;
+    const df_entry *d = df_output_delta(out, &n);
+    for (size_t i = 0; i < n; i++) {
+        int rc = df_batch_push(acc, d[i].r, d[i].w);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+/* One graph run; its outputs join the accumulated outputs. */
 static int run_once(struct live_program *prog)
 {
     int rc = df_run(prog->g);
     if (rc)
         return rc;
     prog->stats.runs++;
-    size_t n;
-    const df_entry *d = df_output_delta(prog->out, &n);
-    for (size_t i = 0; i < n; i++)
-        if ((rc = df_batch_push(&prog->acc, d[i].r, d[i].w)))
-            return rc;
+    rc = collect(&prog->acc, prog->out);
+    for (size_t i = 0; !rc && i < prog->children.len; i++) {
+        struct live_child *ch = &prog->children.data[i];
+        rc = collect(&ch->dom_acc, ch->dom_out);
+        if (!rc)
+            rc = collect(&ch->rows_acc, ch->rows_out);
+    }
     df_clear_deltas(prog->g);
-    return LDB_OK;
+    return rc;
+}
+
+static int consolidate_all(struct live_program *prog)
+{
+    int rc = df_batch_consolidate(&prog->acc);
+    for (size_t i = 0; !rc && i < prog->children.len; i++) {
+        rc = df_batch_consolidate(&prog->children.data[i].dom_acc);
+        if (!rc)
+            rc = df_batch_consolidate(&prog->children.data[i].rows_acc);
+    }
+    return rc;
 }
 
 /* Runs until no window loader wants more rows; consolidates the output. */
@@ -108,7 +138,7 @@ static int run_to_settle(struct live_program *prog)
         }
     }
     if (!rc && several)
-        rc = df_batch_consolidate(&prog->acc);
+        rc = consolidate_all(prog);
     return rc;
 }
 
@@ -169,6 +199,23 @@ int live_program_push_negated(struct live_program *prog, const struct delta *d, 
     return rc ? failed(prog, rc) : LDB_OK;
 }
 
+bool live_program_has_output(const struct live_program *prog)
+{
+    bool any = prog->acc.len > 0;
+    for (size_t i = 0; !any && i < prog->children.len; i++)
+        any = prog->children.data[i].dom_acc.len || prog->children.data[i].rows_acc.len;
+    return any;
+}
+
+void live_program_clear_output(struct live_program *prog)
+{
+    df_batch_clear(&prog->acc);
+    for (size_t i = 0; i < prog->children.len; i++) {
+        df_batch_clear(&prog->children.data[i].dom_acc);
+        df_batch_clear(&prog->children.data[i].rows_acc);
+    }
+}
+
 int live_program_trim(struct live_program *prog)
 {
     if (prog->state != LIVE_OK)
@@ -183,9 +230,9 @@ int live_program_trim(struct live_program *prog)
     }
     if (!rc && any)
         rc = run_to_settle(prog);
-    if (!rc && prog->acc.len)
+    if (!rc && live_program_has_output(prog))
         rc = LDB_INTERNAL; /* the unloaded rows were not past the window */
-    df_batch_clear(&prog->acc);
+    live_program_clear_output(prog);
     if (rc == LDB_INTERNAL)
         return live_fail(prog, rc, "a window trim changed the result");
     return rc ? failed(prog, rc) : LDB_OK;
@@ -228,8 +275,8 @@ bool live_program_reads_index(const struct live_program *prog, const struct tabl
 
 void live_program_layout(const struct live_program *prog, struct live_program_layout *out)
 {
-    *out = (struct live_program_layout){ prog->ncols, prog->nvisible, prog->nkey, prog->key,
-                                         prog->keycoll };
+    *out = (struct live_program_layout){ prog->lay.ncols, prog->lay.nvisible, prog->lay.nkey,
+                                         prog->lay.key, prog->lay.keycoll };
 }
 
 df_batch *live_program_output(struct live_program *prog) { return &prog->acc; }

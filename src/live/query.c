@@ -37,12 +37,13 @@ static void on_published(void *ctx, struct store *s);
 
 static const struct store_hooks registry_hooks = { .published = on_published };
 
-int live_registry_new(struct store *st, struct live_registry **out)
+int live_registry_new(struct store *st, void *user, struct live_registry **out)
 {
     struct live_registry *reg = mem_calloc(1, sizeof *reg);
     if (!reg)
         return LDB_NOMEM;
     reg->store = st;
+    reg->user = user;
     int rc = store_subscribe(st, SUB_COMMIT, &registry_hooks, reg, &reg->sub);
     if (rc) {
         mem_free(reg);
@@ -65,15 +66,24 @@ void live_registry_free(struct live_registry *reg)
     mem_free(reg);
 }
 
-static void registry_remove(struct live_registry *reg, ldb_live *q)
+int live_registry_add(struct live_registry *reg, ldb_live *q)
 {
-    for (size_t i = 0; i < reg->queries.len; i++) {
-        if (reg->queries.data[i] == q) {
-            reg->queries.data[i] = vec_last(&reg->queries);
-            reg->queries.len--;
-            return;
-        }
-    }
+    int rc = vec_reserve(&reg->queries, 1);
+    if (rc)
+        return rc;
+    q->reg_pos = reg->queries.len;
+    reg->queries.data[reg->queries.len++] = q;
+    return LDB_OK;
+}
+
+void live_registry_remove(struct live_registry *reg, ldb_live *q)
+{
+    size_t i = q->reg_pos;
+    if (i >= reg->queries.len || reg->queries.data[i] != q)
+        return;
+    reg->queries.data[i] = vec_last(&reg->queries);
+    reg->queries.data[i]->reg_pos = i;
+    reg->queries.len--;
 }
 
 /* ---- applying ---------------------------------------------------------------------- */
@@ -83,42 +93,52 @@ struct change_views {
     struct ldb_row key, before, after;
 };
 
-/* Drops a staged or installed batch and its public views. */
-static void drop_batch(ldb_live *q)
+void live_batch_drop(ldb_live *q)
 {
     result_discard(&q->rs);
     mem_free(q->views.out);
     mem_free(q->views.rows);
     mem_free(q->views.keys);
+    mem_free(q->views.cells);
     memset(&q->views, 0, sizeof q->views);
 }
 
 /* The memory the public views of n changes need, taken when they are
- * staged, so that publishing a result once installed cannot fail. */
-static int reserve_views(ldb_live *q, size_t n)
+ * staged, so that publishing a result once installed cannot fail. A
+ * child's callback may be set during the publication that shows it, so a
+ * child's views are always reserved. */
+int live_views_reserve(ldb_live *q, size_t n)
 {
-    if (n == 0 || !q->fn)
+    if (n == 0 || (!q->fn && !q->is_child))
         return LDB_OK;
     q->views.out = mem_alloc(n * sizeof *q->views.out);
     q->views.rows = mem_alloc(n * sizeof(struct change_views));
     q->views.keys = mem_alloc((n * q->rs.nkey + 1) * sizeof *q->views.keys);
-    return q->views.out && q->views.rows && q->views.keys ? LDB_OK : LDB_NOMEM;
+    if (live_has_cells(q))
+        q->views.cells = mem_alloc((2 * n * live_layout_of(q)->nvisible + 1) *
+                                   sizeof *q->views.cells);
+    bool cells = q->views.cells || !live_has_cells(q);
+    return q->views.out && q->views.rows && q->views.keys && cells ? LDB_OK : LDB_NOMEM;
 }
 
 /* Stages the program's accumulated output as the result's next changes. */
 static int stage(ldb_live *q)
 {
     struct live_program *prog = q->p;
-    drop_batch(q);
+    live_batch_drop(q);
     int rc = result_stage(&q->rs, prog->acc.e, prog->acc.len);
     df_batch_clear(&prog->acc);
-    if (rc == LDB_CONSTRAINT)
-        return live_fail(prog, rc, "two different rows have the same result key");
     if (!rc)
-        rc = reserve_views(q, q->rs.staged.len);
+        rc = live_views_reserve(q, q->rs.staged.len);
+    if (!rc)
+        rc = live_children_stage(q);
+    live_program_clear_output(prog);
     if (rc) {
-        drop_batch(q);
-        return live_fail(prog, rc, rc == LDB_NOMEM ? "out of memory" : NULL);
+        live_batch_drop(q);
+        live_children_discard(q);
+        return live_fail(prog, rc, rc == LDB_NOMEM       ? "out of memory"
+                                   : rc == LDB_CONSTRAINT ? "two different rows have the same result key"
+                                                          : NULL);
     }
     return LDB_OK;
 }
@@ -165,6 +185,8 @@ static void rebuild(ldb_live *q)
         rc = result_scan(&q->rs, negate_visit, &prog->acc);
     if (!rc)
         rc = df_batch_consolidate(&prog->acc);
+    if (!rc)
+        rc = live_children_negate(q, prog);
     if (rc) {
         live_fail(old, rc, prog->state != LIVE_OK ? prog->err.msg : NULL);
         live_program_free(prog);
@@ -215,41 +237,48 @@ static void enqueue(struct live_registry *reg, ldb_live *q)
  * and the query failed (its graph is already past that result). */
 static int install(ldb_live *q)
 {
-    if (result_commit(&q->rs)) {
-        drop_batch(q);
+    if (result_commit(&q->rs) || live_children_install(q)) {
+        live_batch_drop(q);
+        live_children_discard(q);
         return live_fail(q->p, LDB_NOMEM, "out of memory");
     }
     return LDB_OK;
+}
+
+/* Whether an installed commit has anything to publish (or retire). */
+static bool has_batches(const ldb_live *q)
+{
+    size_t n;
+    result_changes(&q->rs, &n);
+    return n > 0 || live_children_have_batches(q);
 }
 
 static void on_commit_finish(void *ctx, struct store *s, bool committed)
 {
     (void)s;
     ldb_live *q = ctx;
-    size_t n;
-    result_changes(&q->rs, &n);
     if (q->p->state != LIVE_OK)
         return;
-    if (n == 0) {
+    if (!has_batches(q)) {
         if (committed)
             trim_windows(q); /* rows may have entered a window's prefix past it */
         return;
     }
     if (!committed) {
         /* the graph advanced for a commit that did not happen */
-        drop_batch(q);
+        live_batch_drop(q);
+        live_children_discard(q);
         live_fail(q->p, LDB_ERROR, "the commit this query prepared for was cancelled");
         return;
     }
     if (install(q) == LDB_OK) {
-        result_changes(&q->rs, &n);
-        if (n) {
+        if (has_batches(q)) {
             enqueue(q->reg, q); /* trimmed once published */
             return;
         }
         trim_windows(q);
     }
-    drop_batch(q); /* nothing to report, or the query failed */
+    live_batch_drop(q); /* nothing to report, or the query failed */
 }
 
 /* No rollback hook: live queries consume only committed changes (and
@@ -262,19 +291,30 @@ static const struct store_hooks live_hooks = {
 
 /* ---- publication ---------------------------------------------------------------------- */
 
-/* Calls q's callback with its installed batch (views reserved when it
- * was staged). */
-static void publish(ldb_live *q)
+/* A row's public view: its visible columns, or a copy of them with its
+ * LIVE cells made handles (at cells, when the rows have any). */
+static struct ldb_row row_view(const ldb_live *q, const row *r, uint32_t nvis, value *cells)
+{
+    if (!r)
+        return (struct ldb_row){ NULL, nvis };
+    if (!cells)
+        return (struct ldb_row){ r->cols, nvis };
+    live_cells_fill(q, r, cells);
+    return (struct ldb_row){ cells, nvis };
+}
+
+void live_publish_batch(ldb_live *q)
 {
     size_t n;
     const struct result_change *chs = result_changes(&q->rs, &n);
-    if (n == 0 || !q->fn || q->p->state != LIVE_OK)
+    if (n == 0 || !q->fn)
         return;
     uint32_t nkey = q->rs.nkey;
     ldb_change *out = q->views.out;
     struct change_views *views = q->views.rows;
     value *keys = q->views.keys;
-    uint32_t nvis = q->p->nvisible;
+    uint32_t nvis = live_layout_of(q)->nvisible;
+    value *cells = q->views.cells;
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
         struct change_views *v = &views[i];
@@ -282,8 +322,8 @@ static void publish(ldb_live *q)
         for (uint32_t j = 0; j < nkey; j++)
             k[j] = c->named->cols[q->rs.key[j]]; /* borrowed views, no references */
         v->key = (struct ldb_row){ k, nkey };
-        v->before = (struct ldb_row){ c->before ? c->before->cols : NULL, nvis };
-        v->after = (struct ldb_row){ c->after ? c->after->cols : NULL, nvis };
+        v->before = row_view(q, c->before, nvis, cells ? cells + 2 * i * nvis : NULL);
+        v->after = row_view(q, c->after, nvis, cells ? cells + (2 * i + 1) * nvis : NULL);
         out[i] = (ldb_change){
             .kind = c->kind == RESULT_INSERT   ? LDB_CHANGE_INSERT
                     : c->kind == RESULT_DELETE ? LDB_CHANGE_DELETE
@@ -310,11 +350,20 @@ static void free_closed(struct live_registry *reg)
 {
     if (in_callback(reg))
         return;
-    for (size_t i = reg->queries.len; i-- > 0;) {
-        ldb_live *q = reg->queries.data[i];
-        if (q->closing)
-            query_free(q);
+    while (reg->closed) {
+        ldb_live *q = reg->closed;
+        reg->closed = q->next_closed;
+        query_free(q);
     }
+}
+
+void live_mark_closed(ldb_live *q)
+{
+    if (q->closing)
+        return;
+    q->closing = true;
+    q->next_closed = q->reg->closed;
+    q->reg->closed = q;
 }
 
 /* The commit is complete: the batches it installed are published, in
@@ -332,9 +381,10 @@ static void on_published(void *ctx, struct store *s)
         if (!reg->pending_head)
             reg->pending_tail = NULL;
         q->pending = false;
-        if (!q->closing)
-            publish(q);
-        drop_batch(q);
+        if (!q->closing && q->p->state == LIVE_OK)
+            live_publish_batch(q);
+        live_batch_drop(q);
+        live_children_publish(q);
         if (!q->closing)
             trim_windows(q);
     }
@@ -353,8 +403,10 @@ static int deliver(ldb_live *q)
 {
     struct live_registry *reg = q->reg;
     reg->publishing = true;
-    publish(q);
-    drop_batch(q);
+    if (q->p->state == LIVE_OK)
+        live_publish_batch(q);
+    live_batch_drop(q);
+    live_children_publish(q);
     reg->publishing = false;
     int rc = q->closing ? LDB_ABORT : trim_windows(q);
     free_closed(reg);
@@ -366,9 +418,14 @@ static int deliver(ldb_live *q)
 static void query_free(ldb_live *q)
 {
     struct live_registry *reg = q->reg;
+    if (q->is_child) {
+        live_child_free(q);
+        return;
+    }
     if (q->sub)
         store_unsubscribe(reg->store, q->sub);
-    registry_remove(reg, q);
+    live_children_free(q);
+    live_registry_remove(reg, q);
     if (q->pending) {
         /* unlink from the pending list */
         ldb_live **pp = &reg->pending_head, *prev = NULL;
@@ -382,7 +439,7 @@ static void query_free(ldb_live *q)
             reg->pending_tail = prev;
     }
     live_program_free(q->p);
-    drop_batch(q);
+    live_batch_drop(q);
     result_free(&q->rs);
     if (q->release)
         q->release(q->owner);
@@ -391,10 +448,10 @@ static void query_free(ldb_live *q)
 
 void live_close(ldb_live *q)
 {
-    if (!q)
+    if (!q || q->is_child)
         return;
     if (in_callback(q->reg)) {
-        q->closing = true; /* freed when the outermost callback returns */
+        live_mark_closed(q); /* freed when the outermost callback returns */
         return;
     }
     query_free(q);
@@ -408,8 +465,11 @@ static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval
     if (rc)
         return rc;
     struct live_program *prog = q->p;
-    rc = result_init(&q->rs, prog->key, prog->keycoll, prog->nkey, prog->sort, prog->nsort,
-                     prog->nvisible, q->ordered);
+    const struct live_layout *lay = &prog->lay;
+    rc = result_init(&q->rs, lay->key, lay->keycoll, lay->nkey, lay->sort, lay->nsort,
+                     lay->nvisible, q->ordered);
+    if (!rc)
+        rc = live_children_init(q);
     if (!rc)
         rc = store_subscribe(q->reg->store, SUB_COMMIT, &live_hooks, q, &q->sub);
     if (!rc)
@@ -421,7 +481,7 @@ static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval
     if (!rc) /* before anything is published: a failure leaves nothing */
         rc = trim_windows(q);
     if (rc) {
-        drop_batch(q);
+        live_batch_drop(q);
         live_error_out(err, rc, prog->state != LIVE_OK ? prog->err.msg : ldb_errstr(rc));
     }
     return rc;
@@ -440,7 +500,7 @@ int live_open(struct live_registry *reg, struct plan *plan, bool ordered, const 
         rc = live_error_out(err, LDB_MISUSE,
                             "a live query cannot be opened from inside a live query callback");
     ldb_live *q = rc ? NULL : mem_calloc(1, sizeof *q);
-    if (!rc && (!q || vec_reserve(&reg->queries, 1))) {
+    if (!rc && (!q || live_registry_add(reg, q))) {
         mem_free(q);
         q = NULL;
         rc = live_error_out(err, LDB_NOMEM, "out of memory");
@@ -457,7 +517,6 @@ int live_open(struct live_registry *reg, struct plan *plan, bool ordered, const 
     q->ordered = ordered;
     q->release = release;
     q->owner = owner;
-    reg->queries.data[reg->queries.len++] = q;
     if ((rc = start(q, params, nparams, err))) {
         query_free(q);
         return rc;
@@ -480,56 +539,131 @@ struct read_ctx {
     const ldb_live *q;
     ldb_row_fn fn;
     void *ctx;
+    uint32_t nvis;
+    value *cells; /* rows with LIVE cells: one row's view */
 };
 
 static int read_visit(void *ctx, row *r, int64_t pos)
 {
     (void)pos;
     struct read_ctx *rc = ctx;
-    struct ldb_row view = { r->cols, rc->q->p->nvisible };
+    struct ldb_row view = row_view(rc->q, r, rc->nvis, rc->cells);
     return rc->fn(rc->ctx, &view) ? LDB_ABORT : LDB_OK;
+}
+
+/* A child that left its bucket has no rows; once its query is closed,
+ * no layout either. */
+static bool detached(const ldb_live *q) { return q->is_child && (!q->root || q->gone); }
+
+/* The program that computes q's rows (a child's: its root's). */
+static const struct live_program *program_of(const ldb_live *q)
+{
+    return q->is_child ? (q->root ? q->root->p : NULL) : q->p;
 }
 
 int live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
 {
-    struct read_ctx rc = { q, fn, ctx };
+    if (detached(q))
+        return LDB_OK;
+    struct read_ctx rc = { q, fn, ctx, live_layout_of(q)->nvisible, NULL };
+    if (live_has_cells(q) && !(rc.cells = mem_alloc((rc.nvis + 1) * sizeof *rc.cells)))
+        return LDB_NOMEM;
     struct live_registry *reg = q->reg;
     reg->reading++; /* the scan's result must not change under it */
     int code = result_scan(&q->rs, read_visit, &rc);
     reg->reading--;
+    mem_free(rc.cells);
     free_closed(reg);
     return code;
 }
 
-int64_t live_count(const ldb_live *q) { return q->rs.rows; }
+int64_t live_count(const ldb_live *q) { return detached(q) ? 0 : q->rs.rows; }
 
 int live_error(const ldb_live *q, const char **msg)
 {
-    const struct live_program *prog = q->p;
+    const struct live_program *prog = program_of(q);
+    bool ok = !prog || prog->state == LIVE_OK;
     if (msg)
-        *msg = prog->state == LIVE_OK ? NULL : prog->err.msg;
-    return prog->state == LIVE_OK ? LDB_OK : prog->errcode;
+        *msg = ok ? NULL : prog->err.msg;
+    return ok ? LDB_OK : prog->errcode;
+}
+
+/* The result rows and bytes of q's child handles. */
+static void children_stats(const ldb_live *q, struct live_stats *out)
+{
+    for (size_t i = 0; q->buckets && i < q->reg->queries.len; i++) {
+        const ldb_live *h = q->reg->queries.data[i];
+        if (!h->is_child || h->root != q || h->gone)
+            continue;
+        out->retained_rows += (size_t)h->rs.rows;
+        out->retained_bytes += result_bytes(&h->rs) + sizeof *h;
+        out->child_results++;
+    }
 }
 
 void live_stats(const ldb_live *q, struct live_stats *out)
 {
-    const struct live_program *prog = q->p;
+    const struct live_program *prog = program_of(q);
+    memset(out, 0, sizeof *out);
+    if (!prog)
+        return;
     *out = prog->stats;
     struct df_counters c;
     df_graph_counters(prog->g, &c);
     out->rows_processed = c.rows_in;
-    out->retained_rows = c.retained_rows + (size_t)q->rs.rows;
-    out->retained_bytes = c.retained_bytes + result_bytes(&q->rs);
-    out->result_rows = q->rs.rows;
+    out->retained_rows = q->is_child ? 0 : c.retained_rows;
+    out->retained_bytes = q->is_child ? 0 : c.retained_bytes;
+    out->retained_rows += detached(q) ? 0 : (size_t)q->rs.rows;
+    out->retained_bytes += detached(q) ? 0 : result_bytes(&q->rs);
+    out->result_rows = live_count(q);
+    if (!q->is_child)
+        children_stats(q, out);
 }
 
 void *live_owner(const ldb_live *q) { return q->owner; }
 
-uint32_t live_columns(const ldb_live *q) { return q->p->nvisible; }
+void *live_db(const ldb_live *q) { return q->reg->user; }
+
+uint32_t live_columns(const ldb_live *q)
+{
+    const struct live_layout *lay = q->is_child && !q->root ? NULL : live_layout_of(q);
+    return lay ? lay->nvisible : 0;
+}
 
 const char *live_column_name(const ldb_live *q, uint32_t i)
 {
-    return i < q->p->nvisible ? q->p->names[i] : NULL;
+    return i < live_columns(q) ? live_layout_of(q)->names[i] : NULL;
+}
+
+/* ---- child handles ------------------------------------------------------------------------- */
+
+bool live_is_child(const ldb_live *q) { return q->is_child; }
+
+uint64_t live_child_id(const ldb_live *q) { return q->id; }
+
+int live_retain(ldb_live *q)
+{
+    if (!q->is_child || q->retains == UINT32_MAX)
+        return LDB_MISUSE;
+    q->retains++;
+    return LDB_OK;
+}
+
+int live_release(ldb_live *q)
+{
+    if (!q->is_child || q->retains == 0)
+        return LDB_MISUSE;
+    if (--q->retains == 0 && detached(q)) {
+        live_mark_closed(q);
+        free_closed(q->reg);
+    }
+    return LDB_OK;
+}
+
+void live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx)
+{
+    q->fn = fn;
+    q->ctx = ctx;
 }
 
 /* ---- windows ----------------------------------------------------------------------------------- */
@@ -537,7 +671,7 @@ const char *live_column_name(const ldb_live *q, uint32_t i)
 int live_set_window(ldb_live *q, int64_t offset, int64_t limit, struct eval_error *err)
 {
     struct live_program *prog = q->p;
-    if (!prog->window || !q->ordered)
+    if (q->is_child || !prog->window || !q->ordered)
         return live_error_out(err, LDB_MISUSE,
                               "only a query with ORDER BY ... LIMIT has a window to move");
     if (store_in_explicit_transaction(q->reg->store))

@@ -462,6 +462,26 @@ static struct table_index *pick_index(struct table *t, const struct order_term *
     return NULL;
 }
 
+/* A LIVE (query) child reads the window's rows only: its domain must be
+ * computed above the LIMIT (else a trim would retire its buckets), and
+ * its own plan must not scan the bounded table. */
+static int children_allow_bound(const struct live_program *prog, const struct plan *lim,
+                                const struct table *t, bool *out)
+{
+    *out = true;
+    for (size_t i = 0; *out && i < prog->children.len; i++) {
+        const struct live_child *ch = &prog->children.data[i];
+        uint32_t above, scans;
+        int rc = paths_to(ch->dom, is_node, lim, &above);
+        if (!rc)
+            rc = paths_to(ch->plan, is_scan_of, t, &scans);
+        if (rc)
+            return rc;
+        *out = above > 0 && scans == 0;
+    }
+    return LDB_OK;
+}
+
 int live_window_plan(struct live_program *prog, const struct plan *root)
 {
     const struct plan *lim = prog->root_limit;
@@ -494,6 +514,9 @@ int live_window_plan(struct live_program *prog, const struct plan *root)
     struct table *t = scan->u.scan.table;
     /* a bounded table must be read by one scan, along one path */
     if ((rc = paths_to(root, is_scan_of, t, &paths)) || paths != 1)
+        return rc;
+    bool bounds;
+    if ((rc = children_allow_bound(prog, lim, t, &bounds)) || !bounds)
         return rc;
     struct window_loader probe;
     memset(&probe, 0, sizeof probe);

@@ -921,8 +921,14 @@ static struct expr *bind_subquery(binder *b, const ast_select *sel, enum subquer
     sq->outer = b->scope;
     bool allow = b->allow_agg, in_args = b->in_agg_args;
     b->allow_agg = b->in_agg_args = false;
+    /* a LIVE child's own select list may hold LIVE columns (nesting) */
+    const ast_result_list *live_list = b->live_list;
+    b->live_list = kind == SUBQ_LIVE && sel->body->kind == AST_BODY_SELECT
+                       ? &sel->body->u.select.cols
+                       : NULL;
     struct plan *p = array ? bind_array_select(b, sel, b->scope, sq)
                            : bind_select(b, sel, b->scope, sq);
+    b->live_list = live_list;
     b->allow_agg = allow;
     b->in_agg_args = in_args;
     if (!p)
@@ -1044,8 +1050,8 @@ static struct expr *bind_node(binder *b, const ast_expr *e)
             return bind_subquery(b, e->u.subquery.select, SUBQ_LIVE, NULL, false, e->off);
         bind_error(b, LDB_UNSUPPORTED, e->off,
                    "LIVE (query), a child live result, is allowed only as a result column "
-                   "of a live query's outermost SELECT; ARRAY (query) gives the child's "
-                   "rows as a value");
+                   "of a live query's outermost SELECT (or of a LIVE child's); ARRAY "
+                   "(query) gives the child's rows as a value");
         return NULL;
     case AST_ROW: return unsupported_row(b, e);
     }

@@ -139,7 +139,8 @@ typedef struct binder {
     const char *view_name;
     uint32_t depth;            /* levels being bound (see Depth) */
     /* A LIVE (query) binds only as a whole result column of a live
-     * query's outermost SELECT: live_list is that SELECT's list, live_ok
+     * query's outermost SELECT or of a LIVE child's: live_list is the
+     * list being bound where that holds (else NULL), live_ok
      * the result expression being bound from it (pointers into the
      * statement's tree, so a view's or a subquery's LIVE never matches). */
     const ast_result_list *live_list;

@@ -140,6 +140,7 @@ int value_cmp(const value *a, const value *b, enum ldb_collation coll)
     case LDB_NULL:
         return 0;
     case LDB_BOOLEAN:
+    case LDB_LIVE: /* a published row's child handle (live.h): by its payload */
         return a->h.u.i < b->h.u.i ? -1 : a->h.u.i > b->h.u.i;
     case LDB_INTEGER:
     case LDB_REAL:
@@ -185,6 +186,7 @@ bool value_identical(const value *a, const value *b)
         return true;
     case LDB_BOOLEAN:
     case LDB_INTEGER:
+    case LDB_LIVE:
         return a->h.u.i == b->h.u.i;
     case LDB_REAL:
         if (isnan(a->h.u.r) || isnan(b->h.u.r))
@@ -336,6 +338,7 @@ uint64_t value_hash(const value *v, enum ldb_collation coll)
     case LDB_NULL:
         return H_NULL;
     case LDB_BOOLEAN:
+    case LDB_LIVE:
         return hash_u64((uint64_t)v->h.u.i ^ H_BOOL);
     case LDB_INTEGER:
         return hash_int(v->h.u.i);

@@ -134,6 +134,9 @@ void value_format(strbuf *sb, const value *v)
     case LDB_RECORD:
         value_format_json(sb, v);
         break;
+    case LDB_LIVE: /* only the API formats a child handle (with its number) */
+        sb_puts(sb, "live");
+        break;
     }
 }
 
@@ -219,6 +222,9 @@ void value_format_json(strbuf *sb, const value *v)
     switch (value_type(v)) {
     case LDB_NULL:
         sb_puts(sb, "null");
+        break;
+    case LDB_LIVE:
+        sb_puts(sb, "\"live\"");
         break;
     case LDB_BOOLEAN:
         sb_puts(sb, v->h.u.i ? "true" : "false");

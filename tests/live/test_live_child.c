@@ -44,7 +44,6 @@ static void check_refusal(ldb *db, int rc, const char *sql, const char *because)
 }
 
 static const char elsewhere[] = "allowed only as a result column of a live query's outermost";
-static const char not_yet[] = "not supported yet";
 
 static void count_fn(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
 {
@@ -116,23 +115,6 @@ static void live_binds_only_as_an_outermost_result_column(void)
     ldb_close(db);
 }
 
-/* Where it binds, the live compiler refuses it until its handles are
- * built, leaving nothing behind. */
-static void live_result_column_is_not_compiled_yet(void)
-{
-    ldb *db = child_db();
-    open_refused(db, child_sql, not_yet);
-    static const char star[] =
-        "SELECT *, live (SELECT * FROM issues i WHERE i.assignee = u.id) FROM users u";
-    open_refused(db, star, not_yet);
-    static const char grouped[] =
-        "SELECT u.id, count(*), live (SELECT i.title FROM issues i WHERE i.assignee = u.id) "
-        "FROM users u JOIN issues j ON j.assignee = u.id GROUP BY u.id";
-    open_refused(db, grouped, not_yet);
-    CHECK(ldb_exec(db, "SELECT count(*) FROM users", NULL, NULL) == LDB_OK);
-    ldb_close(db);
-}
-
 static int first_int(void *ctx, const ldb_row *r)
 {
     *(int64_t *)ctx = ldb_row_int64(r, 0);
@@ -159,4 +141,4 @@ static void live_stays_a_name(void)
 
 TEST_MAIN(T(live_is_refused_outside_live_queries),
           T(live_binds_only_as_an_outermost_result_column),
-          T(live_result_column_is_not_compiled_yet), T(live_stays_a_name))
+          T(live_stays_a_name))
