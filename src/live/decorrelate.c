@@ -807,13 +807,9 @@ static expr *refuse_live(struct attach *a, const expr *s)
     return NULL;
 }
 
-/* A child live result: the parent's cell is the capture tuple itself (a
- * child change never touches it); the domain and the child's rows pushed
- * over it, the tuple moved last, are the child's two outputs. */
-static expr *attach_live(struct attach *a, struct plan *ext, uint32_t dcol, struct plan *dom,
-                         struct plan *pp, struct live_child *ch)
+/* The child's columns then its tuple: pp's domain column moved last. */
+static struct plan *tuple_last(plan_arena *pa, struct plan *pp)
 {
-    plan_arena *pa = a->d->pa;
     uint32_t n = pp->ncols;
     expr **es = plan_alloc(pa, n * sizeof *es);
     struct plan_col *meta = plan_alloc(pa, n * sizeof *meta);
@@ -825,11 +821,30 @@ static expr *attach_live(struct attach *a, struct plan *ext, uint32_t dcol, stru
             return NULL;
         meta[i] = pp->cols[from];
     }
-    if (!(ch->rows = pb_project(pa, pp, es, n, meta)))
-        return NULL;
+    return pb_project(pa, pp, es, n, meta);
+}
+
+/*
+ * A LIVE (query) child's two outputs, over its parent's output rows (the
+ * root's, after its window, or the parent child's): dom, the distinct
+ * tuples of the parent's cell column, and rows, the child pushed over
+ * dom with the tuple last. Built from the rows the parent publishes, so
+ * a handle is active exactly while a published parent row refers to it.
+ */
+static int decorrelate_child(struct dc *d, struct live_child *ch, struct plan *parent)
+{
+    plan_arena *pa = d->pa;
+    expr *cell = xb_column(pa, ch->cell, &parent->cols[ch->cell]);
+    struct plan *dom = cell ? pb_distinct(pa, pb_project(pa, parent, &cell, 1, NULL)) : NULL;
+    struct plan *pp = dom ? push_domain(d, ch->plan, dom) : NULL;
+    if (!pp)
+        return d->err->code ? d->err->code : LDB_NOMEM;
+    int rc = dc_plan(d, pp, &pp);
+    if (rc)
+        return rc;
     ch->dom = dom;
-    a->in = ext;
-    return xb_column(pa, dcol, &ext->cols[dcol]);
+    ch->rows = tuple_last(pa, pp);
+    return ch->rows ? LDB_OK : LDB_NOMEM;
 }
 
 /* Attaches subquery s to a->in; returns the expression that replaces it. */
@@ -844,6 +859,11 @@ static expr *attach_one(struct attach *a, const expr *s)
             return NULL;
         }
     }
+    /* a child live result's cell: its capture tuple (its rows are pushed
+     * over the tuples of the published parent rows: decorrelate_child) */
+    if (sq->kind == SUBQ_LIVE)
+        return child_of(d, sq->plan) ? xb_array(pa, sq->captures, sq->ncaptures)
+                                     : refuse_live(a, s);
     /* the input with the capture tuple (and the IN operand) appended; a
      * subquery in the operand is attached first, so the operand becomes
      * an expression over plain columns of the input */
@@ -861,10 +881,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     struct plan *dom = pb_distinct(pa, pb_project(pa, ext, &dref, 1, NULL));
     if (!dom)
         return NULL;
-    struct live_child *ch = NULL;
-    if (sq->kind == SUBQ_LIVE && !(ch = child_of(d, sq->plan)))
-        return refuse_live(a, s);
-    struct plan *pp = push_domain(d, ch ? ch->plan : sq->plan, dom);
+    struct plan *pp = push_domain(d, sq->plan, dom);
     if (!pp)
         return NULL;
     if ((a->rc = dc_plan(d, pp, &pp)))
@@ -873,7 +890,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     case SUBQ_SCALAR: return attach_scalar(a, ext, dcol, pp, sq);
     case SUBQ_EXISTS: return attach_exists(a, ext, dcol, pp);
     case SUBQ_IN: return attach_in(a, ext, dcol, pp, s);
-    case SUBQ_LIVE: return attach_live(a, ext, dcol, dom, pp, ch);
+    case SUBQ_LIVE: break; /* handled above */
     }
     return NULL;
 }
@@ -1231,6 +1248,12 @@ int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **ou
 {
     struct dc d = { prog, &prog->pa, err, PTRMAP_INIT, PTRMAP_INIT };
     int rc = dc_plan(&d, p, out);
+    for (size_t i = 0; !rc && i < prog->children.len; i++) { /* parents first */
+        struct live_child *ch = &prog->children.data[i];
+        rc = decorrelate_child(&d, ch, ch->parent == LIVE_ROOT
+                                           ? *out
+                                           : prog->children.data[ch->parent].rows);
+    }
     ptrmap_free(&d.done);
     ptrmap_free(&d.single);
     if (rc && err->code == LDB_OK)
