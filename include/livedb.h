@@ -461,6 +461,10 @@ LDB_API void ldb_live_close(ldb_live *q);
  * or read), borrowed: valid during the callback, or longer if retained;
  * NULL when column i is not a LIVE cell. */
 LDB_API ldb_live *ldb_row_live(const ldb_row *r, int i);
+/* A child live result's number within its query, from 1 in the order the
+ * handles were made (the N of live#N, ldb_row_format's text of its cell);
+ * 0 for a query, or NULL. */
+LDB_API int64_t ldb_live_id(ldb_live *q);
 /* Sets the callback of any live result (root or child); allowed inside
  * callbacks. LDB_MISUSE for a NULL q. */
 LDB_API int ldb_live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx);

@@ -16,6 +16,13 @@
  *   [1] update @2 -> @0: 2|b -> 2|a
  *   [1] delete @1: 1|x
  *
+ * A child live result (a LIVE (query) column) shows in its parent's rows
+ * as live#7 and prints its own batches with the query's id and its own
+ * (query 1, child 7), after its parent's, in the same format:
+ *
+ *   [1] insert @0: 1|ann|live#7
+ *   [1.7] insert @0: 10|fix the build
+ *
  * A row with N copies (a bag result, N != 1) is followed by " (xN)". In
  * json mode every line is a JSON object instead. A batch's changes print
  * by position (a delete before an insert at the same position), else by
@@ -151,7 +158,10 @@ static void print_side(const shell *sh, FILE *f, ldb_live *q, const ldb_row *row
 
 static void print_change_text(const shell_live *e, FILE *f, ldb_live *q, const ldb_change *c)
 {
-    fprintf(f, "[%d] %s", e->id, kind_name(c->kind));
+    if (ldb_live_id(q))
+        fprintf(f, "[%d.%lld] %s", e->id, (long long)ldb_live_id(q), kind_name(c->kind));
+    else
+        fprintf(f, "[%d] %s", e->id, kind_name(c->kind));
     print_positions(f, c);
     fputs(": ", f);
     if (c->before)
@@ -180,16 +190,33 @@ static void json_side(const shell *sh, FILE *f, ldb_live *q, const char *side,
 
 static void print_change_json(const shell_live *e, FILE *f, ldb_live *q, const ldb_change *c)
 {
-    fprintf(f, "{\"live\":%d,\"change\":\"%s\"", e->id, kind_name(c->kind));
+    fprintf(f, "{\"live\":%d", e->id);
+    if (ldb_live_id(q))
+        fprintf(f, ",\"child\":%lld", (long long)ldb_live_id(q));
+    fprintf(f, ",\"change\":\"%s\"", kind_name(c->kind));
     json_side(e->sh, f, q, "before", c->before, c->before_pos, c->before_count);
     json_side(e->sh, f, q, "after", c->after, c->after_pos, c->after_count);
     fputs("}\n", f);
 }
 
-/* The change callback: formats the batch now, its rows are borrowed. */
+static void on_batch(void *ctx, ldb_live *q, const ldb_change *changes, size_t n);
+
+/* The child live results a batch shows print their batches too (their
+ * first one follows in the same commit). */
+static void follow_children(shell_live *e, const ldb_change *changes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; changes[i].after && c < ldb_row_columns(changes[i].after); c++)
+            if (ldb_row_live(changes[i].after, c))
+                ldb_live_set_callback(ldb_row_live(changes[i].after, c), on_batch, e);
+}
+
+/* The change callback (of a query and of its child live results): formats
+ * the batch now, its rows are borrowed. */
 static void on_batch(void *ctx, ldb_live *q, const ldb_change *changes, size_t n)
 {
     shell_live *e = ctx;
+    follow_children(e, changes, n);
     const ldb_change **order = shell_realloc(NULL, n * sizeof *order);
     for (size_t i = 0; i < n; i++)
         order[i] = &changes[i];

@@ -262,6 +262,7 @@ static void json_value(FILE *f, const ldb_row *row, int c)
     switch (ldb_row_type(row, c)) {
     case LDB_NULL: fputs("null", f); return;
     case LDB_BOOLEAN: fputs(ldb_row_int64(row, c) ? "true" : "false", f); return;
+    case LDB_LIVE: fprintf(f, "{\"live\":%lld}", (long long)ldb_live_id(ldb_row_live(row, c))); return;
     case LDB_TEXT:
         p = ldb_row_text(row, c, &len);
         json_string(f, p, len);

@@ -407,6 +407,30 @@ static void stmt_unlink(ldb_stmt *s)
         s->next->prev = s->prev;
 }
 
+/*
+ * A SELECT that binds only as a live query (it has LIVE (query) columns)
+ * is prepared as one, so that ldb_live_open_stmt can open it; stepping
+ * it gives the error it has as a one-shot statement (kept in
+ * s->live_only). Any other failure stays the one-shot error.
+ */
+static int prepare_live_only(ldb_stmt *s)
+{
+    struct eval_error *why = mem_alloc(sizeof *why);
+    if (!why)
+        return db_error(s->db, LDB_NOMEM, NULL, -1, "out of memory");
+    *why = s->err;
+    s->live = true;
+    if (stmt_compile(s) != LDB_OK) {
+        s->live = false;
+        int rc = db_error_from(s->db, s->ast, why);
+        mem_free(why);
+        return rc;
+    }
+    db_clear_error(s->db);
+    s->live_only = why;
+    return LDB_OK;
+}
+
 /* A statement over a parsed tree (taken over, also on failure). */
 static int stmt_new(ldb *db, sql_ast *ast, bool live, ldb_stmt **out)
 {
@@ -425,6 +449,8 @@ static int stmt_new(ldb *db, sql_ast *ast, bool live, ldb_stmt **out)
     s->live = live;
     plan_arena_init(&s->pa);
     int rc = stmt_compile(s);
+    if (rc == LDB_UNSUPPORTED && !live && ast->stmt->kind == AST_STMT_SELECT)
+        rc = prepare_live_only(s);
     if (rc) {
         s->db = db;
         stmt_uncompile(s);
@@ -493,6 +519,7 @@ static void finalize(ldb_stmt *s)
     for (uint32_t i = 0; i < s->nparams; i++)
         value_release(&s->params[i]);
     mem_free(s->params);
+    mem_free(s->live_only);
     sql_ast_free(s->ast);
     mem_free(s);
 }
@@ -522,6 +549,8 @@ int ldb_reset(ldb_stmt *s)
 /* One step; the caller marks s as stepping. */
 static int step(ldb_stmt *s)
 {
+    if (s->live_only)
+        return db_error_from(s->db, s->ast, s->live_only);
     int rc = db_check_interrupt(s->db);
     if (rc == LDB_OK && s->state == ST_READY && (rc = stmt_start(s)) == LDB_OK) {
         s->state = ST_RUNNING;

@@ -63,6 +63,9 @@ struct ldb_stmt {
     /* compiled form, rebuilt when the schema version moves */
     bool compiled;
     bool live;                 /* a live query's own statement (bind_env.live) */
+    struct eval_error *live_only; /* a SELECT with LIVE (query) columns that
+                                     ldb_prepare took for ldb_live_open_stmt:
+                                     why it cannot be stepped (owned) */
     uint64_t schema_version;
     plan_arena pa;
     sql_ast_vec views;         /* view definitions the plans share names with */

@@ -249,6 +249,17 @@ ldb_live *ldb_row_live(const ldb_row *r, int i)
     return live_cell_handle(&r->vals[i]);
 }
 
+int64_t ldb_live_id(ldb_live *q)
+{
+    if (!q)
+        return 0;
+    ldb *db = query_db(q);
+    db_lock(db);
+    int64_t id = (int64_t)live_child_id(q);
+    db_unlock(db);
+    return id;
+}
+
 int ldb_live_set_callback(ldb_live *q, ldb_change_fn fn, void *ctx)
 {
     if (!q)

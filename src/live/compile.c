@@ -928,14 +928,25 @@ static int assemble_output(struct compile *c, const struct root_shape *s, bool r
     return LDB_OK;
 }
 
-/* The PROJECT that computes an output's visible columns: its own, or the
- * body's under DISTINCT, SORT and LIMIT. */
-static const struct plan *select_list(const struct root_shape *s)
+/* The expression that computes column col of p's output, through the
+ * nodes that pass columns on (NULL where it is not a projection's). */
+static const expr *defining_expr(const struct plan *p, uint32_t col)
 {
-    const struct plan *p = s->project ? s->project : s->body;
-    while (p->kind == PLAN_DISTINCT || p->kind == PLAN_SORT || p->kind == PLAN_LIMIT)
+    for (;;) {
+        switch (p->kind) {
+        case PLAN_PROJECT:
+            if (p->u.exprs[col]->kind != EXPR_COLUMN)
+                return p->u.exprs[col];
+            col = p->u.exprs[col]->u.index;
+            break;
+        case PLAN_SORT:
+        case PLAN_LIMIT:
+        case PLAN_DISTINCT:
+        case PLAN_FILTER: break;
+        default: return NULL;
+        }
         p = p->in;
-    return p->kind == PLAN_PROJECT ? p : NULL;
+    }
 }
 
 /* Registers the LIVE (query) columns of an output's select list as
@@ -944,10 +955,9 @@ static const struct plan *select_list(const struct root_shape *s)
 static int add_children(struct compile *c, const struct root_shape *s, uint32_t parent,
                         uint32_t nvis)
 {
-    const struct plan *list = select_list(s);
-    for (uint32_t i = 0; list && i < nvis && i < list->ncols; i++) {
-        const expr *e = list->u.exprs[i];
-        if (e->kind != EXPR_SUBQUERY || e->u.sq.kind != SUBQ_LIVE)
+    for (uint32_t i = 0; i < nvis; i++) {
+        const expr *e = defining_expr(s->project ? s->project : s->body, i);
+        if (!e || e->kind != EXPR_SUBQUERY || e->u.sq.kind != SUBQ_LIVE)
             continue;
         struct root_shape cs;
         if (peel_root(e->u.sq.plan, &cs))

@@ -2,15 +2,19 @@
  * test_live_child.c - child live results (issue 12, "Child live result"):
  * LIVE (query), the seed's Collection-valued include.
  *
- * Not built yet: LIVE (query) parses; the binder accepts it only as a
- * whole result column of a live query's outermost SELECT and the live
- * compiler then refuses it; everywhere else the binder refuses it. Both
- * refusals are LDB_UNSUPPORTED with a message naming it and ARRAY (query),
- * at the offset of LIVE, leaving nothing behind; `live` stays an ordinary
- * name and function name.
+ * The binder accepts LIVE (query) only as a whole result column of a live
+ * query's outermost SELECT, or of a LIVE child's; everywhere else it is
+ * LDB_UNSUPPORTED with a message naming it and ARRAY (query), at the
+ * offset of LIVE, leaving nothing behind; `live` stays an ordinary name.
+ * Where it binds, each row's cell is a child live result: the tests here
+ * read every batch as a log line "[handle] kind row" (handles numbered as
+ * the log first meets them) and check the log of each commit: which
+ * handles get batches, in which order, and that a parent is not re-emitted
+ * by a child's change. (Oracles and lifecycle: test_live_child_oracle.c.)
  */
 #include "test.h"
 #include "test_db.h"
+#include "include_rows.h"
 
 #include "livedb.h"
 
@@ -65,9 +69,15 @@ static void live_is_refused_outside_live_queries(void)
 {
     ldb *db = child_db();
     check_refusal(db, ldb_exec(db, child_sql, NULL, NULL), child_sql, elsewhere);
-    ldb_stmt *s = (ldb_stmt *)1;
-    check_refusal(db, ldb_prepare(db, child_sql, -1, &s, NULL), child_sql, elsewhere);
-    CHECK(s == NULL);
+    /* ldb_prepare takes it, for ldb_live_open_stmt; stepping it refuses */
+    ldb_stmt *s = NULL;
+    CHECK(ldb_prepare(db, child_sql, -1, &s, NULL) == LDB_OK && s);
+    check_refusal(db, ldb_step(s), child_sql, elsewhere);
+    check_refusal(db, ldb_step(s), child_sql, elsewhere);
+    ldb_live *q = NULL;
+    CHECK(ldb_live_open_stmt(s, NULL, NULL, &q) == LDB_OK && q && ldb_live_count(q) == 2);
+    ldb_live_close(q);
+    ldb_finalize(s);
 
     static const char mv[] =
         "CREATE MATERIALIZED VIEW v AS SELECT u.id, live (SELECT i.title FROM issues i "
@@ -115,6 +125,203 @@ static void live_binds_only_as_an_outermost_result_column(void)
     ldb_close(db);
 }
 
+/* ---- batches as a log ------------------------------------------------------------- */
+
+struct log {
+    char text[8192];
+};
+
+static void on_batch(void *ctx, ldb_live *q, const ldb_change *c, size_t n);
+
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One change as "[h] I|U|D columns;" (h: the handle's ldb_live_id, 0
+ * for the root; a LIVE cell as h<its id>); every child handle an after
+ * row shows gets this callback. */
+static char *change_line(void *ctx, ldb_live *q, const ldb_change *c)
+{
+    const ldb_row *r = c->after ? c->after : c->before;
+    char *line = malloc(512);
+    size_t len = (size_t)snprintf(line, 512, "[%lld] %c ", (long long)ldb_live_id(q),
+                                  "?IUD"[c->kind]);
+    for (int j = 0; j < ldb_row_columns(r) && len < 512; j++) {
+        ldb_live *h = ldb_row_live(r, j);
+        if (h) {
+            CHECK(ldb_row_type(r, j) == LDB_LIVE);
+            if (c->after)
+                ldb_live_set_callback(h, on_batch, ctx);
+            len += (size_t)snprintf(line + len, 512 - len, "h%lld ", (long long)ldb_live_id(h));
+            continue;
+        }
+        char buf[64];
+        ldb_row_format(r, j, buf, sizeof buf);
+        len += (size_t)snprintf(line + len, 512 - len, "%s ", buf);
+    }
+    if (len < 511)
+        strcat(line, ";");
+    return line;
+}
+
+/* Appends the batch's lines, sorted (the order of a batch's changes is
+ * not part of the contract; positions are). */
+static void on_batch(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    struct log *g = ctx;
+    char **lines = malloc((n ? n : 1) * sizeof *lines);
+    for (size_t i = 0; i < n; i++)
+        lines[i] = change_line(ctx, q, &c[i]);
+    qsort(lines, n, sizeof *lines, line_cmp);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(g->text);
+        snprintf(g->text + len, sizeof g->text - len, "%s", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+}
+
+static ldb_live *open_logged(ldb *db, const char *sql, struct log *g)
+{
+    g->text[0] = '\0';
+    ldb_live *q = NULL;
+    int rc = ldb_live_open(db, sql, on_batch, g, &q);
+    CHECKF(rc == LDB_OK && q, "rc %d: %s", rc, ldb_errmsg(db));
+    return q;
+}
+
+/* Runs sql and checks the log of its commit. */
+static void expect(ldb *db, struct log *g, const char *sql, const char *want)
+{
+    g->text[0] = '\0';
+    EXEC(db, sql);
+    CHECKF(strcmp(g->text, want) == 0, "%s\n got:  %s\n want: %s", sql, g->text, want);
+}
+
+static ldb *tracker(void)
+{
+    ldb *db = NULL;
+    CHECK(ldb_open(NULL, &db) == LDB_OK);
+    EXEC(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, team INTEGER);"
+             "CREATE TABLE issues(id INTEGER PRIMARY KEY, assignee INTEGER, title TEXT);"
+             "CREATE TABLE comments(id INTEGER PRIMARY KEY, issue INTEGER, body TEXT);"
+             "INSERT INTO users VALUES (1, 'ann', 1), (2, 'bob', 1);"
+             "INSERT INTO issues VALUES (10, 1, 'a'), (11, 1, 'b'), (12, 2, 'c');"
+             "INSERT INTO comments VALUES (100, 10, 'x'), (101, 10, 'y');");
+    return db;
+}
+
+/* A child change goes to its handle only; a route move deletes from one
+ * handle and inserts into another without touching the parent; the last
+ * parent leaving retracts the handle's rows; a reactivated bucket gets a
+ * new handle. */
+static void child_batches_follow_buckets(void)
+{
+    ldb *db = tracker();
+    struct log g;
+    ldb_live *q = open_logged(db, child_sql, &g);
+    CHECKF(strcmp(g.text, "[0] I 1 h2 ;[0] I 2 h1 ;[1] I c ;[2] I a ;[2] I b ;") == 0, "%s", g.text);
+    expect(db, &g, "UPDATE issues SET title = 'b' WHERE id = 10", "[2] U b ;");
+    expect(db, &g, "UPDATE issues SET assignee = 1 WHERE id = 12", "[1] D c ;[2] I c ;");
+    expect(db, &g, "UPDATE users SET name = 'anne' WHERE id = 1", "");
+    /* bob's handle stays (bob still refers to it), empty */
+    expect(db, &g, "INSERT INTO issues VALUES (13, 2, 'd')", "[1] I d ;");
+    /* the last parent leaves: its rows go in a last batch */
+    expect(db, &g, "DELETE FROM users WHERE id = 1", "[0] D 1 h2 ;[2] D b ;[2] D b ;[2] D c ;");
+    /* back again: a new handle with the bucket's rows */
+    expect(db, &g, "INSERT INTO users VALUES (1, 'ann', 1)", "[0] I 1 h3 ;[3] I b ;[3] I b ;[3] I c ;");
+    ldb_live_stats st;
+    ldb_live_stats_get(q, &st);
+    CHECK(st.child_results == 2 && st.result_rows == 2);
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
+/* Parents with equal correlation values share one handle; a parent whose
+ * value changes gets the other bucket's handle, and the old one retires
+ * only when its last parent leaves. */
+static void equal_values_share_a_handle(void)
+{
+    ldb *db = tracker();
+    EXEC(db, "UPDATE users SET team = 2 WHERE id = 2; INSERT INTO users VALUES (3, 'cy', 1)");
+    struct log g;
+    ldb_live *q = open_logged(db, "SELECT u.id, LIVE (SELECT v.name FROM users v WHERE v.team = u.team "
+                                  "ORDER BY v.name) AS mates FROM users u ORDER BY u.id", &g);
+    CHECKF(strcmp(g.text, "[0] I 1 h2 ;[0] I 2 h1 ;[0] I 3 h2 ;[1] I bob ;[2] I ann ;[2] I cy ;") == 0, "%s", g.text);
+    expect(db, &g, "UPDATE users SET team = 2 WHERE id = 3", "[0] U 3 h1 ;[1] I cy ;[2] D cy ;");
+    /* the last parent of team 1 leaves: its handle's last batch */
+    expect(db, &g, "UPDATE users SET team = 2 WHERE id = 1", "[0] U 1 h1 ;[1] I ann ;[2] D ann ;");
+    ldb_live_stats st;
+    ldb_live_stats_get(q, &st);
+    CHECK(st.child_results == 1);
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
+/* LIVE nests: an issue's comments are a grandchild handle, whose changes
+ * reach only it, also when the issue moves to another user. */
+static void live_nests(void)
+{
+    ldb *db = tracker();
+    struct log g;
+    ldb_live *q = open_logged(db,
+        "SELECT u.id, LIVE (SELECT i.id, LIVE (SELECT c.body FROM comments c "
+        "WHERE c.issue = i.id ORDER BY c.body) AS cs FROM issues i WHERE i.assignee = u.id "
+        "ORDER BY i.id) AS issues FROM users u WHERE u.id = 1", &g);
+    CHECKF(strcmp(g.text, "[0] I 1 h1 ;[1] I 10 h2 ;[1] I 11 h3 ;[2] I x ;[2] I y ;") == 0,
+           "%s", g.text);
+    expect(db, &g, "UPDATE comments SET body = 'a' WHERE id = 101", "[2] U a ;");
+    expect(db, &g, "INSERT INTO comments VALUES (102, 11, 'z')", "[3] I z ;");
+    /* the issue leaves: so does its comments' handle, with its rows */
+    expect(db, &g, "UPDATE issues SET assignee = 2 WHERE id = 11", "[1] D 11 h3 ;[3] D z ;");
+    expect(db, &g, "INSERT INTO comments VALUES (103, 11, 'w')", "");
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
+/* Under ORDER BY ... LIMIT the handles are those of the rows in the
+ * window: moving it retires and makes handles; an index dropped under
+ * the query (a rebuild) keeps them. */
+static void handles_follow_the_window(void)
+{
+    ldb *db = tracker();
+    EXEC(db, "CREATE INDEX users_name ON users(name); INSERT INTO users VALUES (3, 'cy', 1)");
+    struct log g;
+    ldb_live *q = open_logged(db, "SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id "
+                                  "ORDER BY i.id) AS issues FROM users u ORDER BY u.name LIMIT 1", &g);
+    CHECK(strcmp(g.text, "[0] I 1 h1 ;[1] I 10 ;[1] I 11 ;") == 0);
+    g.text[0] = '\0';
+    CHECK(ldb_live_set_window(q, 1, 1) == LDB_OK);
+    CHECKF(strcmp(g.text, "[0] D 1 h1 ;[0] I 2 h2 ;[1] D 10 ;[1] D 11 ;[2] I 12 ;") == 0, "%s", g.text);
+    ldb_live_stats st;
+    ldb_live_stats_get(q, &st);
+    CHECK(st.child_results == 1);
+    expect(db, &g, "DROP INDEX users_name", "");
+    expect(db, &g, "INSERT INTO issues VALUES (13, 2, 'n')", "[2] I 13 ;");
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
+/* Grouped parents, SELECT *, and a child with LIMIT per bucket. */
+static void other_shapes(void)
+{
+    ldb *db = tracker();
+    struct log g;
+    ldb_live *q = open_logged(db, "SELECT u.team, count(*) AS n, LIVE (SELECT v.id FROM users v "
+                                  "WHERE v.team = u.team ORDER BY v.id) AS ids FROM users u GROUP BY u.team", &g);
+    CHECK(strcmp(g.text, "[0] I 1 2 h1 ;[1] I 1 ;[1] I 2 ;") == 0);
+    expect(db, &g, "UPDATE users SET team = 3 WHERE id = 2",
+           "[0] I 3 1 h2 ;[0] U 1 1 h1 ;[1] D 2 ;[2] I 2 ;");
+    ldb_live_close(q);
+    q = open_logged(db, "SELECT *, LIVE (SELECT i.title FROM issues i WHERE i.assignee = u.id "
+                        "ORDER BY i.title DESC LIMIT 1) AS top FROM users u WHERE u.id = 1", &g);
+    CHECKF(strcmp(g.text, "[0] I 1 ann 1 h1 ;[1] I b ;") == 0, "%s", g.text);
+    expect(db, &g, "UPDATE issues SET title = 'c' WHERE id = 10", "[1] D b ;[1] I c ;");
+    ldb_live_close(q);
+    ldb_close(db);
+}
+
 static int first_int(void *ctx, const ldb_row *r)
 {
     *(int64_t *)ctx = ldb_row_int64(r, 0);
@@ -141,4 +348,6 @@ static void live_stays_a_name(void)
 
 TEST_MAIN(T(live_is_refused_outside_live_queries),
           T(live_binds_only_as_an_outermost_result_column),
-          T(live_stays_a_name))
+          T(live_stays_a_name), T(child_batches_follow_buckets),
+          T(equal_values_share_a_handle), T(live_nests), T(handles_follow_the_window),
+          T(other_shapes))
