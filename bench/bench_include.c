@@ -1,9 +1,11 @@
 /*
  * bench_include.c - issue 12's benchmark of nested results: 1,000 users,
- * each with an ARRAY of its issues ordered by created, kept live while
- * single writes change the issues and the users.
+ * each with its issues ordered by created, as an ARRAY or as a child live
+ * result (LIVE), kept live while single writes change the issues and the
+ * users.
  *
- * Three passes over one database per size: the include query, the flat
+ * Four passes over one database per size: the ARRAY include query, the
+ * LIVE include query (its callback follows every child handle), the flat
  * join of the same users and issues (the baseline: what a program keeps
  * live today and groups itself), and no live query at all (what the write
  * costs the engine alone). Each timed operation is one autocommit write;
@@ -12,10 +14,12 @@
  * to the next. Lines:
  *     bench <pass>.<n>.open_ms | .open_first_ms | .hydrate_rows_per_s | .result_rows
  *     bench <pass>.<n>.bytes_per_cell | .heap_bytes_per_cell
- *     bench <pass>.<kind>.<n>.median | .p95  <us>     (pass: include, flat, base)
+ *     bench <pass>.<kind>.<n>.median | .p95  <us>     (pass: include, live, flat, base)
  *     bench <pass>.<kind>.<n>.changes <changes per write>
  *     bench ratio.include_flat.<kind>.<n> <x>        include median / flat median
+ *     bench ratio.live_flat.<kind>.<n> <x>           live median / flat median
  *     bench ratio.anchor.update_title.<n> <x>        include median / TanStack DB's
+ *     bench ratio.anchor.live_update_title.<n> <x>   live median / TanStack DB's
  *     bench growth.<pass>.<kind> <x>                 median at the largest size / at 10k
  * open_ms is the median of 5 opens (1 at 1M), hydrate_rows_per_s the
  * users and issues it reads per second. bytes_per_cell is the query's
@@ -24,7 +28,8 @@
  * heap_bytes_per_cell is the growth of the allocator's in-use bytes
  * (glibc mallinfo2) across the last open, over the same 1,000.
  * Anchor (issue 12): TanStack DB 0.15.2 takes 131 us (10k) and 318 us
- * (100k) per child title update; the target is <= 3 us at every size.
+ * (100k) per child title update with an array include, 193 / 227 us with
+ * a Collection-valued one; the target is <= 3 us at every size.
  */
 #include "bench_util.h"
 
@@ -43,21 +48,26 @@
 static const char include_sql[] =
     "SELECT u.id, u.name, ARRAY(SELECT i.id, i.title FROM issues i WHERE i.assignee = u.id "
     "ORDER BY i.created) AS issues FROM users u";
+static const char live_sql[] =
+    "SELECT u.id, u.name, LIVE(SELECT i.id, i.title FROM issues i WHERE i.assignee = u.id "
+    "ORDER BY i.created) AS issues FROM users u";
 static const char flat_sql[] =
     "SELECT u.id, u.name, i.id, i.title FROM users u JOIN issues i ON i.assignee = u.id";
 
-enum pass { INCLUDE, FLAT, BASE, NPASSES };
-static const char *const pass_names[NPASSES] = { "include", "flat", "base" };
+enum pass { INCLUDE, LIVE, FLAT, BASE, NPASSES };
+static const char *const pass_names[NPASSES] = { "include", "live", "flat", "base" };
+static const char *const pass_sql[NPASSES] = { include_sql, live_sql, flat_sql, NULL };
 
 enum kind { TITLE, MOVE, INSERT, DELETE, RENAME, NKINDS };
 static const char *const kind_names[NKINDS] = { "update_title", "move", "insert", "delete",
                                                 "rename_user" };
 
-/* TanStack DB 0.15.2, array include, one child's title (issue 12). */
+/* TanStack DB 0.15.2, one child's title (issue 12): array include and
+ * Collection-valued include. */
 static const struct {
     int n;
-    double us;
-} anchors[] = { { 10000, 131 }, { 100000, 318 } };
+    double us, live_us;
+} anchors[] = { { 10000, 131, 193 }, { 100000, 318, 227 } };
 
 static uint64_t rng_state;
 
@@ -270,6 +280,17 @@ static size_t heap_in_use(void)
     return m.uordblks + m.hblkhd;
 }
 
+/* Counts the changes of a query and of every child live result it shows
+ * (each gets this callback as soon as a batch shows it). */
+static void count_and_follow(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    bench_count_changes(ctx, q, c, n);
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; c[i].after && j < ldb_row_columns(c[i].after); j++)
+            if (ldb_row_live(c[i].after, j))
+                ldb_live_set_callback(ldb_row_live(c[i].after, j), count_and_follow, ctx);
+}
+
 /* Opens the pass's query opens times and keeps the last. The figure is
  * the median (one hydration is at the mercy of a busy machine); the
  * first, which also pays for growing the process's heap, is shown too. */
@@ -283,7 +304,7 @@ static ldb_live *open_query(struct world *w, enum pass p, int opens)
         ldb_live_close(q);
         heap0 = heap_in_use();
         uint64_t t0 = bench_ns();
-        if (ldb_live_open(w->db, p == INCLUDE ? include_sql : flat_sql, bench_count_changes, NULL, &q) != LDB_OK)
+        if (ldb_live_open(w->db, pass_sql[p], count_and_follow, NULL, &q) != LDB_OK)
             die(w->db, name);
         ms[i] = (double)(bench_ns() - t0) / 1e6;
     }
@@ -327,13 +348,19 @@ static void run_size(int n, int reps, double med[NPASSES][NKINDS])
     for (int p = 0; p < NPASSES; p++)
         run_pass(&w, (enum pass)p, reps, med[p]);
     for (int k = 0; k < NKINDS; k++)
+    {
         figure(med[INCLUDE][k] / med[FLAT][k], "x", "ratio.include_flat.%s.%d", kind_names[k],
                n);
+        figure(med[LIVE][k] / med[FLAT][k], "x", "ratio.live_flat.%s.%d", kind_names[k], n);
+    }
     for (size_t a = 0; a < sizeof anchors / sizeof anchors[0]; a++) {
         if (anchors[a].n != n)
             continue;
         figure(anchors[a].us, "us", "anchor.update_title.%d", n);
         figure(med[INCLUDE][TITLE] / anchors[a].us, "x", "ratio.anchor.update_title.%d", n);
+        figure(anchors[a].live_us, "us", "anchor.live_update_title.%d", n);
+        figure(med[LIVE][TITLE] / anchors[a].live_us, "x", "ratio.anchor.live_update_title.%d",
+               n);
     }
     ldb_close(w.db);
     free(w.assignee);
@@ -347,7 +374,7 @@ int main(int argc, char **argv)
     static const int sizes[] = { 10000, 100000, 1000000 };
     int nsizes = bench_quick ? 1 : 3, reps = bench_quick ? 300 : 2000;
     static double med[3][NPASSES][NKINDS];
-    printf("# bench_include: nested ARRAY include vs flat join, seed %u\n", SEED);
+    printf("# bench_include: nested ARRAY and LIVE includes vs flat join, seed %u\n", SEED);
     for (int s = 0; s < nsizes; s++)
         run_size(sizes[s], reps, med[s]);
     for (int p = 0; p < NPASSES && nsizes > 1; p++)

@@ -11,7 +11,7 @@
 
 struct pool_chunk {
     struct pool_chunk *next;
-    size_t pad; /* keeps items 16-byte aligned */
+    size_t bytes; /* of this chunk (also keeps items 16-byte aligned) */
 };
 
 void pool_init(pool *p, size_t item_size)
@@ -20,10 +20,15 @@ void pool_init(pool *p, size_t item_size)
     *p = (pool){ .item_size = (s + 7) & ~(size_t)7 };
 }
 
+/* The next chunk: four items first, then as many bytes as the pool has,
+ * up to POOL_CHUNK_BYTES (a pool of a few items stays small: a result set
+ * per child live result has two). */
 static size_t chunk_bytes(const pool *p)
 {
-    size_t n = sizeof(struct pool_chunk) + p->item_size;
-    return n < POOL_CHUNK_BYTES ? POOL_CHUNK_BYTES : n;
+    size_t min = sizeof(struct pool_chunk) + p->item_size;
+    size_t n = p->bytes ? p->bytes : sizeof(struct pool_chunk) + 4 * p->item_size;
+    n = n < POOL_CHUNK_BYTES ? n : POOL_CHUNK_BYTES;
+    return n < min ? min : n;
 }
 
 void *pool_get(pool *p)
@@ -41,6 +46,7 @@ void *pool_get(pool *p)
         if (!c)
             return NULL;
         c->next = p->chunks;
+        c->bytes = n;
         p->chunks = c;
         p->bytes += n;
         p->fresh = (char *)(c + 1);
@@ -67,7 +73,7 @@ void pool_free(pool *p)
     struct pool_chunk *c = p->chunks;
     while (c) {
         struct pool_chunk *next = c->next;
-        MEM_UNPOISON(c, chunk_bytes(p)); /* the block goes back whole */
+        MEM_UNPOISON(c, c->bytes); /* the block goes back whole */
         mem_free(c);
         c = next;
     }

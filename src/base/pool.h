@@ -3,7 +3,7 @@
  *
  * For structures that hold many small items of one size (multiset items,
  * top-k entries) and must not call malloc once per item. Items come from
- * chunks of POOL_CHUNK_BYTES; a freed item goes on a free list and is
+ * chunks that double up to POOL_CHUNK_BYTES; a freed item goes on a free list and is
  * reused by the next pool_get. Chunks are returned only by pool_free, so a
  * pool's footprint is its high-water mark.
  *

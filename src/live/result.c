@@ -105,9 +105,19 @@ int result_init(struct result_set *rs, const uint32_t *key,
     if (nkey > RESULT_MAX_KEY || nsort > RESULT_MAX_SORT)
         return LDB_RANGE;
     memset(rs, 0, sizeof *rs);
+    size_t kb = nkey * (sizeof *rs->key + sizeof *rs->key_coll);
+    char *block = mem_alloc(kb + nsort * sizeof *sort + 1);
+    if (!block)
+        return LDB_NOMEM;
+    _Static_assert(_Alignof(struct result_sort_term) <= _Alignof(uint32_t), "sort terms follow keys");
+    rs->key = (uint32_t *)block;
+    rs->key_coll = (enum ldb_collation *)(rs->key + nkey);
+    rs->sort = (struct result_sort_term *)(block + kb);
     rs->nkey = nkey;
-    memcpy(rs->key, key, nkey * sizeof *key);
-    memcpy(rs->key_coll, colls, nkey * sizeof *colls);
+    if (nkey) {
+        memcpy(rs->key, key, nkey * sizeof *key);
+        memcpy(rs->key_coll, colls, nkey * sizeof *colls);
+    }
     rs->nsort = nsort;
     if (nsort)
         memcpy(rs->sort, sort, nsort * sizeof *sort);
@@ -137,6 +147,8 @@ void result_free(struct result_set *rs)
     btree_free(&rs->order);
     pool_free(&rs->entries);
     pool_free(&rs->copies);
+    mem_free(rs->key);
+    rs->key = NULL;
 }
 
 /* ---- staging -------------------------------------------------------------------------- */

@@ -104,10 +104,11 @@ struct result_place {
 
 struct result_set {
     uint32_t nkey;
-    uint32_t key[RESULT_MAX_KEY];
-    enum ldb_collation key_coll[RESULT_MAX_KEY];
+    uint32_t *key;      /* nkey: positions, then */
+    enum ldb_collation *key_coll; /* collations, then */
+    struct result_sort_term *sort; /* nsort ORDER BY terms: one block, owned
+                                      (a result set per child live result) */
     uint32_t nsort;
-    struct result_sort_term sort[RESULT_MAX_SORT];
     bool ordered;
     bool positions;     /* report positions (else -1) */
     uint32_t nvisible;  /* columns a change reports */
@@ -122,7 +123,8 @@ struct result_set {
     size_t nquiet;      /* staged changes that may report nothing */
 };
 
-/* key: columns of the key; sort: ORDER BY terms (nsort 0: unordered);
+/* key: columns of the key; sort: ORDER BY terms (nsort 0: unordered),
+ * both copied (LDB_NOMEM);
  * the first nvisible columns are reported; positions: whether changes
  * report positions (ordered results only). */
 int result_init(struct result_set *rs, const uint32_t *key,

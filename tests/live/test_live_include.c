@@ -561,11 +561,19 @@ static void sqlite_json_oracle(void)
 
 struct work {
     uint64_t processed, read;
+    uint64_t children, bytes; /* active child live results, retained bytes */
 };
+
+static const char array_include[] =
+    "SELECT u.id, ARRAY(SELECT i.id, i.title FROM issues i WHERE i.uid = u.grp "
+    "ORDER BY i.created) AS a FROM users u";
+static const char live_include[] =
+    "SELECT u.id, LIVE(SELECT i.id, i.title FROM issues i WHERE i.uid = u.grp "
+    "ORDER BY i.created) AS a FROM users u";
 
 /* users 1..nusers, 4 issues each; two parents per bucket (users.grp
  * routes to the issues of user grp); one child's title changes. */
-static struct work child_change_work(int nusers)
+static struct work child_change_work(int nusers, const char *include)
 {
     ldb *db = sqlt_open();
     EXEC(db, "CREATE TABLE users(id INTEGER PRIMARY KEY, grp INTEGER);"
@@ -585,15 +593,14 @@ static struct work child_change_work(int nusers)
     }
     EXEC(db, "COMMIT");
     ldb_live *q;
-    CHECK(ldb_live_open(db, "SELECT u.id, ARRAY(SELECT i.id, i.title FROM issues i WHERE "
-                            "i.uid = u.grp ORDER BY i.created) AS a FROM users u",
-                        NULL, NULL, &q) == LDB_OK);
+    CHECK(ldb_live_open(db, include, NULL, NULL, &q) == LDB_OK);
     ldb_live_stats before, after;
     ldb_live_stats_get(q, &before);
     EXEC(db, "UPDATE issues SET title = 'changed' WHERE id = 11");
     ldb_live_stats_get(q, &after);
     struct work w = { after.rows_processed - before.rows_processed,
-                      after.rows_read - before.rows_read };
+                      after.rows_read - before.rows_read, after.child_results,
+                      after.retained_bytes };
     ldb_live_close(q);
     ldb_close(db);
     return w;
@@ -601,7 +608,8 @@ static struct work child_change_work(int nusers)
 
 static void child_change_work_is_flat(void)
 {
-    struct work small = child_change_work(100), big = child_change_work(2000);
+    struct work small = child_change_work(100, array_include),
+                big = child_change_work(2000, array_include);
     printf("#    one child change: %" PRIu64 " rows processed, %" PRIu64
            " read (100 parents); %" PRIu64 ", %" PRIu64 " (2000 parents)\n",
            small.processed, small.read, big.processed, big.read);
@@ -610,5 +618,26 @@ static void child_change_work_is_flat(void)
     CHECK_INT(big.read, small.read);
 }
 
+/* The same for a child live result (LIVE): the change reaches one handle
+ * (law 12), and the space is one handle per distinct bucket, no copy per
+ * parent (law 13: two parents per bucket share it). */
+static void live_child_change_work_is_flat(void)
+{
+    struct work small = child_change_work(100, live_include),
+                big = child_change_work(2000, live_include);
+    printf("#    LIVE: one child change: %" PRIu64 " rows processed (100 parents), %" PRIu64
+           " (2000); %" PRIu64 " and %" PRIu64 " handles, %.0f and %.0f bytes per parent\n",
+           small.processed, big.processed, small.children, big.children,
+           (double)small.bytes / 100, (double)big.bytes / 2000);
+    CHECK(small.processed > 0);
+    CHECK_INT(big.processed, small.processed);
+    CHECK_INT(big.read, small.read);
+    CHECK_INT(small.children, 50);
+    CHECK_INT(big.children, 1000);
+    double per_small = (double)small.bytes / 100, per_big = (double)big.bytes / 2000;
+    CHECKF(per_big < 1.5 * per_small && per_small < 1.5 * per_big, "%.0f vs %.0f", per_small,
+           per_big);
+}
+
 TEST_MAIN(T(oneshot_array), T(to_json_function), T(live_inline_modes), T(nested_value_api), T(random_histories), T(sqlite_json_oracle),
-          T(child_change_work_is_flat))
+          T(child_change_work_is_flat), T(live_child_change_work_is_flat))
