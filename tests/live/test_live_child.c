@@ -322,6 +322,70 @@ static void other_shapes(void)
     ldb_close(db);
 }
 
+/* ---- law 9: every result of a commit is installed before any callback ------------- */
+
+struct coherent {
+    ldb_live *root;
+    int root_calls, child_calls;
+    int64_t seen_in_root;  /* rows of user 1's handle, read in the root's callback */
+    int64_t seen_in_child; /* root rows, read in a child's callback */
+};
+
+static int count_row(void *ctx, const ldb_row *r)
+{
+    (void)r;
+    ++*(int64_t *)ctx;
+    return 0;
+}
+
+static void coherent_child(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    struct coherent *k = ctx;
+    (void)q, (void)c, (void)n;
+    k->child_calls++;
+    k->seen_in_child = 0;
+    if (!k->root) /* the open's first batches: the query is not returned yet */
+        return;
+    int rc = ldb_live_read(k->root, count_row, &k->seen_in_child);
+    CHECKF(rc == LDB_OK, "rc %d", rc);
+}
+
+static void coherent_root(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    struct coherent *k = ctx;
+    (void)q;
+    k->root_calls++;
+    for (size_t i = 0; i < n; i++) {
+        const ldb_row *r = c[i].after;
+        ldb_live *h = r ? ldb_row_live(r, 1) : NULL;
+        if (!h)
+            continue;
+        CHECK(ldb_live_set_callback(h, coherent_child, k) == LDB_OK);
+        k->seen_in_root = 0;
+        CHECK(ldb_live_read(h, count_row, &k->seen_in_root) == LDB_OK);
+    }
+}
+
+/* One commit that adds a user with two issues: the root's callback reads
+ * the new user's handle already filled, and the handle's callback reads
+ * the root with the new user in it. */
+static void callbacks_read_the_whole_commit(void)
+{
+    ldb *db = tracker();
+    struct coherent k = { 0 };
+    CHECK(ldb_live_open(db, "SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id) "
+                            "AS issues FROM users u", coherent_root, &k, &k.root) == LDB_OK);
+    CHECK(k.root_calls == 1 && k.child_calls == 2);
+    k.root_calls = k.child_calls = 0;
+    EXEC(db, "BEGIN; INSERT INTO users VALUES (3, 'cy', 1); INSERT INTO issues VALUES (20, 3, 'p'),"
+             " (21, 3, 'q'); COMMIT");
+    CHECK(k.root_calls == 1 && k.child_calls == 1);
+    CHECK_INT(k.seen_in_root, 2);
+    CHECK_INT(k.seen_in_child, 3);
+    ldb_live_close(k.root);
+    ldb_close(db);
+}
+
 static int first_int(void *ctx, const ldb_row *r)
 {
     *(int64_t *)ctx = ldb_row_int64(r, 0);
@@ -350,4 +414,4 @@ TEST_MAIN(T(live_is_refused_outside_live_queries),
           T(live_binds_only_as_an_outermost_result_column),
           T(live_stays_a_name), T(child_batches_follow_buckets),
           T(equal_values_share_a_handle), T(live_nests), T(handles_follow_the_window),
-          T(other_shapes))
+          T(other_shapes), T(callbacks_read_the_whole_commit))
