@@ -203,20 +203,15 @@ static int stage_buckets(ldb_live *q, uint32_t k)
     return LDB_OK;
 }
 
-/* One row of column k's delta with the handle of its tuple. */
-struct routed {
-    ldb_live *h;
-    df_entry e;
-};
-
 static int by_handle(const void *a, const void *b)
 {
-    uint64_t x = ((const struct routed *)a)->h->id, y = ((const struct routed *)b)->h->id;
+    uint64_t x = ((const struct live_routed *)a)->h->id;
+    uint64_t y = ((const struct live_routed *)b)->h->id;
     return x < y ? -1 : x > y;
 }
 
 /* Stages one handle's rows (a run of routed entries). */
-static int stage_handle(struct live_buckets *b, const struct routed *run, size_t n)
+static int stage_handle(struct live_buckets *b, const struct live_routed *run, size_t n)
 {
     ldb_live *h = run[0].h;
     b->scratch.len = 0;
@@ -241,23 +236,24 @@ static int stage_rows(ldb_live *q, uint32_t k)
     df_batch *d = &ch->rows_acc;
     if (d->len == 0)
         return LDB_OK;
-    struct routed *rt = mem_alloc(d->len * sizeof *rt);
-    if (!rt)
+    struct live_buckets *b = q->buckets;
+    b->routed.len = 0;
+    if (vec_reserve(&b->routed, d->len))
         return LDB_NOMEM;
-    int rc = LDB_OK;
-    for (size_t i = 0; !rc && i < d->len; i++) {
-        rt[i] = (struct routed){ find(q, k, &d->e[i].r->cols[ch->lay.ncols]), d->e[i] };
+    struct live_routed *rt = b->routed.data;
+    for (size_t i = 0; i < d->len; i++) {
+        rt[i] = (struct live_routed){ find(q, k, &d->e[i].r->cols[ch->lay.ncols]), d->e[i] };
         if (!rt[i].h)
-            rc = LDB_INTERNAL; /* rows of a bucket that is not active */
+            return LDB_INTERNAL; /* rows of a bucket that is not active */
     }
-    if (!rc)
+    if (d->len > 1)
         qsort(rt, d->len, sizeof *rt, by_handle);
+    int rc = LDB_OK;
     for (size_t i = 0, j; !rc && i < d->len; i = j) {
         for (j = i + 1; j < d->len && rt[j].h == rt[i].h; j++)
             ;
-        rc = stage_handle(q->buckets, rt + i, j - i);
+        rc = stage_handle(b, rt + i, j - i);
     }
-    mem_free(rt);
     return rc;
 }
 
@@ -423,6 +419,7 @@ void live_children_free(ldb_live *q)
         if (q->reg->queries.data[i]->is_child && q->reg->queries.data[i]->root == q)
             q->reg->queries.data[i]->root = NULL;
     vec_free(&b->touched);
+    vec_free(&b->routed);
     vec_free(&b->scratch);
     mem_free(b->active);
     mem_free(b);

@@ -169,10 +169,17 @@ struct ldb_live {
     row *dom;                  /* the domain row that activated it (its tuple) */
 };
 
+/* A child row of a commit with the handle of its tuple. */
+struct live_routed {
+    ldb_live *h;
+    df_entry e;
+};
+
 /* The child live results of one root query, per LIVE column. */
 struct live_buckets {
     hmap *active;              /* per child: tuple hash -> ldb_live * */
     VEC(ldb_live *) touched;   /* handles with a staged batch, publication order */
+    VEC(struct live_routed) routed; /* a column's rows while staging */
     VEC(df_entry) scratch;     /* one handle's rows while staging */
     uint64_t next_id;
 };

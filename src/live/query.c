@@ -96,29 +96,33 @@ struct change_views {
 void live_batch_drop(ldb_live *q)
 {
     result_discard(&q->rs);
-    mem_free(q->views.out);
-    mem_free(q->views.rows);
-    mem_free(q->views.keys);
-    mem_free(q->views.cells);
+    mem_free(q->views.out); /* the block of all four */
     memset(&q->views, 0, sizeof q->views);
 }
 
 /* The memory the public views of n changes need, taken when they are
- * staged, so that publishing a result once installed cannot fail. A
- * child's callback may be set during the publication that shows it, so a
+ * staged, so that publishing a result once installed cannot fail: one
+ * block (changes, their row views, key values, cell rows). A child's
+ * callback may be set during the publication that shows it, so a
  * child's views are always reserved. */
 int live_views_reserve(ldb_live *q, size_t n)
 {
     if (n == 0 || (!q->fn && !q->is_child))
         return LDB_OK;
-    q->views.out = mem_alloc(n * sizeof *q->views.out);
-    q->views.rows = mem_alloc(n * sizeof(struct change_views));
-    q->views.keys = mem_alloc((n * q->rs.nkey + 1) * sizeof *q->views.keys);
-    if (live_has_cells(q))
-        q->views.cells = mem_alloc((2 * n * live_layout_of(q)->nvisible + 1) *
-                                   sizeof *q->views.cells);
-    bool cells = q->views.cells || !live_has_cells(q);
-    return q->views.out && q->views.rows && q->views.keys && cells ? LDB_OK : LDB_NOMEM;
+    size_t ncells = live_has_cells(q) ? 2 * n * live_layout_of(q)->nvisible : 0;
+    size_t out = n * sizeof(ldb_change), rows = n * sizeof(struct change_views);
+    size_t keys = n * q->rs.nkey * sizeof(value), cells = ncells * sizeof(value);
+    _Static_assert(sizeof(ldb_change) % _Alignof(value) == 0 &&
+                       sizeof(struct change_views) % _Alignof(value) == 0,
+                   "views are laid out back to back");
+    char *block = mem_alloc(out + rows + keys + cells);
+    if (!block)
+        return LDB_NOMEM;
+    q->views.out = (ldb_change *)block;
+    q->views.rows = block + out;
+    q->views.keys = (value *)(block + out + rows);
+    q->views.cells = ncells ? (value *)(block + out + rows + keys) : NULL;
+    return LDB_OK;
 }
 
 /* Stages the program's accumulated output as the result's next changes. */
