@@ -382,6 +382,18 @@ static struct bt_leaf *find_exact(const btree *t, const void *key,
     return leaf_holds(t, leaf, *pos, key) ? leaf : NULL;
 }
 
+size_t btree_rank_of(const btree *t, const void *item)
+{
+    if (!t->root)
+        return SIZE_MAX;
+    size_t before = 0;
+    struct bt_leaf *leaf = descend_inner(t, t->cmp, item, 0, NULL, &before);
+    for (unsigned i = 0; i < leaf->n; i++)
+        if (leaf->items[i] == item)
+            return before + i;
+    return SIZE_MAX;
+}
+
 void *btree_find(const btree *t, const void *key)
 {
     if (!t->root)

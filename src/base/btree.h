@@ -221,6 +221,10 @@ void btree_settle(btree *t);
 
 /* The item equal to key under the item comparator, or NULL. */
 void *btree_find(const btree *t, const void *key);
+/* The rank of the item the tree holds at this address (compared only on
+ * the way down to its leaf: none in a one-leaf tree, whose items may be
+ * costly to reach), or SIZE_MAX when it is not there. */
+size_t btree_rank_of(const btree *t, const void *item);
 
 static inline size_t btree_count(const btree *t) { return t->count; }
 

@@ -176,11 +176,8 @@ static struct result_entry *find_entry(const struct result_set *rs, const row *r
 /* Rank of the entry's first copy in the order tree. */
 static int64_t entry_position(const struct result_set *rs, struct result_entry *e)
 {
-    struct result_copy probe = { e, 0 };
-    btree_cursor c;
-    if (!btree_seek(&rs->order, copy_cmp, &probe, BT_GE, &c))
-        return -1;
-    return (int64_t)btree_cursor_rank(&c);
+    size_t rank = e->first ? btree_rank_of(&rs->order, e->first) : SIZE_MAX;
+    return rank == SIZE_MAX ? -1 : (int64_t)rank;
 }
 
 /* The contributions of one key: distinct rows with summed weights. */
@@ -380,6 +377,8 @@ static void remove_copies(struct result_set *rs, struct result_entry *e, int64_t
         struct result_copy *item = btree_delete(&rs->order, &probe);
         if (item)
             pool_put(&rs->copies, item);
+        if (c == 0)
+            e->first = NULL;
     }
 }
 
@@ -393,6 +392,8 @@ static int add_copies(struct result_set *rs, struct result_entry *e)
         }
         item->e = e;
         item->copy = c;
+        if (c == 0)
+            e->first = item;
         void *existing;
         int rc = btree_insert(&rs->order, item, &existing);
         if (rc) {
@@ -414,6 +415,7 @@ static int make_next(struct result_set *rs, struct result_change *ch)
     e->named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
     e->mult = ch->after_mult;
     e->hash = ch->hash;
+    e->first = NULL;
     int rc = add_copies(rs, e);
     if (rc) {
         pool_put(&rs->entries, e);

@@ -70,6 +70,7 @@ struct result_entry {
                       else NULL; referenced */
     int64_t mult;
     uint64_t hash; /* of the key */
+    struct result_copy *first; /* its copy 0 in the ordered tree, or NULL */
 };
 
 /* One copy of an entry in the ordered tree. */

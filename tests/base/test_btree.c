@@ -209,6 +209,7 @@ static void check_ranks(const btree *t, const struct model *m, rng *r,
         size_t rank = rng_below(r, m->n);
         CHECK(btree_at(t, rank, &c));
         check_at(&c, m, rank);
+        CHECK_INT(btree_rank_of(t, btree_cursor_item(&c)), rank);
     }
     CHECK(!btree_at(t, m->n, &c));
     CHECK(btree_cursor_item(&c) == NULL);
@@ -375,6 +376,7 @@ static void test_misuse_and_empty(void)
     struct model m = { 0 };
     CHECK(!btree_first(&t, &c) && !btree_last(&t, &c));
     CHECK(!btree_at(&t, 0, &c));
+    CHECK(btree_rank_of(&t, item_of(1)) == SIZE_MAX);
     CHECK(btree_find(&t, item_of(5)) == NULL);
     CHECK(btree_delete(&t, item_of(5)) == NULL);
     CHECK(btree_delete_rank(&t, 0) == NULL);
