@@ -405,9 +405,15 @@ static int add_copies(struct result_set *rs, struct result_entry *e)
     return LDB_OK;
 }
 
-/* The new entry of a change and its copies in the order tree. */
+/* The new entry of a change and its copies in the order tree; none for
+ * an update that keeps the row's place and count (say a title change
+ * under ORDER BY created): the entry then takes the row where it is. */
 static int make_next(struct result_set *rs, struct result_change *ch)
 {
+    ch->in_place = ch->entry && ch->entry->mult == ch->after_mult &&
+                   (!rs->ordered || result_row_cmp(rs, ch->entry->r, ch->after) == 0);
+    if (ch->in_place)
+        return LDB_OK;
     struct result_entry *e = pool_get(&rs->entries);
     if (!e)
         return LDB_NOMEM;
@@ -463,6 +469,20 @@ static void unmake_next(struct result_set *rs, size_t n)
  * slot was reserved). */
 static void retire_entry(struct result_set *rs, struct result_change *ch)
 {
+    if (ch->in_place) {
+        struct result_entry *e = ch->entry;
+        rs->row_bytes -= entry_row_bytes(e);
+        row *named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
+        row_retain(ch->after);
+        if (named)
+            row_retain(named);
+        row_release(e->r);
+        row_release(e->named);
+        e->r = ch->after;
+        e->named = named;
+        rs->row_bytes += entry_row_bytes(e);
+        return;
+    }
     uint64_t *v = NULL;
     if (ch->entry) {
         struct key_probe p = { rs, ch->entry->r };

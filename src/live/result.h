@@ -91,6 +91,8 @@ struct result_change {
     uint64_t hash;
     struct result_entry *entry;    /* the entry when it existed before */
     struct result_entry *next;     /* the entry that replaces it (commit) */
+    bool in_place;                 /* commit: the entry takes the new row
+                                      where it is (same order and count) */
     bool quiet;                    /* reports nothing (staged: maybe,
                                       when only hidden columns changed;
                                       commit decides) */
