@@ -40,7 +40,7 @@ void *pool_get(pool *p)
         p->live++;
         return it;
     }
-    if (p->fresh + p->item_size > p->fresh_end) {
+    if (!p->fresh || p->item_size > (size_t)(p->fresh_end - p->fresh)) {
         size_t n = chunk_bytes(p);
         struct pool_chunk *c = mem_alloc(n);
         if (!c)

@@ -4,7 +4,11 @@
  * duplicates, every column type). It looks for crashes, sanitizer errors,
  * leaks and hangs in everything from the lexer to the executor; any error
  * code is a fine answer. Each result row is read through every row
- * accessor, so that the values handed out are touched too.
+ * accessor, so that the values handed out are touched too. The input's
+ * first statement is then opened as a live query (its child live results
+ * followed and read), a few writes go through it, and it is read again:
+ * the incremental layer and the LIVE (query) facade get the same inputs.
+ * A progress handler bounds the work of that part.
  *
  * Built by `make fuzz` (clang, -fsanitize=fuzzer,address,undefined) as
  * build/fuzz/fuzz_sql; `make fuzz-ci` replays tests/fuzz/corpus and fuzzes
@@ -71,6 +75,50 @@ static int on_row(void *ctx, const ldb_row *row)
     return ++b->rows >= MAX_ROWS;
 }
 
+static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)q;
+    for (size_t i = 0; i < n; i++) {
+        on_row(ctx, c[i].key);
+        if (c[i].before)
+            on_row(ctx, c[i].before);
+        if (!c[i].after)
+            continue;
+        on_row(ctx, c[i].after);
+        for (int j = 0; j < ldb_row_columns(c[i].after); j++) {
+            ldb_live *h = ldb_row_live(c[i].after, j);
+            if (!h)
+                continue;
+            (void)ldb_live_set_callback(h, on_change, ctx);
+            (void)ldb_live_read(h, on_row, ctx);
+            (void)ldb_live_count(h);
+            (void)ldb_live_column_name(h, 0);
+        }
+    }
+}
+
+/* Stops the live part after a bounded amount of work. */
+static int out_of_steps(void *ctx)
+{
+    return --*(long *)ctx < 0;
+}
+
+static void run_live(ldb *db, const char *sql, budget *b)
+{
+    long steps = 20000;
+    ldb_progress_handler(db, 64, out_of_steps, &steps);
+    ldb_live *q = NULL;
+    if (ldb_live_open(db, sql, on_change, b, &q) == LDB_OK && q) {
+        (void)ldb_exec(db, "UPDATE t1 SET b = b || 'x' WHERE a = 2;"
+                           "DELETE FROM t2 WHERE z = 3;"
+                           "INSERT INTO t2 VALUES (1, 'n', 7), (2, 'two', 8);"
+                           "UPDATE t2 SET x = 5 WHERE z = 1", NULL, NULL);
+        (void)ldb_live_read(q, on_row, b);
+        ldb_live_close(q);
+    }
+    ldb_progress_handler(db, 0, NULL, NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ldb *db;
@@ -87,6 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)ldb_exec(db, sql, on_row, &b);
     (void)ldb_errmsg(db);
     (void)ldb_error_offset(db);
+    b.rows = 0;
+    run_live(db, sql, &b);
     free(sql);
     ldb_close(db);
     return 0;
