@@ -696,7 +696,7 @@ static int compile_limit(struct compile *c, const struct plan *p, df_node **out)
         return LDB_NOMEM;
     for (uint32_t i = 0; i < part; i++) {
         pcols[i] = i;
-        pcoll[i] = LDB_COLL_BINARY;
+        pcoll[i] = p->cols[i].coll; /* the capture tuple's: identity */
     }
     df_key group = { part, pcols, pcoll };
     df_node *k;

@@ -256,7 +256,7 @@ static struct plan *scalar_per_domain(struct dc *d, struct plan *grouped, struct
 {
     plan_arena *pa = d->pa;
     struct join_key k = { domain_col(pa, dom), domain_col(pa, grouped), COL_ANY,
-                          LDB_COLL_BINARY };
+                          VALUE_COLL_IDENTITY };
     struct plan *j = pb_join(pa, JOIN_LEFT, dom, grouped, &k, 1, NULL);
     if (!j)
         return NULL;
@@ -377,7 +377,7 @@ static struct plan *push_join_both(struct dc *d, struct plan *p, struct plan *do
     if (!both || !keys)
         return NULL;
     keys[0] = (struct join_key){ domain_col(pa, l), domain_col(pa, r), COL_ANY,
-                                 LDB_COLL_BINARY };
+                                 VALUE_COLL_IDENTITY };
     for (uint32_t i = 0; i < nk; i++) {
         keys[i + 1] = p->u.join.keys[i];
         keys[i + 1].left = remap_pushed(pa, keys[i + 1].left, l, 1, 0);
@@ -404,6 +404,8 @@ static struct plan *push_join_both(struct dc *d, struct plan *p, struct plan *do
     expr *dr = xb_column(pa, 1 + nl, &j->cols[1 + nl]);
     expr *missing = xb_unary(pa, EOP_ISNULL, dl);
     es[0] = xb_case(pa, &missing, &dr, 1, dl);
+    if (es[0]) /* still the domain column: keyed by identity */
+        es[0]->coll = dl->coll;
     for (uint32_t i = 0; i < nl; i++)
         es[1 + i] = xb_column(pa, 1 + i, &j->cols[1 + i]);
     for (uint32_t i = 0; i < p->right->ncols; i++)
@@ -674,7 +676,7 @@ static struct join_key domain_key(plan_arena *pa, const struct plan *l, uint32_t
                                   const struct plan *r)
 {
     struct join_key k = { xb_column(pa, lcol, &l->cols[lcol]), domain_col(pa, r), COL_ANY,
-                          LDB_COLL_BINARY };
+                          VALUE_COLL_IDENTITY };
     return k;
 }
 
@@ -834,8 +836,10 @@ static struct plan *tuple_last(plan_arena *pa, struct plan *pp)
 static int decorrelate_child(struct dc *d, struct live_child *ch, struct plan *parent)
 {
     plan_arena *pa = d->pa;
-    expr *cell = xb_column(pa, ch->cell, &parent->cols[ch->cell]);
-    struct plan *dom = cell ? pb_distinct(pa, pb_project(pa, parent, &cell, 1, NULL)) : NULL;
+    struct plan_col meta = parent->cols[ch->cell];
+    meta.coll = VALUE_COLL_IDENTITY; /* the cell is a capture tuple */
+    expr *cell = xb_column(pa, ch->cell, &meta);
+    struct plan *dom = cell ? pb_distinct(pa, pb_project(pa, parent, &cell, 1, &meta)) : NULL;
     struct plan *pp = dom ? push_domain(d, ch->plan, dom) : NULL;
     if (!pp)
         return d->err->code ? d->err->code : LDB_NOMEM;
@@ -845,6 +849,18 @@ static int decorrelate_child(struct dc *d, struct live_child *ch, struct plan *p
     ch->dom = dom;
     ch->rows = tuple_last(pa, pp);
     return ch->rows ? LDB_OK : LDB_NOMEM;
+}
+
+/* The domain value of a subquery: ARRAY of its captures, keyed by
+ * identity (VALUE_COLL_IDENTITY) wherever it is a key: the subquery may
+ * show the values it reads, so outer rows whose values are equal but not
+ * identical (5 and 5.0) must not share its result. */
+static expr *capture_tuple(plan_arena *pa, const struct expr_subquery *sq)
+{
+    expr *t = xb_array(pa, sq->captures, sq->ncaptures);
+    if (t)
+        t->coll = VALUE_COLL_IDENTITY;
+    return t;
 }
 
 /* Attaches subquery s to a->in; returns the expression that replaces it. */
@@ -862,8 +878,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     /* a child live result's cell: its capture tuple (its rows are pushed
      * over the tuples of the published parent rows: decorrelate_child) */
     if (sq->kind == SUBQ_LIVE)
-        return child_of(d, sq->plan) ? xb_array(pa, sq->captures, sq->ncaptures)
-                                     : refuse_live(a, s);
+        return child_of(d, sq->plan) ? capture_tuple(pa, sq) : refuse_live(a, s);
     /* the input with the capture tuple (and the IN operand) appended; a
      * subquery in the operand is attached first, so the operand becomes
      * an expression over plain columns of the input */
@@ -871,7 +886,7 @@ static expr *attach_one(struct attach *a, const expr *s)
     uint32_t nextra = 1;
     if (sq->kind == SUBQ_IN && !(extra[nextra++] = attach_expr(a, s->args[0])))
         return NULL;
-    if (!(extra[0] = xb_array(pa, sq->captures, sq->ncaptures)))
+    if (!(extra[0] = capture_tuple(pa, sq)))
         return NULL;
     struct plan *ext = with_columns(pa, a->in, extra, nextra);
     if (!ext)

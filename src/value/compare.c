@@ -133,6 +133,8 @@ static int cmp_record(const value *a, const value *b, enum ldb_collation coll)
 
 int value_cmp(const value *a, const value *b, enum ldb_collation coll)
 {
+    if (coll == VALUE_COLL_IDENTITY)
+        return value_cmp_identity(a, b);
     int ca = type_class(value_type(a)), cb = type_class(value_type(b));
     if (ca != cb)
         return ca < cb ? -1 : 1;
@@ -159,6 +161,8 @@ int value_cmp(const value *a, const value *b, enum ldb_collation coll)
 
 bool value_eq(const value *a, const value *b, enum ldb_collation coll)
 {
+    if (coll == VALUE_COLL_IDENTITY)
+        return value_identical(a, b);
     if (a->s.type == LDB_TEXT && b->s.type == LDB_TEXT && coll == LDB_COLL_BINARY) {
         size_t na, nb;
         const char *pa = value_bytes(a, &na), *pb = value_bytes(b, &nb);
@@ -315,6 +319,8 @@ static uint64_t hash_text(const value *v, enum ldb_collation coll)
 
 uint64_t value_hash_items(const value *v, enum ldb_collation coll)
 {
+    if (coll == VALUE_COLL_IDENTITY)
+        coll = LDB_COLL_BINARY;
     if (value_type(v) == LDB_ARRAY) {
         size_t n;
         const value *items = value_items(v, &n);
@@ -334,6 +340,8 @@ uint64_t value_hash_items(const value *v, enum ldb_collation coll)
 
 uint64_t value_hash(const value *v, enum ldb_collation coll)
 {
+    if (coll == VALUE_COLL_IDENTITY) /* identical values are BINARY-equal */
+        coll = LDB_COLL_BINARY;
     switch (value_type(v)) {
     case LDB_NULL:
         return H_NULL;

@@ -183,6 +183,13 @@ size_t value_mem(const value *v);
 
 /* ---- order, equality, hashing ------------------------------------------ */
 
+/* Not a SQL collation: under it value_cmp is value_cmp_identity, value_eq
+ * is value_identical, and value_hash hashes as under BINARY. The live
+ * layer keys decorrelation's capture tuples with it: a subquery may show
+ * the outer values it reads, so 5 and 5.0, -0.0 and 0.0, 'a' and 'A' must
+ * be different tuples. */
+#define VALUE_COLL_IDENTITY ((enum ldb_collation)3)
+
 /* Total order (-1, 0, 1). See docs/VALUES.md. cmp == 0 iff value_eq. */
 int value_cmp(const value *a, const value *b, enum ldb_collation coll);
 /* Canonical equality under a collation. */
