@@ -278,7 +278,7 @@ int live_children_stage(ldb_live *q)
     }
     live_program_clear_output(prog);
     struct live_buckets *b = q->buckets;
-    if (!rc) /* parents' columns first, then by activation */
+    if (!rc && b->touched.len > 1) /* parents' columns first, then by activation */
         qsort(b->touched.data, b->touched.len, sizeof *b->touched.data, publication_order);
     return rc;
 }
