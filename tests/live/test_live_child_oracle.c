@@ -64,11 +64,49 @@
  * installed before) already hold the commit that was never published:
  * ldb_live_read shows rows no batch reported, against "its last published
  * result stays readable". commit_nomem_sweep then accepts either result.
- * Found by commit_nomem_sweep at allocation 527 (deterministic): the
- * first case's root reads users 1, 2, 4, 5 where its last batch left
- * 1, 2, 3, 4.
+ * Found by commit_nomem_sweep (deterministic; LDB_ORACLE_STRICT=
+ * KNOWN_CHILD_INSTALL_TORN shows it at allocation 527): the first case's
+ * root then reads users 1, 2, 4, 5 where its last batch left 1, 2, 3, 4.
  */
 #define KNOWN_CHILD_INSTALL_TORN 1
+
+/*
+ * KNOWN_CHILD_WINDOW: under ORDER BY ... LIMIT (a root's window, or a
+ * LIVE child's LIMIT) every row before the LIMIT activates the buckets of
+ * the select list's LIVE columns: child_results counts handles no shown
+ * row refers to, a row leaving the window does not retire its handle, and
+ * a row entering it shows a handle made earlier, without a first batch
+ * (its rows were installed while no callback could be set), so a client
+ * following the batches never sees them. Root:
+ *   users (1), (2); issues (10, assignee 2), (11, assignee 2);
+ *   SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id
+ *   ORDER BY i.id) FROM users u ORDER BY u.id LIMIT 1
+ *   -> child_results 2; DELETE FROM users WHERE id = 1 shows user 2 with
+ *   a handle of 2 rows that never gets a batch.
+ * Child: users (1); issues (10, 1), (11, 1); comments (100, issue 11);
+ *   SELECT u.id, LIVE (SELECT i.id, LIVE (SELECT c.id FROM comments c
+ *   WHERE c.issue_id = i.id) FROM issues i WHERE i.assignee = u.id
+ *   ORDER BY i.id LIMIT 1) FROM users u
+ *   -> child_results 3 for 2 shown; DELETE FROM issues WHERE id = 10
+ *   shows issue 11 with a handle of 1 row that never gets a batch.
+ * The oracle leaves out its last two cases; the case
+ * window_shows_its_handles_with_their_rows runs these reproductions.
+ */
+#define KNOWN_CHILD_WINDOW 1
+
+/*
+ * KNOWN_CHILD_QSORT_EMPTY: a query with LIVE columns staged before any
+ * handle was ever made (open over an empty parent, and each commit until
+ * the first handle) calls qsort(NULL, 0, ...) (src/live/child.c,
+ * live_children_stage), undefined behaviour that UBSan stops at:
+ *   CREATE TABLE users(id INTEGER PRIMARY KEY);
+ *   CREATE TABLE issues(id INTEGER PRIMARY KEY, assignee INTEGER);
+ *   live: SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee
+ *   = u.id) FROM users u
+ * The random worlds then get a user and an issue before their queries
+ * open; the case opens_over_an_empty_parent runs the reproduction.
+ */
+#define KNOWN_CHILD_QSORT_EMPTY 1
 
 static const char schema[] =
     "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, team INTEGER);"
@@ -145,8 +183,30 @@ static const struct case_spec cases[] = {
         { -1, 3, 0, T_COMMENTS, true,
           "SELECT c.id, c.body, c.at FROM comments c WHERE c.issue_id = ?1 "
           "ORDER BY c.at, c.id" } } },
+    /* the last two (see KNOWN_CHILD_WINDOW): a LIMIT in the middle level,
+     * whose top rows only show grandchild handles */
+    { "SELECT u.id, LIVE (SELECT i.id, i.created, LIVE (SELECT c.id, c.body FROM comments c "
+      "WHERE c.issue_id = i.id) AS comments FROM issues i WHERE i.assignee = u.id "
+      "ORDER BY i.created, i.id LIMIT 2) AS top FROM users u ORDER BY u.id",
+      "SELECT u.id FROM users u ORDER BY u.id", T_USERS, true, 2,
+      { { -1, 1, 0, T_ISSUES, true,
+          "SELECT i.id, i.created FROM issues i WHERE i.assignee = ?1 "
+          "ORDER BY i.created, i.id LIMIT 2" },
+        { 0, 2, 0, T_COMMENTS, false,
+          "SELECT c.id, c.body FROM comments c WHERE c.issue_id = ?1" } } },
+    /* a window over the root: only the rows in it show handles */
+    { "SELECT u.id, u.name, LIVE (SELECT i.id, i.title, i.created FROM issues i "
+      "WHERE i.assignee = u.id ORDER BY i.created, i.id) AS issues FROM users u "
+      "ORDER BY u.name, u.id LIMIT 3",
+      "SELECT u.id, u.name FROM users u ORDER BY u.name, u.id LIMIT 3", T_USERS, true, 1,
+      { { -1, 2, 0, T_ISSUES, true,
+          "SELECT i.id, i.title, i.created FROM issues i WHERE i.assignee = ?1 "
+          "ORDER BY i.created, i.id" } } },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
+
+/* The cases the oracle runs: all but the last two while KNOWN_CHILD_WINDOW. */
+static size_t oracle_cases(void) { return NCASES - 2 * known_bug(KNOWN_CHILD_WINDOW); }
 
 /* ---- the oracle's mirrors ------------------------------------------------------------------ */
 
@@ -180,6 +240,8 @@ struct mirror {
     int level;
     ldb_live *q;
     uint64_t id;           /* N of live#N */
+    int ncols;             /* ldb_live_column_count when it was shown */
+    bool held;             /* retained (struct oracle's retain), not yet released */
     char *corr;            /* its tuple, as text */
     int ptype;             /* its tuple's value, bound as ?1 */
     int64_t pint;
@@ -202,6 +264,7 @@ struct oracle {
     struct mlist seq;      /* batches of this commit, in publication order */
     uint64_t max_id;       /* of the handles made before this commit */
     bool retain;           /* retain every handle when it is first shown */
+    ldb_stmt *fresh[MAXCOL + 1]; /* the queries run fresh, per level + 1 */
     char err[512];         /* the first thing that went wrong */
 };
 
@@ -275,6 +338,7 @@ static struct mirror *make_mirror(struct oracle *o, int k, ldb_live *h, const ld
     m->q = h;
     m->corr = corr;
     m->made_now = true;
+    m->ncols = ldb_live_column_count(h);
     char *cell = format_col(r, cs->cell);
     unsigned long long id = 0;
     if (sscanf(cell, "live#%llu", &id) != 1 || id <= o->max_id)
@@ -289,7 +353,7 @@ static struct mirror *make_mirror(struct oracle *o, int k, ldb_live *h, const ld
         m->ptext = format_col(r, cs->corr);
     if (ldb_live_set_callback(h, on_batch, m) != LDB_OK)
         oracle_fail(o, "ldb_live_set_callback of live#%llu failed", id);
-    if (o->retain && ldb_live_retain(h) != LDB_OK)
+    if (o->retain && !(m->held = ldb_live_retain(h) == LDB_OK))
         oracle_fail(o, "ldb_live_retain of live#%llu failed", id);
     mlist_push(&o->active, m);
     return m;
@@ -476,9 +540,12 @@ static void mirror_free(struct mirror *m)
     rows_free(&m->frozen);
 }
 
-/* Frees the mirrors (the query itself is the caller's to close). */
+/* Frees the mirrors and the statements (before ldb_close; the query
+ * itself is the caller's to close). */
 static void oracle_free(struct oracle *o)
 {
+    for (int k = 0; k <= MAXCOL; k++)
+        ldb_finalize(o->fresh[k]);
     for (size_t i = 0; i < o->active.n; i++) {
         mirror_free(o->active.v[i]);
         free(o->active.v[i]);
@@ -529,8 +596,13 @@ static struct rows fresh_rows(ldb *db, const struct mirror *m)
 {
     struct rows want = { 0 };
     const char *sql = m->level < 0 ? m->o->cs->fresh : m->o->cs->col[m->level].fresh;
-    ldb_stmt *st;
-    CHECKF(ldb_prepare(db, sql, -1, &st, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    ldb_stmt *st = m->o->fresh[m->level + 1];
+    if (st)
+        CHECK_INT(ldb_reset(st), LDB_OK);
+    else
+        CHECKF(ldb_prepare(db, sql, -1, &m->o->fresh[m->level + 1], NULL) == LDB_OK &&
+                   (st = m->o->fresh[m->level + 1]),
+               "%s: %s", sql, ldb_errmsg(db));
     if (m->level >= 0) {
         int rc = m->ptype == LDB_NULL      ? ldb_bind_null(st, 1)
                  : m->ptype == LDB_INTEGER ? ldb_bind_int64(st, 1, m->pint)
@@ -541,7 +613,6 @@ static struct rows fresh_rows(ldb *db, const struct mirror *m)
     while ((rc = ldb_step(st)) == LDB_ROW)
         rows_add(&want, render_from(ldb_stmt_row(st), 0));
     CHECKF(rc == LDB_DONE, "%s: %s", sql, ldb_errmsg(db));
-    ldb_finalize(st);
     if (!level_ordered(m))
         rows_sort(&want);
     return want;
@@ -585,6 +656,35 @@ static void check_read(struct mirror *m, const char *when)
 {
     check_rows(read_rows(m, true), mirror_rows(m), m, "ldb_live_read against the mirror", when);
     CHECKF(!m->o->err[0], "%s: %s", when, m->o->err);
+}
+
+struct rows_count {
+    int rows;
+};
+
+static int count_row(void *ctx, const ldb_row *r)
+{
+    (void)r;
+    ((struct rows_count *)ctx)->rows++;
+    return 0;
+}
+
+/* A handle that reads as empty: no rows, and ncols columns. */
+static void check_empty(ldb_live *h, int ncols)
+{
+    struct rows_count n = { 0 };
+    CHECK_INT(ldb_live_read(h, count_row, &n), LDB_OK);
+    CHECK_INT(n.rows, 0);
+    CHECK_INT(ldb_live_count(h), 0);
+    CHECK_INT(ldb_live_column_count(h), ncols);
+}
+
+/* Releases a handle the oracle retained (it may be freed). */
+static void mirror_release(struct mirror *m)
+{
+    CHECK(m->held);
+    CHECK_INT(ldb_live_release(m->q), LDB_OK);
+    m->held = false;
 }
 
 /* Marks the handles that rows of m (and of theirs) show. */
@@ -674,6 +774,9 @@ static void oracle_check(struct oracle *o, ldb *db, unsigned written, bool commi
         mlist_push(&o->retired, m);
     }
     o->active.n = kept;
+    for (size_t i = 0; i < o->retired.n; i++) /* retained, they read as empty */
+        if (o->retired.v[i]->held)
+            check_empty(o->retired.v[i]->q, o->retired.v[i]->ncols);
     check_fresh(db, &o->root, when);
     check_read(&o->root, when);
     for (size_t i = 0; i < o->active.n; i++) {
@@ -818,19 +921,23 @@ static ldb *world_open(rng *r, int writes)
         random_write(r, sql, sizeof sql);
         EXEC(db, sql);
     }
+    if (known_bug(KNOWN_CHILD_QSORT_EMPTY)) /* every query opens with a handle */
+        EXEC(db, "INSERT OR IGNORE INTO users VALUES (1, 'ann', 1);"
+                 "INSERT OR IGNORE INTO issues VALUES (1, 1, 'open', 1, 'a')");
     return db;
 }
 
 /* A random history of steps commits and rollbacks from seed, with every
  * check after each, over the queries of cs[0..n). */
-static void run_history(const struct case_spec *cs, size_t n, uint64_t seed, int steps)
+static void run_history(const struct case_spec *cs, size_t n, uint64_t seed, int steps,
+                        bool retain)
 {
     rng r;
     rng_seed(&r, seed);
     ldb *db = world_open(&r, 40);
     struct oracle *o = calloc(n, sizeof *o);
     for (size_t k = 0; k < n; k++) {
-        oracle_open(&o[k], db, &cs[k], false);
+        oracle_open(&o[k], db, &cs[k], retain);
         oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
     }
     size_t handles = 0, retired = 0;
@@ -847,6 +954,12 @@ static void run_history(const struct case_spec *cs, size_t n, uint64_t seed, int
     for (size_t k = 0; k < n; k++) {
         retired += o[k].retired.n;
         ldb_live_close(o[k].root.q);
+        for (size_t i = 0; retain && i < o[k].active.n + o[k].retired.n; i++) {
+            struct mirror *m = i < o[k].active.n ? o[k].active.v[i]
+                                                 : o[k].retired.v[i - o[k].active.n];
+            check_empty(m->q, 0); /* detached */
+            mirror_release(m);
+        }
         oracle_free(&o[k]);
     }
     free(o);
@@ -857,7 +970,17 @@ static void run_history(const struct case_spec *cs, size_t n, uint64_t seed, int
 
 static void child_results_match_fresh_queries(void)
 {
-    run_history(cases, NCASES, test_seed(), 200 * test_scale());
+    run_history(cases, oracle_cases(), test_seed(), 200 * test_scale(), false);
+}
+
+/* The same with every handle retained from its first showing: those that
+ * left read as empty (their columns kept) and get no batch; once the root
+ * is closed all read as empty with no columns, until released. */
+static void retained_handles_through_random_histories(void)
+{
+    int64_t live0 = mem_live();
+    run_history(cases, oracle_cases(), test_seed(), 100 * test_scale(), true);
+    CHECK_INT(mem_live(), live0);
 }
 
 /* KNOWN_LIVE_HIDDEN_ORDER's shapes, under the oracle once they open. */
@@ -884,7 +1007,7 @@ static const struct case_spec hidden_order_cases[] = {
 static void live_beside_a_hidden_order_column(void)
 {
     if (!known_bug(KNOWN_LIVE_HIDDEN_ORDER)) {
-        run_history(hidden_order_cases, NHIDDEN, test_seed(), 100 * test_scale());
+        run_history(hidden_order_cases, NHIDDEN, test_seed(), 100 * test_scale(), false);
         return;
     }
     ldb *db = NULL;
@@ -898,6 +1021,30 @@ static void live_beside_a_hidden_order_column(void)
         printf("#    known bug KNOWN_LIVE_HIDDEN_ORDER: %s\n#      %s\n",
                hidden_order_cases[k].live, ldb_errmsg(db));
     }
+    ldb_close(db);
+}
+
+/* KNOWN BUG (KNOWN_CHILD_QSORT_EMPTY, above): shows only under UBSan
+ * (make test-sanitize), so it runs only with the switch off. */
+static void opens_over_an_empty_parent(void)
+{
+    if (known_bug(KNOWN_CHILD_QSORT_EMPTY)) {
+        printf("#    known bug KNOWN_CHILD_QSORT_EMPTY: not run\n");
+        return;
+    }
+    ldb *db = NULL;
+    CHECK(ldb_open(NULL, &db) == LDB_OK);
+    EXEC(db, schema);
+    static struct oracle o;
+    oracle_open(&o, db, &cases[0], false);
+    oracle_check(&o, db, T_USERS | T_ISSUES, true, "open");
+    EXEC(db, "INSERT INTO issues VALUES (1, 1, 'open', 1, 'a')");
+    oracle_check(&o, db, T_ISSUES, true, "an issue");
+    EXEC(db, "INSERT INTO users VALUES (1, 'ann', 1)");
+    oracle_check(&o, db, T_USERS, true, "a user");
+    CHECK_INT(o.active.n, 1);
+    ldb_live_close(o.root.q);
+    oracle_free(&o);
     ldb_close(db);
 }
 
@@ -1039,27 +1186,6 @@ static void reactivation_gets_a_new_handle(void)
     CHECK_INT(mem_live(), live0);
 }
 
-struct rows_count {
-    int rows;
-};
-
-static int count_row(void *ctx, const ldb_row *r)
-{
-    (void)r;
-    ((struct rows_count *)ctx)->rows++;
-    return 0;
-}
-
-/* A handle that reads as empty: no rows, and ncols columns. */
-static void check_empty(ldb_live *h, int ncols)
-{
-    struct rows_count n = { 0 };
-    CHECK_INT(ldb_live_read(h, count_row, &n), LDB_OK);
-    CHECK_INT(n.rows, 0);
-    CHECK_INT(ldb_live_count(h), 0);
-    CHECK_INT(ldb_live_column_count(h), ncols);
-}
-
 static void retained_handle_outlives_its_bucket(void)
 {
     int64_t live0 = mem_live();
@@ -1092,9 +1218,9 @@ static void retained_handle_outlives_its_bucket(void)
     CHECK_INT(ldb_live_retain(NULL), LDB_MISUSE);
     CHECK_INT(ldb_live_release(NULL), LDB_MISUSE);
     /* releasing frees it; active handles stay after their release */
-    CHECK_INT(ldb_live_release(h), LDB_OK);
+    mirror_release(t2);
     for (size_t i = 0; i < o.active.n; i++) {
-        CHECK_INT(ldb_live_release(o.active.v[i]->q), LDB_OK);
+        mirror_release(o.active.v[i]);
         CHECK_INT(ldb_live_release(o.active.v[i]->q), LDB_MISUSE);
     }
     team_step(&o, db, "UPDATE issues SET title = 'r' WHERE id = 1", &seq);
@@ -1178,9 +1304,9 @@ static void closing_the_root_while_holding_a_child(void)
     CHECK(ldb_live_column_name(t1->q, 0) == NULL);
     EXEC(db, "UPDATE issues SET title = 'k'; DELETE FROM users");
     CHECK_INT(o.seq.n, 0);
-    CHECK_INT(ldb_live_release(t1->q), LDB_OK);
+    mirror_release(t1);
     check_empty(t2->q, 0);
-    CHECK_INT(ldb_live_release(t2->q), LDB_OK);
+    mirror_release(t2);
     oracle_free(&o);
     ldb_close(db);
     CHECK_INT(mem_live(), live0);
@@ -1199,10 +1325,10 @@ static void closing_the_database_with_retained_handles(void)
     team_step(&o[0], db, "UPDATE users SET team = 1 WHERE id = 3", &seq); /* one retires */
     CHECK(o[0].retired.n == 1 && o[0].active.n == 1);
     ldb_live_close(o[1].root.q); /* its handles detached, still retained */
-    ldb_close(db);               /* frees them all */
-    CHECK_INT(mem_live(), live0);
-    oracle_free(&o[0]);
+    oracle_free(&o[0]);          /* the test's mirrors and statements */
     oracle_free(&o[1]);
+    ldb_close(db);               /* frees the query and every handle */
+    CHECK_INT(mem_live(), live0);
     free(seq.v);
 }
 
@@ -1228,7 +1354,7 @@ static ldb *sweep_open(void)
  * query, no callback, memory back to where it was. */
 static void open_nomem_sweep(void)
 {
-    for (size_t k = 0; k < NCASES; k++)
+    for (size_t k = 0; k < oracle_cases(); k++)
         for (int persistent = 0; persistent < 2; persistent++) {
             ldb *db = sweep_open();
             static struct oracle o;
@@ -1331,68 +1457,163 @@ static void check_failed_query(struct oracle *o, ldb *db, const char *when)
     }
 }
 
+/* One run of the sweep below: the commit with allocation n failing
+ * (from there on when persistent); whether an allocation failed. Queries
+ * that failed are counted in *failed_queries. */
+static bool commit_with_failure(uint64_t n, bool persistent, int *failed_queries)
+{
+    static struct oracle o[NCASES];
+    size_t nq = oracle_cases();
+    int64_t live0 = mem_live();
+    ldb *db = sweep_open();
+    int64_t sum0 = sweep_checksum(db);
+    for (size_t k = 0; k < nq; k++) {
+        oracle_open(&o[k], db, &cases[k], persistent); /* retained handles too */
+        oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
+    }
+    mem_fail_at(n, persistent);
+    int rc = ldb_exec(db, sweep_commit, NULL, NULL);
+    uint64_t failed = mem_failed_count();
+    mem_fail_at(0, 0);
+    char when[64];
+    snprintf(when, sizeof when, "allocation %llu%s", (unsigned long long)n,
+             persistent ? " on" : "");
+    CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "%s: rc %d (%s)", when, rc, ldb_errmsg(db));
+    if (rc != LDB_OK) {
+        ldb_exec(db, "ROLLBACK", NULL, NULL); /* when the script stopped inside */
+        CHECK_INT(sweep_checksum(db), sum0);
+    }
+    for (size_t k = 0; k < nq; k++) {
+        if (ldb_live_error(o[k].root.q, NULL) == LDB_OK) {
+            oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, rc == LDB_OK, when);
+            continue;
+        }
+        CHECK_INT(ldb_live_error(o[k].root.q, NULL), LDB_NOMEM);
+        ++*failed_queries;
+        check_failed_query(&o[k], db, when);
+    }
+    EXEC(db, sweep_after);
+    for (size_t k = 0; k < nq; k++) {
+        if (ldb_live_error(o[k].root.q, NULL) == LDB_OK)
+            oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, true, "after");
+        else
+            check_failed_query(&o[k], db, "after");
+        ldb_live_close(o[k].root.q);
+    }
+    for (size_t k = 0; k < nq; k++)
+        oracle_free(&o[k]);
+    ldb_close(db); /* frees the retained handles too */
+    CHECKF(mem_live() == live0, "%s: %lld blocks leaked", when, (long long)(mem_live() - live0));
+    return failed > 0;
+}
+
 /*
  * The commit above with allocation n failing, n = 1, 2, ... until nothing
- * fails: it fails with LDB_NOMEM and changes nothing (no batch), or it
- * commits and each query is right (the oracle) or failed with LDB_NOMEM,
- * publishing nothing then or later. Memory comes back at ldb_close.
+ * fails, once and from there on: it fails with LDB_NOMEM and changes
+ * nothing (no batch), or it commits and each query is right (the oracle)
+ * or failed with LDB_NOMEM, publishing nothing then or later. Memory
+ * comes back at ldb_close.
  */
 static void commit_nomem_sweep(void)
 {
-    static struct oracle o[NCASES];
-    int failed_queries = 0;
-    uint64_t n;
-    for (n = 1;; n++) {
-        int64_t live0 = mem_live();
-        ldb *db = sweep_open();
-        int64_t sum0 = sweep_checksum(db);
-        for (size_t k = 0; k < NCASES; k++) {
-            oracle_open(&o[k], db, &cases[k], false);
-            oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
-        }
-        mem_fail_at(n, 0);
-        int rc = ldb_exec(db, sweep_commit, NULL, NULL);
-        uint64_t failed = mem_failed_count();
-        mem_fail_at(0, 0);
-        char when[64];
-        snprintf(when, sizeof when, "allocation %llu", (unsigned long long)n);
-        CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "%s: rc %d (%s)", when, rc, ldb_errmsg(db));
-        if (rc != LDB_OK) {
-            ldb_exec(db, "ROLLBACK", NULL, NULL); /* when the script stopped inside */
-            CHECK_INT(sweep_checksum(db), sum0);
-        }
-        for (size_t k = 0; k < NCASES; k++) {
-            if (ldb_live_error(o[k].root.q, NULL) == LDB_OK) {
-                oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, rc == LDB_OK, when);
-                continue;
-            }
-            CHECK_INT(ldb_live_error(o[k].root.q, NULL), LDB_NOMEM);
-            failed_queries++;
-            check_failed_query(&o[k], db, when);
-        }
-        EXEC(db, sweep_after);
-        for (size_t k = 0; k < NCASES; k++) {
-            if (ldb_live_error(o[k].root.q, NULL) == LDB_OK)
-                oracle_check(&o[k], db, T_USERS | T_ISSUES | T_COMMENTS, true, "after");
-            else
-                check_failed_query(&o[k], db, "after");
-            ldb_live_close(o[k].root.q);
-            oracle_free(&o[k]);
-        }
-        ldb_close(db);
-        CHECKF(mem_live() == live0, "%s: %lld blocks leaked", when,
-               (long long)(mem_live() - live0));
-        if (!failed)
-            break;
+    for (int persistent = 0; persistent < 2; persistent++) {
+        int failed_queries = 0;
+        uint64_t n = 1;
+        while (commit_with_failure(n, persistent, &failed_queries))
+            n++;
+        printf("#    %llu allocations swept%s, %d queries failed\n", (unsigned long long)n,
+               persistent ? " (persistent failures)" : "", failed_queries);
+        CHECK(failed_queries > 0);
     }
-    printf("#    %llu allocations swept, %d queries failed\n", (unsigned long long)n,
-           failed_queries);
-    CHECK(failed_queries > 0);
 }
 
-TEST_MAIN(T(child_results_match_fresh_queries), T(live_beside_a_hidden_order_column),
+/* KNOWN_CHILD_WINDOW's reproductions: the query, the data, the write
+ * that brings a row into the window, the key of that row and the column
+ * its handle is in, and the child_results and rows the bug shows. */
+static const struct window_repro {
+    struct case_spec cs;
+    const char *data, *write;
+    int shown, column;
+    uint64_t children;
+    int64_t rows;
+} window_repros[] = {
+    { { "SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id ORDER BY i.id) "
+        "AS issues FROM users u ORDER BY u.id LIMIT 1",
+        "SELECT u.id FROM users u ORDER BY u.id LIMIT 1", T_USERS, true, 1,
+        { { -1, 1, 0, T_ISSUES, true,
+            "SELECT i.id FROM issues i WHERE i.assignee = ?1 ORDER BY i.id" } } },
+      "INSERT INTO users VALUES (1, 'ann', 1), (2, 'bob', 1);"
+      "INSERT INTO issues VALUES (10, 2, 'open', 1, 'a'), (11, 2, 'open', 1, 'b')",
+      "DELETE FROM users WHERE id = 1", 2, 0, 2, 2 },
+    { { "SELECT u.id, LIVE (SELECT i.id, LIVE (SELECT c.id FROM comments c WHERE c.issue_id = "
+        "i.id) AS comments FROM issues i WHERE i.assignee = u.id ORDER BY i.id LIMIT 1) AS "
+        "issues FROM users u",
+        "SELECT u.id FROM users u", T_USERS, false, 2,
+        { { -1, 1, 0, T_ISSUES, true,
+            "SELECT i.id FROM issues i WHERE i.assignee = ?1 ORDER BY i.id LIMIT 1" },
+          { 0, 1, 0, T_COMMENTS, false,
+            "SELECT c.id FROM comments c WHERE c.issue_id = ?1" } } },
+      "INSERT INTO users VALUES (1, 'ann', 1);"
+      "INSERT INTO issues VALUES (10, 1, 'open', 1, 'a'), (11, 1, 'open', 1, 'b');"
+      "INSERT INTO comments VALUES (100, 11, 1, 'x')",
+      "DELETE FROM issues WHERE id = 10", 11, 1, 3, 1 },
+};
+
+/* The handle of column k in the row of key id of any result of o. */
+static struct mirror *shown_handle(struct oracle *o, int k, int id)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%d", id);
+    for (size_t i = 0; i <= o->active.n; i++) {
+        struct mirror *m = i < o->active.n ? o->active.v[i] : &o->root;
+        long at = m->level == o->cs->col[k].parent ? find_key(m, key) : -1;
+        if (at >= 0)
+            return m->rows[at].cell[k];
+    }
+    return NULL;
+}
+
+/* KNOWN BUG (KNOWN_CHILD_WINDOW, above): while the switch is on this
+ * checks that its reproductions still show it (a fix makes it fail: then
+ * set the switch to 0); off, they run under the oracle, as do the
+ * oracle's last two cases. */
+static void window_shows_its_handles_with_their_rows(void)
+{
+    for (size_t k = 0; k < sizeof window_repros / sizeof window_repros[0]; k++) {
+        const struct window_repro *w = &window_repros[k];
+        ldb *db = NULL;
+        CHECK(ldb_open(NULL, &db) == LDB_OK);
+        EXEC(db, schema);
+        EXEC(db, w->data);
+        static struct oracle o;
+        oracle_open(&o, db, &w->cs, false);
+        ldb_live_stats st;
+        ldb_live_stats_get(o.root.q, &st);
+        if (!known_bug(KNOWN_CHILD_WINDOW)) {
+            oracle_check(&o, db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
+            EXEC(db, w->write);
+            oracle_check(&o, db, T_USERS | T_ISSUES, true, w->write);
+        } else {
+            EXEC(db, w->write);
+            struct mirror *shown = shown_handle(&o, w->column, w->shown);
+            CHECKF(shown && st.child_results == w->children && shown->n == 0 &&
+                       ldb_live_count(shown->q) == w->rows,
+                   "KNOWN_CHILD_WINDOW looks fixed: set it to 0 in this file");
+            printf("#    known bug KNOWN_CHILD_WINDOW: %s\n#      child_results %" PRIu64
+                   "; after %s, live#%llu shows %" PRId64 " rows, none published\n",
+                   w->cs.live, st.child_results, w->write, (unsigned long long)shown->id,
+                   ldb_live_count(shown->q));
+        }
+        ldb_live_close(o.root.q);
+        oracle_free(&o);
+        ldb_close(db);
+    }
+}
+
+TEST_MAIN(T(child_results_match_fresh_queries), T(retained_handles_through_random_histories),
+          T(live_beside_a_hidden_order_column), T(opens_over_an_empty_parent),
           T(equal_correlation_values_share_one_handle), T(last_parent_leaving_retracts_the_rows),
           T(reactivation_gets_a_new_handle), T(retained_handle_outlives_its_bucket),
           T(closing_the_root_from_a_child_callback), T(closing_the_root_while_holding_a_child),
           T(closing_the_database_with_retained_handles), T(open_nomem_sweep),
-          T(commit_nomem_sweep))
+          T(commit_nomem_sweep), T(window_shows_its_handles_with_their_rows))
