@@ -26,6 +26,13 @@
  * first, then the handles' by column and activation number, and that a
  * new handle is numbered above every earlier one (live#N).
  *
+ * The lifecycle cases (sharing, retirement, reactivation, retained
+ * handles, closing the root from a child's callback or under a retained
+ * child, ldb_close with retained handles) and the NOMEM sweeps (open, and
+ * a commit moving routes) check that memory comes back (mem_live). Bugs
+ * found are KNOWN_* switches below (see tests/oracle_known.h for the
+ * convention; LDB_ORACLE_STRICT=1 turns them off).
+ *
  * Callbacks record the first thing that went wrong instead of failing
  * inside the library (a CHECK there would jump over its frames).
  * Random cases print their seed; LDB_SEED replays them; LDB_TEST_SCALE=k
@@ -66,7 +73,8 @@
  * result stays readable". commit_nomem_sweep then accepts either result.
  * Found by commit_nomem_sweep (deterministic; LDB_ORACLE_STRICT=
  * KNOWN_CHILD_INSTALL_TORN shows it at allocation 527): the first case's
- * root then reads users 1, 2, 4, 5 where its last batch left 1, 2, 3, 4.
+ * handle of user 1 then reads issue 2 alone and its root users 1, 2, 4,
+ * 5, where their last batches left issues 1, 2 and users 1, 2, 3, 4.
  */
 #define KNOWN_CHILD_INSTALL_TORN 1
 
