@@ -908,8 +908,9 @@ static const char *const index_ddl[] = {
 };
 
 /* One step: a write, a change of the indexes (which writes nothing), or
- * a transaction of a few writes that commits or rolls back. *written:
- * the tables written; returns whether it committed. */
+ * a transaction of a few writes, some of them maybe undone by ROLLBACK
+ * TO, that commits or rolls back. *written: the tables written; returns
+ * whether it committed. */
 static bool random_step(ldb *db, rng *r, unsigned *written, char *what, size_t size)
 {
     char sql[256];
@@ -925,16 +926,25 @@ static bool random_step(ldb *db, rng *r, unsigned *written, char *what, size_t s
         snprintf(what, size, "%s", sql);
         return true;
     }
-    EXEC(db, "BEGIN");
-    int n = (int)rng_range(r, 1, 5);
-    for (int k = 0; k < n; k++) {
+    /* a transaction, opened by BEGIN or a savepoint; an inner savepoint
+     * taken before write `inner` is released or rolled back to */
+    bool outer = rng_chance(r, 1, 3), undo_inner = rng_chance(r, 1, 2);
+    int n = (int)rng_range(r, 1, 5), inner = (int)rng_range(r, 0, n);
+    EXEC(db, outer ? "SAVEPOINT sp_out" : "BEGIN");
+    for (int k = 0; k <= n; k++) {
+        if (k == inner)
+            EXEC(db, "SAVEPOINT sp_in");
+        if (k == n)
+            break;
         *written |= random_write(r, sql, sizeof sql);
         EXEC(db, sql);
     }
+    EXEC(db, undo_inner ? "ROLLBACK TO sp_in; RELEASE sp_in" : "RELEASE sp_in");
     bool commit = !rng_chance(r, 1, 4);
-    EXEC(db, commit ? "COMMIT" : "ROLLBACK");
-    snprintf(what, size, "a transaction of %d writes, the last %s, %s", n, sql,
-             commit ? "committed" : "rolled back");
+    EXEC(db, commit ? (outer ? "RELEASE sp_out" : "COMMIT")
+                    : (outer ? "ROLLBACK TO sp_out; RELEASE sp_out" : "ROLLBACK"));
+    snprintf(what, size, "a transaction of %d writes (%d to %d %s), the last %s, %s", n, inner,
+             n - 1, undo_inner ? "undone" : "kept", sql, commit ? "committed" : "rolled back");
     return commit;
 }
 
