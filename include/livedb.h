@@ -429,8 +429,9 @@ LDB_API void ldb_live_close(ldb_live *q);
  * its outermost SELECT, or of such a child's) holds, in each row, a child
  * live result: an ldb_live of its own whose rows are the child query's
  * for that row's values (docs/SQL.md, "Nested results"). Rows whose
- * values the child reads are equal (compared as predicates compare) share
- * one handle (the same pointer).
+ * values the child reads are the same (same types and bytes, NULLs
+ * included: the child may show them, so 5 and 5.0 or 'a' and 'A' are not
+ * the same) share one handle (the same pointer).
  * - Its changes come in its own batches, through its own callback
  *   (ldb_live_set_callback; none until one is set). A change of its rows
  *   does not touch the parent row, whose cell names the same handle.
