@@ -51,10 +51,7 @@ struct vms {
  * element 0 of an ordered item. */
 static const value *item_class(const struct agg_vms_order *k, const value *v)
 {
-    if (!k->norder)
-        return v;
-    size_t n;
-    return &value_items(v, &n)[0];
+    return k->norder ? value_item(v, 0) : v;
 }
 
 /* One ORDER BY term: SQL order with its collation, direction and NULL
@@ -71,7 +68,7 @@ static int term_cmp(const struct agg_order_term *t, const value *a, const value 
 static int order_terms_cmp(const struct agg_vms_order *k, const value *a, const value *b)
 {
     for (uint32_t i = 0; i < k->norder; i++) {
-        int c = term_cmp(&k->order[i], &a[1 + i], &b[1 + i]);
+        int c = term_cmp(&k->order[i], value_item(a, 1 + i), value_item(b, 1 + i));
         if (c)
             return c;
     }
@@ -88,11 +85,10 @@ static int vcmp(const struct agg_vms_order *k, const value *a, const value *b)
         int c = value_cmp(a, b, k->coll);
         return c ? c : value_cmp_identity(a, b);
     }
-    size_t n;
-    const value *x = value_items(a, &n), *y = value_items(b, &n);
-    int c = k->value_first ? value_cmp(&x[0], &y[0], k->coll) : order_terms_cmp(k, x, y);
+    const value *x = value_item(a, 0), *y = value_item(b, 0);
+    int c = k->value_first ? value_cmp(x, y, k->coll) : order_terms_cmp(k, a, b);
     if (c == 0)
-        c = k->value_first ? order_terms_cmp(k, x, y) : value_cmp(&x[0], &y[0], k->coll);
+        c = k->value_first ? order_terms_cmp(k, a, b) : value_cmp(x, y, k->coll);
     return c ? c : value_cmp_identity(a, b);
 }
 
@@ -690,15 +686,118 @@ static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
     return rc;
 }
 
+/* ---- array_agg ------------------------------------------------------------ */
+/*
+ * The state keeps, next to its multiset, the ARRAY it finalizes to (NULL
+ * while unknown) and nodd, the number of items whose count is not 1.
+ * While nodd is 0 every item is in the array once, at its rank in the
+ * multiset (the order is total, so the rank is well defined), and a step
+ * that adds an item or drops one makes the same edit to the array at that
+ * rank: O(log b), sharing the rest with the previous version, which the
+ * previous output still holds. Finalize then returns the array, O(1). Any
+ * other step (a count going to 2, or below zero inside a batch) forgets
+ * the array, and so does every step before the first finalize: finalize
+ * builds it from the multiset, O(b), and keeps it. So loading b rows
+ * costs O(b), not b path copies, and rows repeated in a bucket (bag
+ * input without a key) cost O(b) per change, as before.
+ */
+struct array_state {
+    struct vms m;
+    value arr;
+    uint64_t nodd;
+};
+
+/* The rank of v among the distinct items of m (where it is or would
+ * go) and its count there (0 when absent). */
+static size_t vms_locate(const struct agg_vms_order *k, const struct vms *m, const value *v,
+                         int64_t *count)
+{
+    *count = 0;
+    if (m->cap == VMS_TREE) {
+        struct vitem probe = { *v, 0 };
+        btree_cursor c;
+        if (!btree_seek(m->u.tree, tree_cmp, &probe, BT_GE, &c))
+            return btree_count(m->u.tree);
+        const struct vitem *it = btree_cursor_item(&c);
+        if (vcmp(k, &it->v, v) == 0)
+            *count = it->n;
+        return btree_cursor_rank(&c);
+    }
+    if (m->cap) {
+        bool found;
+        uint32_t i = arr_search(k, m, v, &found);
+        if (found)
+            *count = m->u.arr[i].n;
+        return i;
+    }
+    if (m->n == 0)
+        return 0;
+    int c = vcmp(k, &m->u.one.v, v);
+    if (c == 0)
+        *count = m->u.one.n;
+    return c < 0;
+}
+
+static void array_agg_init(agg_inst *ai, void *st)
+{
+    struct array_state *s = st;
+    vms_init(&s->m);
+    s->arr = value_null();
+    s->nodd = 0;
+}
+
+static bool odd_count(int64_t n) { return n != 0 && n != 1; }
+
+/* Adds w copies of item to s, editing its array when it is known and
+ * stays a list of distinct items. */
+static int array_add(agg_inst *ai, struct array_state *s, const value *item, int64_t w)
+{
+    if (w == 0)
+        return LDB_OK;
+    const struct agg_vms_order *k = &ai->main_cmp;
+    int64_t old;
+    size_t rank = vms_locate(k, &s->m, item, &old);
+    uint64_t nodd = s->nodd - odd_count(old) + odd_count(old + w);
+    value arr = value_null();
+    if (value_type(&s->arr) == LDB_ARRAY && s->nodd == 0 && nodd == 0) {
+        /* counts 0 and 1 only: the item comes or goes */
+        int rc = old ? value_array_remove(&arr, &s->arr, rank)
+                     : value_array_insert(&arr, &s->arr, rank, item_class(k, item));
+        if (rc == LDB_NOMEM)
+            return rc;
+        /* LDB_RANGE: the array stays unknown; finalize reports it */
+    }
+    int rc = vms_add(ai, k, &s->m, item, w);
+    if (rc) {
+        value_release(&arr);
+        return rc;
+    }
+    value_release(&s->arr);
+    s->arr = arr;
+    s->nodd = nodd;
+    return LDB_OK;
+}
+
 /* NULL elements count: an array keeps every row. */
 static int array_agg_step(agg_inst *ai, void *st, const value *args, int64_t w)
 {
-    return vms_add(ai, &ai->main_cmp, st, &args[ai->norder ? 1 : 0], w);
+    return array_add(ai, st, &args[ai->norder ? 1 : 0], w);
 }
 
-static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
+static int array_agg_merge(agg_inst *ai, void *st, const void *other)
 {
-    const struct vms *m = st;
+    struct vms_iter it;
+    for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
+        int rc = array_add(ai, st, &x->v, x->n);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+/* The ARRAY of m's items, each repeated by its count. */
+static int array_build(agg_inst *ai, const struct vms *m, value *out)
+{
     struct vms_iter it;
     size_t n = 0;
     for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it)) {
@@ -718,6 +817,34 @@ static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
     return rc;
 }
 
+static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    /* the kept array is a cache of the multiset: filling it changes no
+     * result, and the state is the caller's writable memory */
+    struct array_state *s = (struct array_state *)st;
+    if (value_type(&s->arr) != LDB_ARRAY) {
+        int rc = array_build(ai, &s->m, &s->arr);
+        if (rc)
+            return rc;
+    }
+    *out = value_copy(&s->arr);
+    return LDB_OK;
+}
+
+static void array_agg_destroy(agg_inst *ai, void *st)
+{
+    struct array_state *s = st;
+    vms_free(ai, &s->m);
+    value_release(&s->arr);
+}
+
+/* The kept array is not counted: it is the array the group's output row
+ * holds (value_mem counts it there). */
+static size_t array_agg_heap(const agg_inst *ai, const void *st)
+{
+    return vms_heap_bytes(&((const struct array_state *)st)->m);
+}
+
 const struct agg_def agg_min = {
     "min", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
     vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap, NULL, -1,
@@ -734,8 +861,9 @@ const struct agg_def agg_string_agg = {
 };
 
 const struct agg_def agg_array_agg = {
-    "array_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct vms), vms_agg_init,
-    array_agg_step, vms_agg_merge, array_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
+    "array_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct array_state),
+    array_agg_init, array_agg_step, array_agg_merge, array_agg_finalize, array_agg_destroy,
+    array_agg_heap, NULL, 0,
 };
 
 const struct agg_def *agg_builtin(const char *name)
@@ -803,9 +931,25 @@ static int recompute_step(agg_inst *ai, void *st, const value *args, int64_t w)
     return rc;
 }
 
+/* The argument values of a multiset key (tuple_value): contiguous in the
+ * tuple when it is one leaf, else copied (borrowed) into buf. */
+static const value *tuple_args(const agg_inst *ai, const value *t, value *buf)
+{
+    if (ai->def->nargs == 1)
+        return t;
+    const value *items = value_leaf_items(t);
+    if (items)
+        return items;
+    value_iter it;
+    value_iter_init(&it, t);
+    for (size_t i = 0; (items = value_iter_next(&it)); i++)
+        buf[i] = *items;
+    return buf;
+}
+
 /* Steps inner with every tuple of m (each class's representative once
- * under DISTINCT). */
-static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
+ * under DISTINCT); buf holds nargs values. */
+static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner, value *buf)
 {
     struct vms_iter it;
     const value *class_first = NULL;
@@ -823,12 +967,7 @@ static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
             class_done = true;
         }
         int64_t w = ai->distinct ? 1 : x->n;
-        const value *args = &x->v;
-        if (ai->def->nargs != 1) {
-            size_t n;
-            args = value_items(&x->v, &n);
-        }
-        int rc = w ? ai->def->step(ai, inner, args, w) : LDB_OK;
+        int rc = w ? ai->def->step(ai, inner, tuple_args(ai, &x->v, buf), w) : LDB_OK;
         if (rc)
             return rc;
     }
@@ -837,11 +976,12 @@ static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
 
 static int recompute_finalize(agg_inst *ai, const struct vms *m, value *out)
 {
-    void *inner = mem_alloc(ai->def->state_size);
+    size_t off = (ai->def->state_size + 15) & ~(size_t)15;
+    void *inner = mem_alloc(off + ai->def->nargs * sizeof(value));
     if (!inner)
         return LDB_NOMEM;
     ai->def->init(ai, inner);
-    int rc = recompute_feed(ai, m, inner);
+    int rc = recompute_feed(ai, m, inner, (value *)((char *)inner + off));
     if (rc == LDB_OK)
         rc = ai->def->finalize(ai, inner, out);
     ai->def->destroy(ai, inner);
