@@ -453,3 +453,38 @@ int value_array_remove(value *out, const value *arr, size_t i)
     *out = array_value(na);
     return LDB_OK;
 }
+
+/* ---- verification -------------------------------------------------------- */
+
+/* Checks node a of the given height against the invariants; bounded says
+ * whether it must hold its minimum (not the root). */
+static const char *check_node(const varray *a, unsigned height, bool bounded)
+{
+    if (a->height != height)
+        return "leaves at different depths";
+    if (!a->nkids && (a->h.len > LEAF_MAX || (bounded && a->h.len < LEAF_MIN)))
+        return "leaf out of its bounds";
+    if (a->nkids && (a->nkids > LINK_MAX || a->nkids < (bounded ? LINK_MIN : 2)))
+        return "inner node out of its bounds";
+    varray *const *kids = inner_kids(a);
+    for (uint16_t i = 0; i < a->nkids; i++) {
+        const char *err = check_node(kids[i], height - 1, true);
+        if (err)
+            return err;
+    }
+    varray *copy = a->nkids ? inner_new(kids, a->nkids) : leaf_new(leaf_items(a), a->h.len);
+    if (!copy)
+        return NULL; /* nothing to compare with */
+    bool same = copy->h.len == a->h.len && copy->sum.hash == a->sum.hash &&
+                copy->sum.mem == a->sum.mem && node_pow(copy) == node_pow(a);
+    node_release(copy);
+    return same ? NULL : "a node's length or summary differs from its items'";
+}
+
+const char *value_array_check(const value *v)
+{
+    const varray *a = value_varray(v);
+    if (a->height >= VARRAY_MAX_HEIGHT)
+        return "too high";
+    return check_node(a, a->height, false);
+}

@@ -202,6 +202,10 @@ static inline const value *value_iter_next(value_iter *it)
  * LDB_RANGE when the array would grow past VALUE_MAX_LEN bytes. */
 int value_array_insert(value *out, const value *arr, size_t i, const value *x);
 int value_array_remove(value *out, const value *arr, size_t i);
+/* NULL if the tree of an ARRAY keeps its invariants (fill bounds, equal
+ * depth, lengths and summaries of inner nodes), else what is wrong. O(n);
+ * for tests. */
+const char *value_array_check(const value *v);
 /* For compare.c and value.c: an ARRAY's hash under coll (BINARY reads the
  * summary), and the end of a node's last reference. */
 uint64_t value_array_hash_(const value *v, enum ldb_collation coll);
