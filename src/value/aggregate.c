@@ -708,34 +708,66 @@ struct array_state {
 };
 
 /* The rank of v among the distinct items of m (where it is or would
- * go) and its count there (0 when absent). */
-static size_t vms_locate(const struct agg_vms_order *k, const struct vms *m, const value *v,
-                         int64_t *count)
+ * go), and its item, NULL when absent. */
+static size_t vms_locate(const struct agg_vms_order *k, struct vms *m, const value *v,
+                         struct vitem **at)
 {
-    *count = 0;
+    *at = NULL;
     if (m->cap == VMS_TREE) {
         struct vitem probe = { *v, 0 };
         btree_cursor c;
         if (!btree_seek(m->u.tree, tree_cmp, &probe, BT_GE, &c))
             return btree_count(m->u.tree);
-        const struct vitem *it = btree_cursor_item(&c);
+        struct vitem *it = btree_cursor_item(&c);
         if (vcmp(k, &it->v, v) == 0)
-            *count = it->n;
+            *at = it;
         return btree_cursor_rank(&c);
     }
     if (m->cap) {
         bool found;
         uint32_t i = arr_search(k, m, v, &found);
         if (found)
-            *count = m->u.arr[i].n;
+            *at = &m->u.arr[i];
         return i;
     }
     if (m->n == 0)
         return 0;
     int c = vcmp(k, &m->u.one.v, v);
     if (c == 0)
-        *count = m->u.one.n;
+        *at = &m->u.one;
     return c < 0;
+}
+
+/* vms_add on a tree whose place for v vms_locate found: no second
+ * descent. */
+static int tree_add_at(agg_inst *ai, struct vms *m, const value *v, int64_t w, size_t rank,
+                       struct vitem *at)
+{
+    if (!at) {
+        struct vitem *it = pool_get(&ai->items);
+        if (!it)
+            return LDB_NOMEM;
+        it->v = *v;
+        it->n = w;
+        if (btree_insert_rank(m->u.tree, rank, it)) {
+            pool_put(&ai->items, it);
+            return LDB_NOMEM;
+        }
+        value_retain(v);
+        m->n++;
+        return LDB_OK;
+    }
+    if ((at->n += w) != 0)
+        return LDB_OK;
+    btree_delete_rank(m->u.tree, rank);
+    value_release(&at->v);
+    pool_put(&ai->items, at);
+    if (--m->n == 0) {
+        btree_free(m->u.tree);
+        mem_free(m->u.tree);
+        vms_init(m);
+    }
+    return LDB_OK;
 }
 
 static void array_agg_init(agg_inst *ai, void *st)
@@ -755,8 +787,9 @@ static int array_add(agg_inst *ai, struct array_state *s, const value *item, int
     if (w == 0)
         return LDB_OK;
     const struct agg_vms_order *k = &ai->main_cmp;
-    int64_t old;
-    size_t rank = vms_locate(k, &s->m, item, &old);
+    struct vitem *at;
+    size_t rank = vms_locate(k, &s->m, item, &at);
+    int64_t old = at ? at->n : 0;
     uint64_t nodd = s->nodd - odd_count(old) + odd_count(old + w);
     value arr = value_null();
     if (value_type(&s->arr) == LDB_ARRAY && s->nodd == 0 && nodd == 0) {
@@ -767,7 +800,8 @@ static int array_add(agg_inst *ai, struct array_state *s, const value *item, int
             return rc;
         /* LDB_RANGE: the array stays unknown; finalize reports it */
     }
-    int rc = vms_add(ai, k, &s->m, item, w);
+    int rc = s->m.cap == VMS_TREE ? tree_add_at(ai, &s->m, item, w, rank, at)
+                                  : vms_add(ai, k, &s->m, item, w);
     if (rc) {
         value_release(&arr);
         return rc;
