@@ -32,9 +32,14 @@
 #define VMS_ARRAY_MAX 16
 #define VMS_TREE UINT32_MAX
 
+/* key: for an ordered instance, a borrowed copy of the item's element
+ * that vcmp compares first (an order value, or x under value_first), so
+ * that a tree descent reads the item it compares and not also the ARRAY
+ * it points to (in a large group each is a cache miss). */
 struct vitem {
     value v;
     int64_t n;
+    value key;
 };
 
 struct vms {
@@ -92,9 +97,25 @@ static int vcmp(const struct agg_vms_order *k, const value *a, const value *b)
     return c ? c : value_cmp_identity(a, b);
 }
 
+static struct vitem vitem_of(const struct agg_vms_order *k, const value *v, int64_t n)
+{
+    struct vitem it = { *v, n, value_null() };
+    if (k->norder)
+        it.key = *value_item(v, k->value_first ? 0 : 1);
+    return it;
+}
+
 static int tree_cmp(void *ctx, const void *a, const void *b)
 {
-    return vcmp(ctx, &((const struct vitem *)a)->v, &((const struct vitem *)b)->v);
+    const struct agg_vms_order *k = ctx;
+    const struct vitem *x = a, *y = b;
+    if (k->norder) {
+        int c = k->value_first ? value_cmp(&x->key, &y->key, k->coll)
+                               : term_cmp(&k->order[0], &x->key, &y->key);
+        if (c)
+            return c;
+    }
+    return vcmp(k, &x->v, &y->v);
 }
 
 /* Probe order for a canonical class: ignores identity (and the order
@@ -150,8 +171,7 @@ static int arr_to_tree(agg_inst *ai, const struct agg_vms_order *ko, struct vms 
     struct vitem *it = pool_get(&ai->items);
     if (!it)
         goto fail_loaded;
-    it->v = *v;
-    it->n = w;
+    *it = vitem_of(ko, v, w);
     if (btree_insert(t, it, NULL)) {
         pool_put(&ai->items, it);
         goto fail_loaded;
@@ -198,8 +218,8 @@ static int arr_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, c
         m->cap *= 2;
     }
     memmove(&m->u.arr[i + 1], &m->u.arr[i], (m->n - i) * sizeof m->u.arr[0]);
-    m->u.arr[i].v = value_copy(v);
-    m->u.arr[i].n = w;
+    m->u.arr[i] = vitem_of(k, v, w);
+    value_retain(v);
     m->n++;
     return LDB_OK;
 }
@@ -210,8 +230,7 @@ static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     struct vitem *it = pool_get(&ai->items), *old;
     if (!it)
         return LDB_NOMEM;
-    it->v = *v;
-    it->n = w;
+    *it = vitem_of(m->u.tree->ctx, v, w);
     if (btree_insert(m->u.tree, it, (void **)&old)) {
         pool_put(&ai->items, it);
         return LDB_NOMEM;
@@ -246,8 +265,8 @@ static int vms_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, c
     if (m->cap)
         return arr_add(ai, k, m, v, w);
     if (m->n == 0) {
-        m->u.one.v = value_copy(v);
-        m->u.one.n = w;
+        m->u.one = vitem_of(k, v, w);
+        value_retain(v);
         m->n = 1;
         return LDB_OK;
     }
@@ -714,7 +733,7 @@ static size_t vms_locate(const struct agg_vms_order *k, struct vms *m, const val
 {
     *at = NULL;
     if (m->cap == VMS_TREE) {
-        struct vitem probe = { *v, 0 };
+        struct vitem probe = vitem_of(k, v, 0);
         btree_cursor c;
         if (!btree_seek(m->u.tree, tree_cmp, &probe, BT_GE, &c))
             return btree_count(m->u.tree);
@@ -747,8 +766,7 @@ static int tree_add_at(agg_inst *ai, struct vms *m, const value *v, int64_t w, s
         struct vitem *it = pool_get(&ai->items);
         if (!it)
             return LDB_NOMEM;
-        it->v = *v;
-        it->n = w;
+        *it = vitem_of(m->u.tree->ctx, v, w);
         if (btree_insert_rank(m->u.tree, rank, it)) {
             pool_put(&ai->items, it);
             return LDB_NOMEM;

@@ -34,7 +34,7 @@
 
 #define LEAF_MAX VARRAY_LEAF_MAX
 #define LEAF_MIN (LEAF_MAX / 2)
-#define LINK_MAX 8
+#define LINK_MAX 4
 #define LINK_MIN (LINK_MAX / 2)
 #define POLY_B 0x9e3779b97f4a7c15ull /* odd */
 #define H_ARRAY 0x85ebca77c2b2ae63ull

@@ -154,9 +154,9 @@ typedef struct varray {
     vsummary sum;
 } varray;
 
-#define VARRAY_LEAF_MAX 16
+#define VARRAY_LEAF_MAX 8
 /* Inner levels an array of VALUE_MAX_LEN items can need, and then some. */
-#define VARRAY_MAX_HEIGHT 24
+#define VARRAY_MAX_HEIGHT 32
 
 static inline const varray *value_varray(const value *v)
 {
