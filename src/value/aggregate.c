@@ -724,6 +724,7 @@ struct array_state {
     struct vms m;
     value arr;
     uint64_t nodd;
+    size_t removed; /* 1 + the rank of a removal not yet made to arr, or 0 */
 };
 
 /* The rank of v among the distinct items of m (where it is or would
@@ -794,9 +795,41 @@ static void array_agg_init(agg_inst *ai, void *st)
     vms_init(&s->m);
     s->arr = value_null();
     s->nodd = 0;
+    s->removed = 0;
 }
 
 static bool odd_count(int64_t n) { return n != 0 && n != 1; }
+
+/* s's array and pending removal after the edit that inserts x at rank
+ * (x NULL: removes the item at rank), in *arr (a new reference) and
+ * *removed; s is unchanged. A removal waits for the next edit: an update
+ * of a row that keeps its place retracts the old item and adds the new
+ * one at the same rank, and the two become one replace, one path copied
+ * instead of two. */
+static int array_edit(const struct array_state *s, size_t rank, const value *x, value *arr,
+                      size_t *removed)
+{
+    *removed = 0;
+    if (x && s->removed == rank + 1)
+        return value_array_set(arr, &s->arr, rank, x);
+    value cur = value_copy(&s->arr);
+    int rc = LDB_OK;
+    if (s->removed) {
+        rc = value_array_remove(arr, &s->arr, s->removed - 1);
+        value_release(&cur);
+        if (rc)
+            return rc;
+        cur = *arr;
+    }
+    if (!x) {
+        *arr = cur;
+        *removed = rank + 1;
+        return LDB_OK;
+    }
+    rc = value_array_insert(arr, &cur, rank, x);
+    value_release(&cur);
+    return rc;
+}
 
 /* Adds w copies of item to s, editing its array when it is known and
  * stays a list of distinct items. */
@@ -810,10 +843,10 @@ static int array_add(agg_inst *ai, struct array_state *s, const value *item, int
     int64_t old = at ? at->n : 0;
     uint64_t nodd = s->nodd - odd_count(old) + odd_count(old + w);
     value arr = value_null();
+    size_t removed = 0;
     if (value_type(&s->arr) == LDB_ARRAY && s->nodd == 0 && nodd == 0) {
         /* counts 0 and 1 only: the item comes or goes */
-        int rc = old ? value_array_remove(&arr, &s->arr, rank)
-                     : value_array_insert(&arr, &s->arr, rank, item_class(k, item));
+        int rc = array_edit(s, rank, old ? NULL : item_class(k, item), &arr, &removed);
         if (rc == LDB_NOMEM)
             return rc;
         /* LDB_RANGE: the array stays unknown; finalize reports it */
@@ -827,6 +860,7 @@ static int array_add(agg_inst *ai, struct array_state *s, const value *item, int
     value_release(&s->arr);
     s->arr = arr;
     s->nodd = nodd;
+    s->removed = removed;
     return LDB_OK;
 }
 
@@ -878,6 +912,14 @@ static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
         int rc = array_build(ai, &s->m, &s->arr);
         if (rc)
             return rc;
+    } else if (s->removed) {
+        value arr;
+        int rc = value_array_remove(&arr, &s->arr, s->removed - 1);
+        if (rc)
+            return rc;
+        value_release(&s->arr);
+        s->arr = arr;
+        s->removed = 0;
     }
     *out = value_copy(&s->arr);
     return LDB_OK;

@@ -415,6 +415,37 @@ static int node_remove(const varray *a, size_t i, varray **na)
     return *na ? LDB_OK : LDB_NOMEM;
 }
 
+/* Node a with item i replaced by x: one path, no change of shape. */
+static int node_set(const varray *a, size_t i, const value *x, varray **na)
+{
+    struct entries e;
+    if (!a->nkids) {
+        memcpy(e.u.items, leaf_items(a), a->h.len * sizeof(value));
+        e.u.items[i] = *x;
+        *na = leaf_new(e.u.items, a->h.len);
+        return *na ? LDB_OK : LDB_NOMEM;
+    }
+    uint16_t k = kid_at(a, &i, false);
+    varray *sub;
+    int rc = node_set(inner_kids(a)[k], i, x, &sub);
+    if (rc)
+        return rc;
+    replace_kids(&e, a, k, 1, sub, NULL);
+    *na = inner_new(e.u.kids, e.n);
+    node_release(sub);
+    return *na ? LDB_OK : LDB_NOMEM;
+}
+
+int value_array_set(value *out, const value *arr, size_t i, const value *x)
+{
+    varray *na;
+    int rc = node_set(value_varray(arr), i, x, &na);
+    if (rc)
+        return rc;
+    *out = array_value(na);
+    return LDB_OK;
+}
+
 int value_array_insert(value *out, const value *arr, size_t i, const value *x)
 {
     const varray *a = value_varray(arr);

@@ -202,6 +202,8 @@ static inline const value *value_iter_next(value_iter *it)
  * LDB_RANGE when the array would grow past VALUE_MAX_LEN bytes. */
 int value_array_insert(value *out, const value *arr, size_t i, const value *x);
 int value_array_remove(value *out, const value *arr, size_t i);
+/* The same with item i (< len) replaced by x: one path copied. */
+int value_array_set(value *out, const value *arr, size_t i, const value *x);
 /* NULL if the tree of an ARRAY keeps its invariants (fill bounds, equal
  * depth, lengths and summaries of inner nodes), else what is wrong. O(n);
  * for tests. */

@@ -542,7 +542,8 @@ static int array_scratch(const struct orow *rows, const int64_t *counts, size_t 
 }
 
 /* An array_agg state edits the array it finalized to (array.c) while its
- * items are distinct, and rebuilds it otherwise (a row counted twice, a
+ * items are distinct (a retraction and an addition at one rank become a
+ * replace), and rebuilds it otherwise (a row counted twice, a
  * count below zero inside a batch): either way each finalize equals a
  * fresh state's, with hundreds of rows so that the array is a tree. */
 static void array_agg_edits_equal_rebuild(void)
@@ -570,7 +571,14 @@ static void array_agg_edits_equal_rebuild(void)
                 k = negative, w = 1;
             else if (rng_chance(&r, 1, 50))
                 w = counts[k] > 0 ? 1 : -1; /* a repeated row, or one gone below zero */
-            ostep(&inc, &rows[k], w);
+            if (counts[k] == 1 && negative == NROWS && rng_chance(&r, 1, 4)) {
+                /* an update in place: the new x keeps the row's rank */
+                ostep(&inc, &rows[k], -1);
+                value_release(&rows[k].x);
+                rows[k].x = random_value(&r);
+                w = 0;
+            }
+            ostep(&inc, &rows[k], w ? w : 1);
             counts[k] += w;
             negative = counts[k] < 0 ? k : NROWS;
             if (negative < NROWS || !rng_chance(&r, 1, 8))

@@ -1,6 +1,6 @@
 /*
  * test_array.c - ARRAY values as persistent sequences (src/value/array.c):
- * random edits against a flat model, versions left unchanged by edits,
+ * random edits (insert, remove, set) against a flat model, versions left unchanged by edits,
  * allocation failures in insert and remove, and arrays of a million items.
  */
 #include "test.h"
@@ -167,7 +167,13 @@ static void edits_match_model(void)
                 }
                 bool grow = rng_chance(&r, phase == 0 ? 3 : 1, 4) || m.n == 0;
                 value next;
-                if (grow) {
+                if (m.n && rng_chance(&r, 1, 5)) {
+                    size_t i = rng_below(&r, m.n);
+                    value x = random_item(&r);
+                    CHECK_INT(value_array_set(&next, &v, i, &x), LDB_OK);
+                    value_release(&m.items[i]);
+                    m.items[i] = x;
+                } else if (grow) {
                     size_t i = rng_below(&r, m.n + 1);
                     value x = random_item(&r);
                     CHECK_INT(value_array_insert(&next, &v, i, &x), LDB_OK);
@@ -212,7 +218,7 @@ static value ints(size_t n)
     return v;
 }
 
-/* Insert and remove, with each allocation failing in turn: LDB_NOMEM,
+/* Insert, remove and set, with each allocation failing in turn: LDB_NOMEM,
  * nothing leaked, the array unchanged; then the edit succeeds. Sizes and
  * places cover leaves that split or merge and roots that grow or shrink. */
 static void edits_without_memory(void)
@@ -223,20 +229,21 @@ static void edits_without_memory(void)
         value v = ints(n), want = ints(n);
         size_t places[] = { 0, n / 2, n };
         for (int p = 0; p < 3; p++) {
-            for (int remove = 0; remove < 2; remove++) {
-                if (remove && places[p] >= n)
+            for (int op = 0; op < 3; op++) { /* insert, remove, set */
+                if (op && places[p] >= n)
                     continue;
                 int64_t live0 = mem_live();
                 for (uint64_t k = 1;; k++) {
                     value out, x = value_int(-1);
                     mem_fail_at(k, 0);
-                    int rc = remove ? value_array_remove(&out, &v, places[p])
-                                    : value_array_insert(&out, &v, places[p], &x);
+                    int rc = op == 0   ? value_array_insert(&out, &v, places[p], &x)
+                             : op == 1 ? value_array_remove(&out, &v, places[p])
+                                       : value_array_set(&out, &v, places[p], &x);
                     uint64_t failed = mem_failed_count();
                     mem_fail_at(0, 0);
                     if (!failed) {
                         CHECK_INT(rc, LDB_OK);
-                        CHECK_INT(value_len(&out), remove ? n - 1 : n + 1);
+                        CHECK_INT(value_len(&out), op == 0 ? n + 1 : op == 1 ? n - 1 : n);
                         CHECK(!value_array_check(&out));
                         value_release(&out);
                         break;
