@@ -810,8 +810,15 @@ static int array_edit(const struct array_state *s, size_t rank, const value *x, 
                       size_t *removed)
 {
     *removed = 0;
-    if (x && s->removed == rank + 1)
+    if (x && s->removed == rank + 1) {
+        /* an update of columns the array does not show keeps the very
+         * array, so that the group's output is seen unchanged at once */
+        if (value_identical(value_item(&s->arr, rank), x)) {
+            *arr = value_copy(&s->arr);
+            return LDB_OK;
+        }
         return value_array_set(arr, &s->arr, rank, x);
+    }
     value cur = value_copy(&s->arr);
     int rc = LDB_OK;
     if (s->removed) {

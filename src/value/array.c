@@ -77,8 +77,7 @@ static varray *node_alloc(size_t extra, uint32_t len, uint16_t nkids, uint16_t h
     return a;
 }
 
-/* A leaf of copies of items[0..n), n <= LEAF_MAX except for value_array's
- * flat arrays. */
+/* A leaf of copies of items[0..n), n <= LEAF_MAX. */
 static varray *leaf_new(const value *items, size_t n)
 {
     varray *a = node_alloc(n * sizeof(value), (uint32_t)n, 0, 0);

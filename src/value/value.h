@@ -141,8 +141,8 @@ typedef struct vsummary {
  * leaves hold up to VARRAY_LEAF_MAX items and whose inner nodes hold
  * subtrees, each node an immutable reference-counted heap object that
  * versions of an array share. An array of at most VARRAY_LEAF_MAX items
- * is a single leaf, a flat array as before. h.len counts the items under
- * a node, so the value's vobj len is the array's length.
+ * is a single leaf: its items lie flat after the header. h.len counts the
+ * items under a node, so the value's vobj len is the array's length.
  * Leaf:  varray, then value items[h.len].
  * Inner: varray, then uint64_t pow (B^h.len), then varray *kids[nkids].
  */
