@@ -346,7 +346,7 @@ int ldb_value_length(const ldb_value *v)
 {
     size_t n = 0;
     switch (ldb_value_type(v)) {
-    case LDB_ARRAY: value_items(val(v), &n); break;
+    case LDB_ARRAY: n = value_len(val(v)); break;
     case LDB_RECORD: n = value_nfields(val(v)); break;
     case LDB_TEXT:
     case LDB_BLOB: value_bytes(val(v), &n); break;
@@ -361,8 +361,7 @@ const ldb_value *ldb_value_item(const ldb_value *v, int i)
         return NULL;
     if (ldb_value_type(v) == LDB_RECORD)
         return (const ldb_value *)value_field(val(v), (size_t)i);
-    size_t n;
-    return ldb_value_type(v) == LDB_ARRAY ? (const ldb_value *)&value_items(val(v), &n)[i]
+    return ldb_value_type(v) == LDB_ARRAY ? (const ldb_value *)value_item(val(v), (size_t)i)
                                           : NULL;
 }
 

@@ -420,9 +420,8 @@ static int eval_field(const expr *e, struct eval_ctx *cx, value *out)
     int rc = expr_eval(e->args[0], cx, &a);
     if (rc)
         return rc;
-    size_t n = 0;
-    const value *items = value_type(&a) == LDB_ARRAY ? value_items(&a, &n) : NULL;
-    *out = e->u.index < n ? value_copy(&items[e->u.index]) : value_null();
+    bool in = value_type(&a) == LDB_ARRAY && e->u.index < value_len(&a);
+    *out = in ? value_copy(value_item(&a, e->u.index)) : value_null();
     value_release(&a);
     return LDB_OK;
 }

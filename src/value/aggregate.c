@@ -32,9 +32,14 @@
 #define VMS_ARRAY_MAX 16
 #define VMS_TREE UINT32_MAX
 
+/* key: for an ordered instance, a borrowed copy of the item's element
+ * that vcmp compares first (an order value, or x under value_first), so
+ * that a tree descent reads the item it compares and not also the ARRAY
+ * it points to (in a large group each is a cache miss). */
 struct vitem {
     value v;
     int64_t n;
+    value key;
 };
 
 struct vms {
@@ -51,10 +56,7 @@ struct vms {
  * element 0 of an ordered item. */
 static const value *item_class(const struct agg_vms_order *k, const value *v)
 {
-    if (!k->norder)
-        return v;
-    size_t n;
-    return &value_items(v, &n)[0];
+    return k->norder ? value_item(v, 0) : v;
 }
 
 /* One ORDER BY term: SQL order with its collation, direction and NULL
@@ -71,7 +73,7 @@ static int term_cmp(const struct agg_order_term *t, const value *a, const value 
 static int order_terms_cmp(const struct agg_vms_order *k, const value *a, const value *b)
 {
     for (uint32_t i = 0; i < k->norder; i++) {
-        int c = term_cmp(&k->order[i], &a[1 + i], &b[1 + i]);
+        int c = term_cmp(&k->order[i], value_item(a, 1 + i), value_item(b, 1 + i));
         if (c)
             return c;
     }
@@ -88,17 +90,32 @@ static int vcmp(const struct agg_vms_order *k, const value *a, const value *b)
         int c = value_cmp(a, b, k->coll);
         return c ? c : value_cmp_identity(a, b);
     }
-    size_t n;
-    const value *x = value_items(a, &n), *y = value_items(b, &n);
-    int c = k->value_first ? value_cmp(&x[0], &y[0], k->coll) : order_terms_cmp(k, x, y);
+    const value *x = value_item(a, 0), *y = value_item(b, 0);
+    int c = k->value_first ? value_cmp(x, y, k->coll) : order_terms_cmp(k, a, b);
     if (c == 0)
-        c = k->value_first ? order_terms_cmp(k, x, y) : value_cmp(&x[0], &y[0], k->coll);
+        c = k->value_first ? order_terms_cmp(k, a, b) : value_cmp(x, y, k->coll);
     return c ? c : value_cmp_identity(a, b);
+}
+
+static struct vitem vitem_of(const struct agg_vms_order *k, const value *v, int64_t n)
+{
+    struct vitem it = { *v, n, value_null() };
+    if (k->norder)
+        it.key = *value_item(v, k->value_first ? 0 : 1);
+    return it;
 }
 
 static int tree_cmp(void *ctx, const void *a, const void *b)
 {
-    return vcmp(ctx, &((const struct vitem *)a)->v, &((const struct vitem *)b)->v);
+    const struct agg_vms_order *k = ctx;
+    const struct vitem *x = a, *y = b;
+    if (k->norder) {
+        int c = k->value_first ? value_cmp(&x->key, &y->key, k->coll)
+                               : term_cmp(&k->order[0], &x->key, &y->key);
+        if (c)
+            return c;
+    }
+    return vcmp(k, &x->v, &y->v);
 }
 
 /* Probe order for a canonical class: ignores identity (and the order
@@ -154,8 +171,7 @@ static int arr_to_tree(agg_inst *ai, const struct agg_vms_order *ko, struct vms 
     struct vitem *it = pool_get(&ai->items);
     if (!it)
         goto fail_loaded;
-    it->v = *v;
-    it->n = w;
+    *it = vitem_of(ko, v, w);
     if (btree_insert(t, it, NULL)) {
         pool_put(&ai->items, it);
         goto fail_loaded;
@@ -202,8 +218,8 @@ static int arr_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, c
         m->cap *= 2;
     }
     memmove(&m->u.arr[i + 1], &m->u.arr[i], (m->n - i) * sizeof m->u.arr[0]);
-    m->u.arr[i].v = value_copy(v);
-    m->u.arr[i].n = w;
+    m->u.arr[i] = vitem_of(k, v, w);
+    value_retain(v);
     m->n++;
     return LDB_OK;
 }
@@ -214,8 +230,7 @@ static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     struct vitem *it = pool_get(&ai->items), *old;
     if (!it)
         return LDB_NOMEM;
-    it->v = *v;
-    it->n = w;
+    *it = vitem_of(m->u.tree->ctx, v, w);
     if (btree_insert(m->u.tree, it, (void **)&old)) {
         pool_put(&ai->items, it);
         return LDB_NOMEM;
@@ -250,8 +265,8 @@ static int vms_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, c
     if (m->cap)
         return arr_add(ai, k, m, v, w);
     if (m->n == 0) {
-        m->u.one.v = value_copy(v);
-        m->u.one.n = w;
+        m->u.one = vitem_of(k, v, w);
+        value_retain(v);
         m->n = 1;
         return LDB_OK;
     }
@@ -690,15 +705,192 @@ static int string_agg_finalize(agg_inst *ai, const void *st, value *out)
     return rc;
 }
 
+/* ---- array_agg ------------------------------------------------------------ */
+/*
+ * The state keeps, next to its multiset, the ARRAY it finalizes to (NULL
+ * while unknown) and nodd, the number of items whose count is not 1.
+ * While nodd is 0 every item is in the array once, at its rank in the
+ * multiset (the order is total, so the rank is well defined), and a step
+ * that adds an item or drops one makes the same edit to the array at that
+ * rank: O(log b), sharing the rest with the previous version, which the
+ * previous output still holds. Finalize then returns the array, O(1). Any
+ * other step (a count going to 2, or below zero inside a batch) forgets
+ * the array, and so does every step before the first finalize: finalize
+ * builds it from the multiset, O(b), and keeps it. So loading b rows
+ * costs O(b), not b path copies, and rows repeated in a bucket (bag
+ * input without a key) cost O(b) per change, as before.
+ */
+struct array_state {
+    struct vms m;
+    value arr;
+    uint64_t nodd;
+    size_t removed; /* 1 + the rank of a removal not yet made to arr, or 0 */
+};
+
+/* The rank of v among the distinct items of m (where it is or would
+ * go), and its item, NULL when absent. */
+static size_t vms_locate(const struct agg_vms_order *k, struct vms *m, const value *v,
+                         struct vitem **at)
+{
+    *at = NULL;
+    if (m->cap == VMS_TREE) {
+        struct vitem probe = vitem_of(k, v, 0);
+        btree_cursor c;
+        if (!btree_seek(m->u.tree, tree_cmp, &probe, BT_GE, &c))
+            return btree_count(m->u.tree);
+        struct vitem *it = btree_cursor_item(&c);
+        if (vcmp(k, &it->v, v) == 0)
+            *at = it;
+        return btree_cursor_rank(&c);
+    }
+    if (m->cap) {
+        bool found;
+        uint32_t i = arr_search(k, m, v, &found);
+        if (found)
+            *at = &m->u.arr[i];
+        return i;
+    }
+    if (m->n == 0)
+        return 0;
+    int c = vcmp(k, &m->u.one.v, v);
+    if (c == 0)
+        *at = &m->u.one;
+    return c < 0;
+}
+
+/* vms_add on a tree whose place for v vms_locate found: no second
+ * descent. */
+static int tree_add_at(agg_inst *ai, struct vms *m, const value *v, int64_t w, size_t rank,
+                       struct vitem *at)
+{
+    if (!at) {
+        struct vitem *it = pool_get(&ai->items);
+        if (!it)
+            return LDB_NOMEM;
+        *it = vitem_of(m->u.tree->ctx, v, w);
+        if (btree_insert_rank(m->u.tree, rank, it)) {
+            pool_put(&ai->items, it);
+            return LDB_NOMEM;
+        }
+        value_retain(v);
+        m->n++;
+        return LDB_OK;
+    }
+    if ((at->n += w) != 0)
+        return LDB_OK;
+    btree_delete_rank(m->u.tree, rank);
+    value_release(&at->v);
+    pool_put(&ai->items, at);
+    if (--m->n == 0) {
+        btree_free(m->u.tree);
+        mem_free(m->u.tree);
+        vms_init(m);
+    }
+    return LDB_OK;
+}
+
+static void array_agg_init(agg_inst *ai, void *st)
+{
+    struct array_state *s = st;
+    vms_init(&s->m);
+    s->arr = value_null();
+    s->nodd = 0;
+    s->removed = 0;
+}
+
+static bool odd_count(int64_t n) { return n != 0 && n != 1; }
+
+/* s's array and pending removal after the edit that inserts x at rank
+ * (x NULL: removes the item at rank), in *arr (a new reference) and
+ * *removed; s is unchanged. A removal waits for the next edit: an update
+ * of a row that keeps its place retracts the old item and adds the new
+ * one at the same rank, and the two become one replace, one path copied
+ * instead of two. */
+static int array_edit(const struct array_state *s, size_t rank, const value *x, value *arr,
+                      size_t *removed)
+{
+    *removed = 0;
+    if (x && s->removed == rank + 1) {
+        /* an update of columns the array does not show keeps the very
+         * array, so that the group's output is seen unchanged at once */
+        if (value_identical(value_item(&s->arr, rank), x)) {
+            *arr = value_copy(&s->arr);
+            return LDB_OK;
+        }
+        return value_array_set(arr, &s->arr, rank, x);
+    }
+    value cur = value_copy(&s->arr);
+    int rc = LDB_OK;
+    if (s->removed) {
+        rc = value_array_remove(arr, &s->arr, s->removed - 1);
+        value_release(&cur);
+        if (rc)
+            return rc;
+        cur = *arr;
+    }
+    if (!x) {
+        *arr = cur;
+        *removed = rank + 1;
+        return LDB_OK;
+    }
+    rc = value_array_insert(arr, &cur, rank, x);
+    value_release(&cur);
+    return rc;
+}
+
+/* Adds w copies of item to s, editing its array when it is known and
+ * stays a list of distinct items. */
+static int array_add(agg_inst *ai, struct array_state *s, const value *item, int64_t w)
+{
+    if (w == 0)
+        return LDB_OK;
+    const struct agg_vms_order *k = &ai->main_cmp;
+    struct vitem *at;
+    size_t rank = vms_locate(k, &s->m, item, &at);
+    int64_t old = at ? at->n : 0;
+    uint64_t nodd = s->nodd - odd_count(old) + odd_count(old + w);
+    value arr = value_null();
+    size_t removed = 0;
+    if (value_type(&s->arr) == LDB_ARRAY && s->nodd == 0 && nodd == 0) {
+        /* counts 0 and 1 only: the item comes or goes */
+        int rc = array_edit(s, rank, old ? NULL : item_class(k, item), &arr, &removed);
+        if (rc == LDB_NOMEM)
+            return rc;
+        /* LDB_RANGE: the array stays unknown; finalize reports it */
+    }
+    int rc = s->m.cap == VMS_TREE ? tree_add_at(ai, &s->m, item, w, rank, at)
+                                  : vms_add(ai, k, &s->m, item, w);
+    if (rc) {
+        value_release(&arr);
+        return rc;
+    }
+    value_release(&s->arr);
+    s->arr = arr;
+    s->nodd = nodd;
+    s->removed = removed;
+    return LDB_OK;
+}
+
 /* NULL elements count: an array keeps every row. */
 static int array_agg_step(agg_inst *ai, void *st, const value *args, int64_t w)
 {
-    return vms_add(ai, &ai->main_cmp, st, &args[ai->norder ? 1 : 0], w);
+    return array_add(ai, st, &args[ai->norder ? 1 : 0], w);
 }
 
-static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
+static int array_agg_merge(agg_inst *ai, void *st, const void *other)
 {
-    const struct vms *m = st;
+    struct vms_iter it;
+    for (const struct vitem *x = vms_first(&it, other); x; x = vms_next(&it)) {
+        int rc = array_add(ai, st, &x->v, x->n);
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+/* The ARRAY of m's items, each repeated by its count. */
+static int array_build(agg_inst *ai, const struct vms *m, value *out)
+{
     struct vms_iter it;
     size_t n = 0;
     for (const struct vitem *x = vms_first(&it, m); x; x = vms_next(&it)) {
@@ -718,6 +910,42 @@ static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
     return rc;
 }
 
+static int array_agg_finalize(agg_inst *ai, const void *st, value *out)
+{
+    /* the kept array is a cache of the multiset: filling it changes no
+     * result, and the state is the caller's writable memory */
+    struct array_state *s = (struct array_state *)st;
+    if (value_type(&s->arr) != LDB_ARRAY) {
+        int rc = array_build(ai, &s->m, &s->arr);
+        if (rc)
+            return rc;
+    } else if (s->removed) {
+        value arr;
+        int rc = value_array_remove(&arr, &s->arr, s->removed - 1);
+        if (rc)
+            return rc;
+        value_release(&s->arr);
+        s->arr = arr;
+        s->removed = 0;
+    }
+    *out = value_copy(&s->arr);
+    return LDB_OK;
+}
+
+static void array_agg_destroy(agg_inst *ai, void *st)
+{
+    struct array_state *s = st;
+    vms_free(ai, &s->m);
+    value_release(&s->arr);
+}
+
+/* The kept array is not counted: it is the array the group's output row
+ * holds (value_mem counts it there). */
+static size_t array_agg_heap(const agg_inst *ai, const void *st)
+{
+    return vms_heap_bytes(&((const struct array_state *)st)->m);
+}
+
 const struct agg_def agg_min = {
     "min", 1, AGG_RETRACT | AGG_MERGE, sizeof(struct vms), vms_agg_init,
     vms_agg_step, vms_agg_merge, min_finalize, vms_agg_destroy, vms_agg_heap, NULL, -1,
@@ -734,8 +962,9 @@ const struct agg_def agg_string_agg = {
 };
 
 const struct agg_def agg_array_agg = {
-    "array_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct vms), vms_agg_init,
-    array_agg_step, vms_agg_merge, array_agg_finalize, vms_agg_destroy, vms_agg_heap, NULL, 0,
+    "array_agg", 1, AGG_RETRACT | AGG_MERGE | AGG_ORDERED, sizeof(struct array_state),
+    array_agg_init, array_agg_step, array_agg_merge, array_agg_finalize, array_agg_destroy,
+    array_agg_heap, NULL, 0,
 };
 
 const struct agg_def *agg_builtin(const char *name)
@@ -803,9 +1032,25 @@ static int recompute_step(agg_inst *ai, void *st, const value *args, int64_t w)
     return rc;
 }
 
+/* The argument values of a multiset key (tuple_value): contiguous in the
+ * tuple when it is one leaf, else copied (borrowed) into buf. */
+static const value *tuple_args(const agg_inst *ai, const value *t, value *buf)
+{
+    if (ai->def->nargs == 1)
+        return t;
+    const value *items = value_leaf_items(t);
+    if (items)
+        return items;
+    value_iter it;
+    value_iter_init(&it, t);
+    for (size_t i = 0; (items = value_iter_next(&it)); i++)
+        buf[i] = *items;
+    return buf;
+}
+
 /* Steps inner with every tuple of m (each class's representative once
- * under DISTINCT). */
-static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
+ * under DISTINCT); buf holds nargs values. */
+static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner, value *buf)
 {
     struct vms_iter it;
     const value *class_first = NULL;
@@ -823,12 +1068,7 @@ static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
             class_done = true;
         }
         int64_t w = ai->distinct ? 1 : x->n;
-        const value *args = &x->v;
-        if (ai->def->nargs != 1) {
-            size_t n;
-            args = value_items(&x->v, &n);
-        }
-        int rc = w ? ai->def->step(ai, inner, args, w) : LDB_OK;
+        int rc = w ? ai->def->step(ai, inner, tuple_args(ai, &x->v, buf), w) : LDB_OK;
         if (rc)
             return rc;
     }
@@ -837,11 +1077,12 @@ static int recompute_feed(agg_inst *ai, const struct vms *m, void *inner)
 
 static int recompute_finalize(agg_inst *ai, const struct vms *m, value *out)
 {
-    void *inner = mem_alloc(ai->def->state_size);
+    size_t off = (ai->def->state_size + 15) & ~(size_t)15;
+    void *inner = mem_alloc(off + ai->def->nargs * sizeof(value));
     if (!inner)
         return LDB_NOMEM;
     ai->def->init(ai, inner);
-    int rc = recompute_feed(ai, m, inner);
+    int rc = recompute_feed(ai, m, inner, (value *)((char *)inner + off));
     if (rc == LDB_OK)
         rc = ai->def->finalize(ai, inner, out);
     ai->def->destroy(ai, inner);

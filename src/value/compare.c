@@ -103,15 +103,17 @@ static int cmp_array(const value *a, const value *b, enum ldb_collation coll)
 {
     if (a->h.u.obj == b->h.u.obj)
         return 0;
-    size_t na, nb;
-    const value *ia = value_items(a, &na), *ib = value_items(b, &nb);
-    size_t n = na < nb ? na : nb;
-    for (size_t i = 0; i < n; i++) {
-        int c = value_cmp(&ia[i], &ib[i], coll);
+    value_iter ia, ib;
+    value_iter_init(&ia, a);
+    value_iter_init(&ib, b);
+    for (;;) {
+        const value *x = value_iter_next(&ia), *y = value_iter_next(&ib);
+        if (!x || !y)
+            return x ? 1 : y ? -1 : 0;
+        int c = value_cmp(x, y, coll);
         if (c)
             return c;
     }
-    return na < nb ? -1 : na > nb;
 }
 
 /* Records: field by field (name, then value); a prefix sorts first. */
@@ -181,6 +183,21 @@ bool value_eq(const value *a, const value *b, enum ldb_collation coll)
     return value_cmp(a, b, coll) == 0;
 }
 
+static bool identical_array(const value *a, const value *b)
+{
+    if (a->h.u.obj == b->h.u.obj)
+        return true;
+    if (value_len(a) != value_len(b) || value_summary(a)->hash != value_summary(b)->hash)
+        return false;
+    value_iter ia, ib;
+    value_iter_init(&ia, a);
+    value_iter_init(&ib, b);
+    for (const value *x; (x = value_iter_next(&ia));)
+        if (!value_identical(x, value_iter_next(&ib)))
+            return false;
+    return true;
+}
+
 bool value_identical(const value *a, const value *b)
 {
     if (a->s.type != b->s.type)
@@ -203,23 +220,37 @@ bool value_identical(const value *a, const value *b)
         return na == nb && memcmp(pa, pb, na) == 0;
     }
     case LDB_ARRAY:
+        return identical_array(a, b);
     case LDB_RECORD: {
         if (a->h.u.obj == b->h.u.obj)
             return true;
         size_t n = a->h.u.obj->len;
         if (n != b->h.u.obj->len || value_summary(a)->hash != value_summary(b)->hash)
             return false;
-        if (value_type(a) == LDB_RECORD)
-            n *= 2;
-        const value *ia = (const value *)(a->h.u.obj + 1);
-        const value *ib = (const value *)(b->h.u.obj + 1);
         for (size_t i = 0; i < n; i++)
-            if (!value_identical(&ia[i], &ib[i]))
+            if (!value_identical(value_field_name(a, i), value_field_name(b, i)) ||
+                !value_identical(value_field(a, i), value_field(b, i)))
                 return false;
         return true;
     }
     }
     return false;
+}
+
+/* a and b are value_cmp-equal, so they have the same length. */
+static int tiebreak_array(const value *a, const value *b)
+{
+    if (a->h.u.obj == b->h.u.obj)
+        return 0;
+    value_iter ia, ib;
+    value_iter_init(&ia, a);
+    value_iter_init(&ib, b);
+    for (const value *x; (x = value_iter_next(&ia));) {
+        int c = value_cmp_identity(x, value_iter_next(&ib));
+        if (c)
+            return c;
+    }
+    return 0;
 }
 
 /* Orders values that value_cmp (BINARY) calls equal: INTEGER before REAL,
@@ -235,14 +266,12 @@ static int identity_tiebreak(const value *a, const value *b)
         return sb - sa;
     }
     case LDB_ARRAY:
+        return tiebreak_array(a, b);
     case LDB_RECORD: {
         if (a->h.u.obj == b->h.u.obj)
             return 0;
-        size_t n = a->h.u.obj->len * (value_type(a) == LDB_RECORD ? 2 : 1);
-        const value *ia = (const value *)(a->h.u.obj + 1);
-        const value *ib = (const value *)(b->h.u.obj + 1);
-        for (size_t i = 0; i < n; i++) {
-            int c = value_cmp_identity(&ia[i], &ib[i]);
+        for (size_t i = 0; i < value_nfields(a); i++) {
+            int c = value_cmp_identity(value_field(a, i), value_field(b, i));
             if (c)
                 return c;
         }
@@ -267,7 +296,6 @@ int value_cmp_identity(const value *a, const value *b)
 #define H_NAN 0x94d049bb133111ebull
 #define H_TEXT 0xc2b2ae3d27d4eb4full
 #define H_BLOB 0x165667b19e3779f9ull
-#define H_ARRAY 0x85ebca77c2b2ae63ull
 #define H_RECORD 0xff51afd7ed558ccdull
 
 static inline uint64_t hash_int(int64_t i) { return hash_u64((uint64_t)i ^ H_NUM); }
@@ -321,14 +349,8 @@ uint64_t value_hash_items(const value *v, enum ldb_collation coll)
 {
     if (coll == VALUE_COLL_IDENTITY)
         coll = LDB_COLL_BINARY;
-    if (value_type(v) == LDB_ARRAY) {
-        size_t n;
-        const value *items = value_items(v, &n);
-        uint64_t h = H_ARRAY ^ n;
-        for (size_t i = 0; i < n; i++)
-            h = hash_combine(h, value_hash(&items[i], coll));
-        return h;
-    }
+    if (value_type(v) == LDB_ARRAY)
+        return value_array_hash_(v, coll);
     size_t n = value_nfields(v);
     uint64_t h = H_RECORD ^ n;
     for (size_t i = 0; i < n; i++) {
@@ -360,6 +382,7 @@ uint64_t value_hash(const value *v, enum ldb_collation coll)
         return hash_bytes(p, n, H_BLOB);
     }
     case LDB_ARRAY:
+        return value_array_hash_(v, coll);
     case LDB_RECORD:
         return coll == LDB_COLL_BINARY ? value_summary(v)->hash : value_hash_items(v, coll);
     }

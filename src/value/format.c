@@ -251,12 +251,13 @@ void value_format_json(strbuf *sb, const value *v)
         sb_putc(sb, '"');
         break;
     case LDB_ARRAY: {
-        const value *items = value_items(v, &n);
+        value_iter it;
+        value_iter_init(&it, v);
         sb_putc(sb, '[');
-        for (size_t i = 0; i < n; i++) {
-            if (i)
+        for (const value *x = value_iter_next(&it); x;) {
+            value_format_json(sb, x);
+            if ((x = value_iter_next(&it)))
                 sb_putc(sb, ',');
-            value_format_json(sb, &items[i]);
         }
         sb_putc(sb, ']');
         break;

@@ -2,9 +2,9 @@
  * value.c - construction, release and memory accounting of values.
  *
  * Heap objects: a vobj header followed by the payload (bytes plus a NUL for
- * TEXT/BLOB, items for ARRAY, name/value pairs for RECORD, the latter two
- * then a vsummary of their items). An object is immutable once built;
- * refs counts the values pointing at it.
+ * TEXT/BLOB, name/value pairs for RECORD then a vsummary of them; ARRAY
+ * objects are array.c's nodes). An object is immutable once built; refs
+ * counts the values pointing at it.
  */
 #include "value/value.h"
 
@@ -67,7 +67,7 @@ static value obj_value(enum ldb_type type, vobj *o)
     return v;
 }
 
-/* Fills the summary of a just-built ARRAY or RECORD v whose n item slots
+/* Fills the summary of a just-built RECORD v whose n item slots
  * are items: each item's own summary makes this linear in n, not in the
  * nested size. */
 static void summarize(value *v, const value *items, size_t n)
@@ -82,21 +82,6 @@ static void summarize(value *v, const value *items, size_t n)
     }
     sum->mem = mem;
     sum->hash = value_hash_items(v, LDB_COLL_BINARY);
-}
-
-int value_array(value *out, const value *items, size_t n)
-{
-    if (n > VALUE_MAX_LEN / sizeof(value))
-        return LDB_RANGE;
-    vobj *o = obj_new(n * sizeof(value) + sizeof(vsummary), (uint32_t)n);
-    if (!o)
-        return LDB_NOMEM;
-    value *dst = (value *)(o + 1);
-    for (size_t i = 0; i < n; i++)
-        dst[i] = value_copy(&items[i]);
-    *out = obj_value(LDB_ARRAY, o);
-    summarize(out, dst, n);
-    return LDB_OK;
 }
 
 int value_record(value *out, const value *names, const value *vals, size_t n)
@@ -122,11 +107,11 @@ int value_record(value *out, const value *names, const value *vals, size_t n)
 void value_free_obj_(value *v)
 {
     vobj *o = v->h.u.obj;
-    size_t n = 0;
-    if (v->s.type == LDB_ARRAY)
-        n = o->len;
-    else if (v->s.type == LDB_RECORD)
-        n = 2 * (size_t)o->len;
+    if (v->s.type == LDB_ARRAY) {
+        value_array_free_((varray *)o);
+        return;
+    }
+    size_t n = v->s.type == LDB_RECORD ? 2 * (size_t)o->len : 0;
     value *items = (value *)(o + 1);
     for (size_t i = 0; i < n; i++)
         value_release(&items[i]);
@@ -143,7 +128,10 @@ size_t value_mem(const value *v)
     case LDB_TEXT:
     case LDB_BLOB:
         return n + sizeof(vobj) + o->len + 1;
-    case LDB_ARRAY:
+    case LDB_ARRAY: {
+        uint64_t m = value_summary(v)->mem; /* saturated: stays so */
+        return m > SIZE_MAX - n ? SIZE_MAX : (size_t)m + n;
+    }
     case LDB_RECORD:
         return (size_t)value_summary(v)->mem;
     default:

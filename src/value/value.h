@@ -93,7 +93,8 @@ static inline value value_bool(bool b)
 /* Copies n bytes. LDB_NOMEM (out untouched) or LDB_RANGE if n is too big. */
 int value_text(value *out, const char *s, size_t n);
 int value_blob(value *out, const void *p, size_t n);
-/* Both: retain each item (the caller keeps its own references). */
+/* Both: retain each item (the caller keeps its own references). An array
+ * of more than VARRAY_LEAF_MAX items is built as a balanced tree, O(n). */
 int value_array(value *out, const value *items, size_t n);
 /* names[i] must be TEXT; fields keep the given order. */
 int value_record(value *out, const value *names, const value *vals, size_t n);
@@ -123,25 +124,100 @@ static inline const char *value_bytes(const value *v, size_t *len)
     *len = v->h.u.obj->len;
     return (const char *)(v->h.u.obj + 1);
 }
-/* Items of an ARRAY. */
-static inline const value *value_items(const value *v, size_t *n)
-{
-    *n = v->h.u.obj->len;
-    return (const value *)(v->h.u.obj + 1);
-}
-/* ARRAY and RECORD objects end with what a walk over their items would
+/* ARRAY and RECORD objects keep what a walk over their items would
  * compute, fixed when the object is built (it is immutable): the BINARY
  * hash and the bytes value_mem reports. A row holding an include's array
  * is hashed and measured on every change of the row; without the summary
- * each of those would cost the array's length (docs/VALUES.md). */
+ * each of those would cost the array's length (docs/VALUES.md). For an
+ * ARRAY, hash is the unfinished polynomial hash of its items (array.c),
+ * mem leaves out the 16 bytes of the value itself. */
 typedef struct vsummary {
     uint64_t hash;
     uint64_t mem;
 } vsummary;
+
+/*
+ * An ARRAY is a persistent sequence (src/value/array.c): a B-tree whose
+ * leaves hold up to VARRAY_LEAF_MAX items and whose inner nodes hold
+ * subtrees, each node an immutable reference-counted heap object that
+ * versions of an array share. An array of at most VARRAY_LEAF_MAX items
+ * is a single leaf: its items lie flat after the header. h.len counts the
+ * items under a node, so the value's vobj len is the array's length.
+ * Leaf:  varray, then value items[h.len].
+ * Inner: varray, then uint64_t pow (B^h.len), then varray *kids[nkids].
+ */
+typedef struct varray {
+    vobj h;
+    uint16_t nkids;  /* 0: a leaf */
+    uint16_t height; /* 0: a leaf; kids have height - 1 */
+    uint32_t pad_;
+    vsummary sum;
+} varray;
+
+#define VARRAY_LEAF_MAX 8
+/* Inner levels an array of VALUE_MAX_LEN items can need, and then some. */
+#define VARRAY_MAX_HEIGHT 32
+
+static inline const varray *value_varray(const value *v)
+{
+    return (const varray *)v->h.u.obj;
+}
+/* Items of an ARRAY. */
+static inline size_t value_len(const value *v) { return v->h.u.obj->len; }
+const value *value_item_deep_(const varray *a, size_t i);
+/* Item i < value_len of an ARRAY: O(1) for a single leaf, else O(log n). */
+static inline const value *value_item(const value *v, size_t i)
+{
+    const varray *a = value_varray(v);
+    return a->nkids ? value_item_deep_(a, i) : (const value *)(a + 1) + i;
+}
+
+/* The items of an ARRAY that is a single leaf (at most VARRAY_LEAF_MAX
+ * items), contiguous; NULL for a longer one. */
+static inline const value *value_leaf_items(const value *v)
+{
+    const varray *a = value_varray(v);
+    return a->nkids ? NULL : (const value *)(a + 1);
+}
+
+/* Walks an ARRAY's items in order, O(1) amortized per item, without
+ * recursion. The array must outlive the iterator and not change. */
+typedef struct value_iter {
+    const value *cur, *end; /* the rest of the current leaf */
+    unsigned depth;         /* inner nodes on the path */
+    const varray *path[VARRAY_MAX_HEIGHT];
+    uint16_t pos[VARRAY_MAX_HEIGHT]; /* the kid taken in path[k] */
+} value_iter;
+void value_iter_init(value_iter *it, const value *v);
+const value *value_iter_leaf_(value_iter *it);
+/* The next item, or NULL after the last. */
+static inline const value *value_iter_next(value_iter *it)
+{
+    return it->cur != it->end ? it->cur++ : value_iter_leaf_(it);
+}
+
+/* New versions of an ARRAY sharing all but O(log n) of its nodes: x
+ * inserted before item i (i <= len), or item i (< len) removed. *out is
+ * a new reference; arr is unchanged. LDB_NOMEM (nothing changed),
+ * LDB_RANGE when the array would grow past VALUE_MAX_LEN bytes. */
+int value_array_insert(value *out, const value *arr, size_t i, const value *x);
+int value_array_remove(value *out, const value *arr, size_t i);
+/* The same with item i (< len) replaced by x: one path copied. */
+int value_array_set(value *out, const value *arr, size_t i, const value *x);
+/* NULL if the tree of an ARRAY keeps its invariants (fill bounds, equal
+ * depth, lengths and summaries of inner nodes), else what is wrong. O(n);
+ * for tests. */
+const char *value_array_check(const value *v);
+/* For compare.c and value.c: an ARRAY's hash under coll (BINARY reads the
+ * summary), and the end of a node's last reference. */
+uint64_t value_array_hash_(const value *v, enum ldb_collation coll);
+void value_array_free_(varray *a);
+
 static inline const vsummary *value_summary(const value *v)
 {
-    size_t n = v->h.u.obj->len * (v->s.type == LDB_RECORD ? 2u : 1u);
-    return (const vsummary *)((const value *)(v->h.u.obj + 1) + n);
+    if (v->s.type == LDB_ARRAY)
+        return &value_varray(v)->sum;
+    return (const vsummary *)((const value *)(v->h.u.obj + 1) + 2 * v->h.u.obj->len);
 }
 /* The hash of an ARRAY or RECORD computed from its items (value_hash
  * reads the summary instead when coll is BINARY). */
