@@ -283,13 +283,24 @@ int live_children_stage(ldb_live *q)
     return rc;
 }
 
-int live_children_install(ldb_live *q)
+int live_children_prepare(ldb_live *q)
+{
+    struct live_buckets *b = q->buckets;
+    for (size_t i = 0; b && i < b->touched.len; i++) {
+        if (result_prepare(&b->touched.data[i]->rs)) {
+            while (i-- > 0)
+                result_unprepare(&b->touched.data[i]->rs);
+            return LDB_NOMEM;
+        }
+    }
+    return LDB_OK;
+}
+
+void live_children_finish(ldb_live *q)
 {
     struct live_buckets *b = q->buckets;
     for (size_t i = 0; b && i < b->touched.len; i++)
-        if (result_commit(&b->touched.data[i]->rs))
-            return LDB_NOMEM;
-    return LDB_OK;
+        result_finish(&b->touched.data[i]->rs);
 }
 
 bool live_children_have_batches(const ldb_live *q)

@@ -234,8 +234,10 @@ int live_children_init(ldb_live *q);
  * (activations, retirements, rows); LDB_NOMEM, LDB_CONSTRAINT,
  * LDB_INTERNAL fail the query. */
 int live_children_stage(ldb_live *q);
-/* Installs what live_children_stage staged. */
-int live_children_install(ldb_live *q);
+/* Installs what live_children_stage staged, in two steps as result.h
+ * does: prepare (LDB_NOMEM leaves every handle as it was), finish. */
+int live_children_prepare(ldb_live *q);
+void live_children_finish(ldb_live *q);
 /* Whether an installed commit gives a child a batch or retires one. */
 bool live_children_have_batches(const ldb_live *q);
 /* Drops what was staged (the commit did not happen, or the query failed). */

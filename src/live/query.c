@@ -237,15 +237,21 @@ static void enqueue(struct live_registry *reg, ldb_live *q)
     reg->pending_tail = q;
 }
 
-/* Installs the staged changes; a failure leaves the result as it was
- * and the query failed (its graph is already past that result). */
+/* Installs the staged changes of the root and of every touched handle,
+ * all or none: a failure leaves them as they were and the query failed
+ * (its graph is already past that result). */
 static int install(ldb_live *q)
 {
-    if (result_commit(&q->rs) || live_children_install(q)) {
+    int rc = result_prepare(&q->rs);
+    if (!rc && (rc = live_children_prepare(q)))
+        result_unprepare(&q->rs);
+    if (rc) { /* root and handles as they were: the last published result */
         live_batch_drop(q);
         live_children_discard(q);
         return live_fail(q->p, LDB_NOMEM, "out of memory");
     }
+    result_finish(&q->rs);
+    live_children_finish(q);
     return LDB_OK;
 }
 

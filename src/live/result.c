@@ -591,7 +591,7 @@ static void drop_quiet(struct result_set *rs)
         vec_free(&rs->places);
 }
 
-int result_commit(struct result_set *rs)
+int result_prepare(struct result_set *rs)
 {
     size_t n = rs->staged.len, inserts = 0;
     for (size_t i = 0; i < n; i++)
@@ -606,7 +606,15 @@ int result_commit(struct result_set *rs)
             return rc;
         }
     }
-    /* nothing below allocates: new keys first, into the reserved slots */
+    return LDB_OK;
+}
+
+void result_unprepare(struct result_set *rs) { unmake_next(rs, rs->staged.len); }
+
+void result_finish(struct result_set *rs)
+{
+    size_t n = rs->staged.len;
+    /* new keys first, into the reserved slots */
     for (size_t i = 0; i < n; i++)
         if (rs->staged.data[i].kind == RESULT_INSERT)
             retire_entry(rs, &rs->staged.data[i]);
@@ -619,7 +627,14 @@ int result_commit(struct result_set *rs)
             ch->after_pos = entry_position(rs, ch->entry);
     }
     drop_quiet(rs);
-    return LDB_OK;
+}
+
+int result_commit(struct result_set *rs)
+{
+    int rc = result_prepare(rs);
+    if (!rc)
+        result_finish(rs);
+    return rc;
 }
 
 void result_discard(struct result_set *rs)

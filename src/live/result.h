@@ -147,6 +147,13 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n);
  * from the batch the changes that report nothing. LDB_NOMEM leaves the
  * state unchanged (and the batch staged). */
 int result_commit(struct result_set *rs);
+/* result_commit in two steps, for installing several result sets at
+ * once: result_prepare does every allocation (LDB_NOMEM leaves rs as it
+ * was); then either result_finish, which cannot fail, or
+ * result_unprepare, which takes the preparation back. */
+int result_prepare(struct result_set *rs);
+void result_unprepare(struct result_set *rs);
+void result_finish(struct result_set *rs);
 /* The staged (after stage) or installed (after commit) changes. */
 static inline const struct result_change *result_changes(const struct result_set *rs,
                                                          size_t *n)

@@ -34,9 +34,11 @@
  * The lifecycle cases (sharing, retirement, reactivation, retained
  * handles, closing the root from a child's callback or under a retained
  * child, ldb_close with retained handles) and the NOMEM sweeps (open, and
- * a commit moving routes) check that memory comes back (mem_live). Bugs
- * found are KNOWN_* switches below (see tests/oracle_known.h for the
- * convention; LDB_ORACLE_STRICT=1 turns them off).
+ * a commit moving routes) check that memory comes back (mem_live). The
+ * bugs it found have regression cases by name: LIVE beside a hidden ORDER
+ * BY column, handles under a window, an open over an empty parent, and a
+ * commit whose install runs out of memory midway (root and handles are
+ * installed all or none).
  *
  * Callbacks record the first thing that went wrong instead of failing
  * inside the library (a CHECK there would jump over its frames).
@@ -46,7 +48,6 @@
 #include "test.h"
 #include "test_db.h"
 #include "include_rows.h"
-#include "oracle_known.h"
 
 #include "base/mem.h"
 #include "livedb.h"
@@ -56,71 +57,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-/*
- * KNOWN_LIVE_HIDDEN_ORDER: a select list holding a LIVE column whose
- * SELECT orders by a column it does not show is refused (LDB_UNSUPPORTED,
- * "LIVE (query) is supported only as a whole result column ..."):
- *   SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id)
- *   FROM users u ORDER BY u.name
- * and so is a LIVE child ordered by a column it does not show that holds a
- * LIVE column itself. The oracle's cases show their order columns; the
- * case live_beside_a_hidden_order_column runs the refused shapes when the
- * switch is off (or LDB_ORACLE_STRICT=1).
- */
-#define KNOWN_LIVE_HIDDEN_ORDER 0
-
-/*
- * KNOWN_CHILD_INSTALL_TORN: a commit installs the root's result, then each
- * child handle's (src/live/query.c, install); when a handle's install runs
- * out of memory the query fails, but the root's result (and the handles'
- * installed before) already hold the commit that was never published:
- * ldb_live_read shows rows no batch reported, against "its last published
- * result stays readable". commit_nomem_sweep then accepts either result.
- * Found by commit_nomem_sweep (deterministic: LDB_ORACLE_STRICT=
- * KNOWN_CHILD_INSTALL_TORN shows where; allocation 236 of the first
- * case's sweep in the plain build today): its handle of user 1 then reads
- * issue 2 alone and its root users 1, 2, 4, 5, where their last batches
- * left issues 1, 2 and users 1, 2, 3, 4.
- */
-#define KNOWN_CHILD_INSTALL_TORN 1
-
-/*
- * KNOWN_CHILD_WINDOW: under ORDER BY ... LIMIT (a root's window, or a
- * LIVE child's LIMIT) every row before the LIMIT activates the buckets of
- * the select list's LIVE columns: child_results counts handles no shown
- * row refers to, a row leaving the window does not retire its handle, and
- * a row entering it shows a handle made earlier, without a first batch
- * (its rows were installed while no callback could be set), so a client
- * following the batches never sees them. Root:
- *   users (1), (2); issues (10, assignee 2), (11, assignee 2);
- *   SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id
- *   ORDER BY i.id) FROM users u ORDER BY u.id LIMIT 1
- *   -> child_results 2; DELETE FROM users WHERE id = 1 shows user 2 with
- *   a handle of 2 rows that never gets a batch.
- * Child: users (1); issues (10, 1), (11, 1); comments (100, issue 11);
- *   SELECT u.id, LIVE (SELECT i.id, LIVE (SELECT c.id FROM comments c
- *   WHERE c.issue_id = i.id) FROM issues i WHERE i.assignee = u.id
- *   ORDER BY i.id LIMIT 1) FROM users u
- *   -> child_results 3 for 2 shown; DELETE FROM issues WHERE id = 10
- *   shows issue 11 with a handle of 1 row that never gets a batch.
- * The oracle leaves out its last two cases; the case
- * window_shows_its_handles_with_their_rows runs these reproductions.
- */
-#define KNOWN_CHILD_WINDOW 0
-
-/*
- * KNOWN_CHILD_QSORT_EMPTY: a query with LIVE columns staged before any
- * handle was ever made (open over an empty parent, and each commit until
- * the first handle) calls qsort(NULL, 0, ...) (src/live/child.c,
- * live_children_stage), undefined behaviour that UBSan stops at:
- *   CREATE TABLE users(id INTEGER PRIMARY KEY);
- *   CREATE TABLE issues(id INTEGER PRIMARY KEY, assignee INTEGER);
- *   live: SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee
- *   = u.id) FROM users u
- * The random worlds then get a user and an issue before their queries
- * open; the case opens_over_an_empty_parent runs the reproduction.
- */
-#define KNOWN_CHILD_QSORT_EMPTY 0
 
 static const char schema[] =
     "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, team INTEGER);"
@@ -211,8 +147,8 @@ static const struct case_spec cases[] = {
           "SELECT i.status, count(*) AS n FROM issues i WHERE i.assignee = ?1 GROUP BY i.status" },
         { -1, 4, 1, T_USERS, false,
           "SELECT DISTINCT x.name FROM users x WHERE x.team = ?1" } } },
-    /* the last two (see KNOWN_CHILD_WINDOW): a LIMIT in the middle level,
-     * whose top rows only show grandchild handles */
+    /* a LIMIT in the middle level, whose top rows only show grandchild
+     * handles */
     { "SELECT u.id, LIVE (SELECT i.id, i.created, LIVE (SELECT c.id, c.body FROM comments c "
       "WHERE c.issue_id = i.id) AS comments FROM issues i WHERE i.assignee = u.id "
       "ORDER BY i.created, i.id LIMIT 2) AS top FROM users u ORDER BY u.id",
@@ -233,8 +169,8 @@ static const struct case_spec cases[] = {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-/* The cases the oracle runs: all but the last two while KNOWN_CHILD_WINDOW. */
-static size_t oracle_cases(void) { return NCASES - 2 * known_bug(KNOWN_CHILD_WINDOW); }
+/* The cases the oracle runs. */
+static size_t oracle_cases(void) { return NCASES; }
 
 /* ---- the oracle's mirrors -------------------------------------------------------------------- */
 
@@ -984,9 +920,6 @@ static ldb *world_open(rng *r, int writes)
         random_write(r, sql, sizeof sql);
         EXEC(db, sql);
     }
-    if (known_bug(KNOWN_CHILD_QSORT_EMPTY)) /* every query opens with a handle */
-        EXEC(db, "INSERT OR IGNORE INTO users VALUES (1, 'ann', 1);"
-                 "INSERT OR IGNORE INTO issues VALUES (1, 1, 'open', 1, 'a')");
     return db;
 }
 
@@ -1059,7 +992,9 @@ static void retained_handles_through_random_histories(void)
     CHECK_INT(mem_live(), live0);
 }
 
-/* KNOWN_LIVE_HIDDEN_ORDER's shapes, under the oracle once they open. */
+/* A select list whose LIVE column sits beside an ORDER BY column it does
+ * not show, and a LIVE child ordered so that holds a LIVE column: both
+ * were refused (LDB_UNSUPPORTED); they run the oracle. */
 static const struct case_spec hidden_order_cases[] = {
     { "SELECT u.id, LIVE (SELECT i.id, i.title FROM issues i WHERE i.assignee = u.id "
       "ORDER BY i.id) AS issues FROM users u ORDER BY u.name, u.id",
@@ -1077,37 +1012,15 @@ static const struct case_spec hidden_order_cases[] = {
 };
 #define NHIDDEN (sizeof hidden_order_cases / sizeof hidden_order_cases[0])
 
-/* KNOWN BUG (KNOWN_LIVE_HIDDEN_ORDER, above): these open with LDB_UNSUPPORTED.
- * While the switch is on this checks that they still fail that way (a fix
- * makes it fail: then set the switch to 0); off, they run the oracle. */
 static void live_beside_a_hidden_order_column(void)
 {
-    if (!known_bug(KNOWN_LIVE_HIDDEN_ORDER)) {
-        run_history(hidden_order_cases, NHIDDEN, test_seed(), 100 * test_scale(), false);
-        return;
-    }
-    ldb *db = NULL;
-    CHECK(ldb_open(NULL, &db) == LDB_OK);
-    EXEC(db, schema);
-    for (size_t k = 0; k < NHIDDEN; k++) {
-        ldb_live *q = NULL;
-        int rc = ldb_live_open(db, hidden_order_cases[k].live, NULL, NULL, &q);
-        CHECKF(rc == LDB_UNSUPPORTED && !q,
-               "KNOWN_LIVE_HIDDEN_ORDER looks fixed (rc %d): set it to 0 in this file", rc);
-        printf("#    known bug KNOWN_LIVE_HIDDEN_ORDER: %s\n#      %s\n",
-               hidden_order_cases[k].live, ldb_errmsg(db));
-    }
-    ldb_close(db);
+    run_history(hidden_order_cases, NHIDDEN, test_seed(), 100 * test_scale(), false);
 }
 
-/* KNOWN BUG (KNOWN_CHILD_QSORT_EMPTY, above): shows only under UBSan
- * (make test-sanitize), so it runs only with the switch off. */
+/* Opening over empty tables staged no handle: that sorted an empty list
+ * (qsort(NULL, 0), stopped by UBSan under make test-sanitize). */
 static void opens_over_an_empty_parent(void)
 {
-    if (known_bug(KNOWN_CHILD_QSORT_EMPTY)) {
-        printf("#    known bug KNOWN_CHILD_QSORT_EMPTY: not run\n");
-        return;
-    }
     ldb *db = NULL;
     CHECK(ldb_open(NULL, &db) == LDB_OK);
     EXEC(db, schema);
@@ -1496,19 +1409,11 @@ static int64_t sweep_checksum(ldb *db)
     return v;
 }
 
-static bool rows_same(const struct rows *a, const struct rows *b)
-{
-    bool same = a->n == b->n;
-    for (size_t i = 0; same && i < a->n; i++)
-        same = strcmp(a->v[i], b->v[i]) == 0;
-    return same;
-}
-
 /* A failed query: it published nothing in the commit that failed it or
  * later, its handles report its error, and its results read as last
- * published (the mirrors), and the same later. KNOWN_CHILD_INSTALL_TORN
- * relaxes the first read to "or as installed by the failed commit": the
- * query run fresh, or empty (a leaving handle's last batch). */
+ * published (the mirrors), and the same later (an install that ran out of
+ * memory midway left the root and earlier handles installed: found by
+ * the commit sweep). */
 static void check_failed_query(struct oracle *o, ldb *db, const char *when)
 {
     CHECKF(o->seq.n == 0, "%s: %s: a failed query published %zu batches", when, o->cs->live,
@@ -1522,11 +1427,6 @@ static void check_failed_query(struct oracle *o, ldb *db, const char *when)
             rows_free(&mine);
             for (size_t r = 0; r < m->frozen.n; r++)
                 rows_add(&mine, strdup(m->frozen.v[r]));
-        } else if (!rows_same(&got, &mine) && known_bug(KNOWN_CHILD_INSTALL_TORN)) {
-            rows_free(&mine);
-            mine = fresh_rows(db, m);
-            if (got.n == 0) /* a leaving handle's deletes installed */
-                rows_clear(&mine);
         }
         for (size_t r = 0; !m->failed && r < got.n; r++)
             rows_add(&m->frozen, strdup(got.v[r]));
@@ -1607,15 +1507,12 @@ static void commit_nomem_sweep(void)
     }
 }
 
-/* KNOWN_CHILD_WINDOW's reproductions: the query, the data, the write
- * that brings a row into the window, the key of that row and the column
- * its handle is in, and the child_results and rows the bug shows. */
+/* Windows whose rows outside them held handles: a row entering the window
+ * showed a handle with rows never published. The query, the data, the
+ * write that brings a row into the window. */
 static const struct window_repro {
     struct case_spec cs;
     const char *data, *write;
-    int shown, column;
-    uint64_t children;
-    int64_t rows;
 } window_repros[] = {
     { { "SELECT u.id, LIVE (SELECT i.id FROM issues i WHERE i.assignee = u.id ORDER BY i.id) "
         "AS issues FROM users u ORDER BY u.id LIMIT 1",
@@ -1624,7 +1521,7 @@ static const struct window_repro {
             "SELECT i.id FROM issues i WHERE i.assignee = ?1 ORDER BY i.id" } } },
       "INSERT INTO users VALUES (1, 'ann', 1), (2, 'bob', 1);"
       "INSERT INTO issues VALUES (10, 2, 'open', 1, 'a'), (11, 2, 'open', 1, 'b')",
-      "DELETE FROM users WHERE id = 1", 2, 0, 2, 2 },
+      "DELETE FROM users WHERE id = 1" },
     { { "SELECT u.id, LIVE (SELECT i.id, LIVE (SELECT c.id FROM comments c WHERE c.issue_id = "
         "i.id) AS comments FROM issues i WHERE i.assignee = u.id ORDER BY i.id LIMIT 1) AS "
         "issues FROM users u",
@@ -1636,27 +1533,9 @@ static const struct window_repro {
       "INSERT INTO users VALUES (1, 'ann', 1);"
       "INSERT INTO issues VALUES (10, 1, 'open', 1, 'a'), (11, 1, 'open', 1, 'b');"
       "INSERT INTO comments VALUES (100, 11, 1, 'x')",
-      "DELETE FROM issues WHERE id = 10", 11, 1, 3, 1 },
+      "DELETE FROM issues WHERE id = 10" },
 };
 
-/* The handle of column k in the row of key id of any result of o. */
-static struct mirror *shown_handle(struct oracle *o, int k, int id)
-{
-    char key[16];
-    snprintf(key, sizeof key, "%d", id);
-    for (size_t i = 0; i <= o->active.n; i++) {
-        struct mirror *m = i < o->active.n ? o->active.v[i] : &o->root;
-        long at = m->level == o->cs->col[k].parent ? find_key(m, key) : -1;
-        if (at >= 0)
-            return m->rows[at].cell[k];
-    }
-    return NULL;
-}
-
-/* KNOWN BUG (KNOWN_CHILD_WINDOW, above): while the switch is on this
- * checks that its reproductions still show it (a fix makes it fail: then
- * set the switch to 0); off, they run under the oracle, as do the
- * oracle's last two cases. */
 static void window_shows_its_handles_with_their_rows(void)
 {
     for (size_t k = 0; k < sizeof window_repros / sizeof window_repros[0]; k++) {
@@ -1667,23 +1546,9 @@ static void window_shows_its_handles_with_their_rows(void)
         EXEC(db, w->data);
         static struct oracle o;
         oracle_open(&o, db, &w->cs, false);
-        ldb_live_stats st;
-        ldb_live_stats_get(o.root.q, &st);
-        if (!known_bug(KNOWN_CHILD_WINDOW)) {
-            oracle_check(&o, db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
-            EXEC(db, w->write);
-            oracle_check(&o, db, T_USERS | T_ISSUES, true, w->write);
-        } else {
-            EXEC(db, w->write);
-            struct mirror *shown = shown_handle(&o, w->column, w->shown);
-            CHECKF(shown && st.child_results == w->children && shown->n == 0 &&
-                       ldb_live_count(shown->q) == w->rows,
-                   "KNOWN_CHILD_WINDOW looks fixed: set it to 0 in this file");
-            printf("#    known bug KNOWN_CHILD_WINDOW: %s\n#      child_results %" PRIu64
-                   "; after %s, live#%llu shows %" PRId64 " rows, none published\n",
-                   w->cs.live, st.child_results, w->write, (unsigned long long)shown->id,
-                   ldb_live_count(shown->q));
-        }
+        oracle_check(&o, db, T_USERS | T_ISSUES | T_COMMENTS, true, "open");
+        EXEC(db, w->write);
+        oracle_check(&o, db, T_USERS | T_ISSUES, true, w->write);
         ldb_live_close(o.root.q);
         oracle_free(&o);
         ldb_close(db);
