@@ -1069,6 +1069,26 @@ static struct mirror *handle_of(struct oracle *o, int id)
     return o->root.rows[at].cell[0];
 }
 
+/* The lifecycle cases' database, opened under the team case and checked,
+ * and its end: everything closed and the memory back. */
+static ldb *team_begin(struct oracle *o, int64_t *live0)
+{
+    *live0 = mem_live();
+    ldb *db = team_open();
+    oracle_open(o, db, &team_case, false);
+    oracle_check(o, db, T_USERS | T_ISSUES, true, "open");
+    return db;
+}
+
+static void team_end(struct oracle *o, ldb *db, struct mlist *seq, int64_t live0)
+{
+    ldb_live_close(o->root.q);
+    oracle_free(o);
+    free(seq->v);
+    ldb_close(db);
+    CHECK_INT(mem_live(), live0);
+}
+
 /* Runs sql (a write of users or issues) and checks the oracle; the
  * batches it published, in order, are left in *seq (caller frees). */
 static void team_step(struct oracle *o, ldb *db, const char *sql, struct mlist *seq)
@@ -1082,12 +1102,10 @@ static void team_step(struct oracle *o, ldb *db, const char *sql, struct mlist *
 
 static void equal_correlation_values_share_one_handle(void)
 {
-    int64_t live0 = mem_live();
-    ldb *db = team_open();
     static struct oracle o;
     struct mlist seq = { 0 };
-    oracle_open(&o, db, &team_case, false);
-    oracle_check(&o, db, T_USERS | T_ISSUES, true, "open");
+    int64_t live0;
+    ldb *db = team_begin(&o, &live0);
     struct mirror *t1 = handle_of(&o, 1), *t2 = handle_of(&o, 3);
     CHECK(handle_of(&o, 2) == t1 && t1 != t2 && t1->q != t2->q);
     CHECK_INT(t1->n, 2);
@@ -1105,21 +1123,15 @@ static void equal_correlation_values_share_one_handle(void)
     /* an equal value written again: nothing changes */
     team_step(&o, db, "UPDATE users SET team = 2 WHERE id = 4", &seq);
     CHECK_INT(seq.n, 0);
-    ldb_live_close(o.root.q);
-    oracle_free(&o);
-    free(seq.v);
-    ldb_close(db);
-    CHECK_INT(mem_live(), live0);
+    team_end(&o, db, &seq, live0);
 }
 
 static void last_parent_leaving_retracts_the_rows(void)
 {
-    int64_t live0 = mem_live();
-    ldb *db = team_open();
     static struct oracle o;
     struct mlist seq = { 0 };
-    oracle_open(&o, db, &team_case, false);
-    oracle_check(&o, db, T_USERS | T_ISSUES, true, "open");
+    int64_t live0;
+    ldb *db = team_begin(&o, &live0);
     struct mirror *t2 = handle_of(&o, 3);
     /* the last parent of team 2 moves: the parent row gets team 1's
      * handle, and team 2's handle one last batch deleting its rows */
@@ -1137,21 +1149,15 @@ static void last_parent_leaving_retracts_the_rows(void)
     team_step(&o, db, "DELETE FROM users WHERE team = 1", &seq);
     CHECK_INT(o.active.n, 0);
     CHECK(seq.n == 2 && seq.v[0] == &o.root && seq.v[1]->gone && seq.v[1]->n == 0);
-    ldb_live_close(o.root.q);
-    oracle_free(&o);
-    free(seq.v);
-    ldb_close(db);
-    CHECK_INT(mem_live(), live0);
+    team_end(&o, db, &seq, live0);
 }
 
 static void reactivation_gets_a_new_handle(void)
 {
-    int64_t live0 = mem_live();
-    ldb *db = team_open();
     static struct oracle o;
     struct mlist seq = { 0 };
-    oracle_open(&o, db, &team_case, false);
-    oracle_check(&o, db, T_USERS | T_ISSUES, true, "open");
+    int64_t live0;
+    ldb *db = team_begin(&o, &live0);
     struct mirror *old = handle_of(&o, 3);
     team_step(&o, db, "DELETE FROM users WHERE id = 3", &seq);
     CHECK(old->gone);
@@ -1168,11 +1174,7 @@ static void reactivation_gets_a_new_handle(void)
     team_step(&o, db, "BEGIN; UPDATE users SET team = 1 WHERE id = 3; UPDATE users SET team = 2 "
                       "WHERE id = 3; COMMIT", &seq);
     CHECK(handle_of(&o, 3) == now && seq.n == 0);
-    ldb_live_close(o.root.q);
-    oracle_free(&o);
-    free(seq.v);
-    ldb_close(db);
-    CHECK_INT(mem_live(), live0);
+    team_end(&o, db, &seq, live0);
 }
 
 static void retained_handle_outlives_its_bucket(void)
@@ -1214,11 +1216,7 @@ static void retained_handle_outlives_its_bucket(void)
     }
     team_step(&o, db, "UPDATE issues SET title = 'r' WHERE id = 1", &seq);
     CHECK_INT(seq.n, 1);
-    ldb_live_close(o.root.q);
-    oracle_free(&o);
-    free(seq.v);
-    ldb_close(db);
-    CHECK_INT(mem_live(), live0);
+    team_end(&o, db, &seq, live0);
 }
 
 /* Callbacks that close the root from a child's batch. */
