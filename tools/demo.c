@@ -1,9 +1,12 @@
 /*
  * demo.c - livedb's main demo: a small issue tracker whose screens are
- * live queries. It opens three live queries (the newest open issues, open
- * issues per assignee, and a join of issues with their users), applies a
- * few writes, and prints every change batch as it arrives: what changed,
- * the key, the rows before and after, and positions in ordered results.
+ * live queries. It opens four live queries (the newest open issues, open
+ * issues per assignee, a join of issues with their users, and a team page:
+ * each user with an ARRAY of open issue titles and a child live result of
+ * the open issues themselves), applies a few writes, and prints every
+ * change batch as it arrives: what changed, the key, the rows before and
+ * after, and positions in ordered results. A child live result's batches
+ * print under its number (live#N, as its parent row shows it).
  */
 #include "livedb.h"
 
@@ -23,8 +26,11 @@ static void print_row(const ldb_row *r)
 
 static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
 {
-    (void)q;
-    printf("  [%s] %zu change%s\n", (const char *)ctx, n, n == 1 ? "" : "s");
+    if (ldb_live_id(q))
+        printf("  [%s live#%lld] %zu change%s\n", (const char *)ctx, (long long)ldb_live_id(q),
+               n, n == 1 ? "" : "s");
+    else
+        printf("  [%s] %zu change%s\n", (const char *)ctx, n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) {
         static const char *kinds[] = { "", "insert", "update", "delete" };
         printf("    %-6s key ", kinds[c[i].kind]);
@@ -42,6 +48,11 @@ static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
                 printf(" @%lld", (long long)c[i].after_pos);
         }
         printf("\n");
+        /* a child live result this row shows: its batches print too (its
+         * first comes later in this same commit) */
+        for (int j = 0; c[i].after && j < ldb_row_columns(c[i].after); j++)
+            if (ldb_row_live(c[i].after, j))
+                ldb_live_set_callback(ldb_row_live(c[i].after, j), on_change, ctx);
     }
 }
 
@@ -86,6 +97,12 @@ int main(void)
                                            "issues WHERE status = 'open' GROUP BY assignee");
     ldb_live *board = open_live(db, "board", "SELECT i.title, u.name FROM issues i JOIN users u "
                                              "ON u.id = i.assignee WHERE i.priority >= 2");
+    ldb_live *team = open_live(db, "team", "SELECT u.name, ARRAY(SELECT i.title FROM issues i "
+                                           "WHERE i.assignee = u.id AND i.status = 'open' "
+                                           "ORDER BY i.created) AS titles, LIVE(SELECT i.id, "
+                                           "i.priority FROM issues i WHERE i.assignee = u.id AND "
+                                           "i.status = 'open' ORDER BY i.created) AS open "
+                                           "FROM users u ORDER BY u.name");
 
     run(db, "INSERT INTO issues VALUES (6, 'Wrong timezone', 'open', 2, 150, 2)");
     run(db, "UPDATE issues SET status = 'closed' WHERE id = 5");
@@ -104,6 +121,7 @@ int main(void)
     ldb_live_close(newest);
     ldb_live_close(load);
     ldb_live_close(board);
+    ldb_live_close(team);
     ldb_close(db);
     return 0;
 }
