@@ -276,7 +276,6 @@ int live_children_stage(ldb_live *q)
         if (!rc)
             rc = stage_rows(q, k);
     }
-    live_program_clear_output(prog);
     struct live_buckets *b = q->buckets;
     if (!rc && b->touched.len > 1) /* parents' columns first, then by activation */
         qsort(b->touched.data, b->touched.len, sizeof *b->touched.data, publication_order);
@@ -365,6 +364,21 @@ void live_children_publish(ldb_live *q)
             retire(h);
     }
     b->touched.len = 0;
+}
+
+/* Adds the active handles of q (a root), their rows and bytes to out. */
+void live_children_stats(const ldb_live *q, struct live_stats *out)
+{
+    for (size_t k = 0; q->buckets && k < q->p->children.len; k++) {
+        uint32_t pos = 0;
+        uint64_t *slot, hash;
+        while ((slot = hmap_next(&q->buckets->active[k], &pos, &hash))) {
+            const ldb_live *h = (const ldb_live *)(uintptr_t)*slot;
+            out->retained_rows += (size_t)h->rs.rows;
+            out->retained_bytes += result_bytes(&h->rs) + sizeof *h;
+            out->child_results++;
+        }
+    }
 }
 
 /* ---- rebuild and close ----------------------------------------------------------------- */

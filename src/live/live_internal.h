@@ -248,6 +248,8 @@ void live_children_publish(ldb_live *q);
 /* Pushes the negation of every active handle's rows and tuple into prog's
  * child outputs (a rebuild: the new program's hydration minus this). */
 int live_children_negate(ldb_live *q, struct live_program *prog);
+/* Adds the active handles of q (a root), their rows and bytes to out. */
+void live_children_stats(const ldb_live *q, struct live_stats *out);
 /* At q's close: frees its handles, or detaches the retained ones. */
 void live_children_free(ldb_live *q);
 /* Frees a child handle (gone or detached, not retained). */

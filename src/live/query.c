@@ -131,12 +131,11 @@ static int stage(ldb_live *q)
     struct live_program *prog = q->p;
     live_batch_drop(q);
     int rc = result_stage(&q->rs, prog->acc.e, prog->acc.len);
-    df_batch_clear(&prog->acc);
     if (!rc)
         rc = live_views_reserve(q, q->rs.staged.len);
     if (!rc)
         rc = live_children_stage(q);
-    live_program_clear_output(prog);
+    live_program_clear_output(prog); /* the root's and the children's, read */
     if (rc) {
         live_batch_drop(q);
         live_children_discard(q);
@@ -598,19 +597,6 @@ int live_error(const ldb_live *q, const char **msg)
     return ok ? LDB_OK : prog->errcode;
 }
 
-/* The result rows and bytes of q's child handles. */
-static void children_stats(const ldb_live *q, struct live_stats *out)
-{
-    for (size_t i = 0; q->buckets && i < q->reg->queries.len; i++) {
-        const ldb_live *h = q->reg->queries.data[i];
-        if (!h->is_child || h->root != q || h->gone)
-            continue;
-        out->retained_rows += (size_t)h->rs.rows;
-        out->retained_bytes += result_bytes(&h->rs) + sizeof *h;
-        out->child_results++;
-    }
-}
-
 void live_stats(const ldb_live *q, struct live_stats *out)
 {
     const struct live_program *prog = program_of(q);
@@ -627,7 +613,7 @@ void live_stats(const ldb_live *q, struct live_stats *out)
     out->retained_bytes += detached(q) ? 0 : result_bytes(&q->rs);
     out->result_rows = live_count(q);
     if (!q->is_child)
-        children_stats(q, out);
+        live_children_stats(q, out);
 }
 
 void *live_owner(const ldb_live *q) { return q->owner; }

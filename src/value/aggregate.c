@@ -224,6 +224,19 @@ static int arr_add(agg_inst *ai, const struct agg_vms_order *k, struct vms *m, c
     return LDB_OK;
 }
 
+/* An item deleted from m's tree: its value and slot go back, and an
+ * emptied tree becomes the empty multiset. */
+static void tree_item_gone(agg_inst *ai, struct vms *m, struct vitem *it)
+{
+    value_release(&it->v);
+    pool_put(&ai->items, it);
+    if (--m->n == 0) {
+        btree_free(m->u.tree);
+        mem_free(m->u.tree);
+        vms_init(m);
+    }
+}
+
 /* One descent: insert a fresh item, or learn the existing one. */
 static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
 {
@@ -243,13 +256,7 @@ static int tree_add(agg_inst *ai, struct vms *m, const value *v, int64_t w)
     pool_put(&ai->items, it);
     if ((old->n += w) == 0) {
         btree_delete(m->u.tree, old);
-        value_release(&old->v);
-        pool_put(&ai->items, old);
-        if (--m->n == 0) {
-            btree_free(m->u.tree);
-            mem_free(m->u.tree);
-            vms_init(m);
-        }
+        tree_item_gone(ai, m, old);
     }
     return LDB_OK;
 }
@@ -779,13 +786,7 @@ static int tree_add_at(agg_inst *ai, struct vms *m, const value *v, int64_t w, s
     if ((at->n += w) != 0)
         return LDB_OK;
     btree_delete_rank(m->u.tree, rank);
-    value_release(&at->v);
-    pool_put(&ai->items, at);
-    if (--m->n == 0) {
-        btree_free(m->u.tree);
-        mem_free(m->u.tree);
-        vms_init(m);
-    }
+    tree_item_gone(ai, m, at);
     return LDB_OK;
 }
 
