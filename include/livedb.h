@@ -574,6 +574,263 @@ typedef struct ldb_aggregate {
  */
 LDB_API int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggregate *def);
 
+/* ---- sources: tables whose truth lives elsewhere (the demand plane) ---- */
+
+/*
+ * A source makes a table a local cache of rows kept elsewhere (a server,
+ * PostgreSQL, an API). The program attaches a provider to the table; from
+ * then on user SQL cannot write it (LDB_ERROR "may not be modified") and
+ * its rows come only from the provider's sync transactions. Live queries
+ * drive the loading: each scan of the table in a live query is demand,
+ * which livedb turns into requests to the provider, grouped and shared
+ * (docs/ARCHITECTURE.md, "Demand plane").
+ *
+ * - EAGER: one request for every row, made at attach.
+ * - ON_DEMAND: requests only for what open live queries read. A query's
+ *   WHERE conjuncts over the table's columns (=, <>, <, <=, >, >=, IN,
+ *   IS [NOT] NULL, AND/OR of those, with constants or parameters) are
+ *   pushed into its request; a LIVE (query) child whose WHERE has
+ *   col = <parent column> gets one grouped request per child query for the
+ *   values of all its active buckets (col IN (...)), and more as buckets
+ *   activate; a value whose last bucket retires is released. Anything
+ *   else asks for a superset (in the worst case every row): a provider may
+ *   always deliver more rows than asked, never fewer.
+ * Releasing demand never deletes rows; rows leave only by sync writes.
+ * One-shot SELECTs read the cache as it is and cause no loading, and a
+ * materialized view cannot read an ON_DEMAND table (LDB_UNSUPPORTED).
+ *
+ * Threads. The core stays single-threaded: provider callbacks, status
+ * callbacks and the application of sync transactions run on the thread
+ * of an ldb_ call on the database, with its mutex held, at a dispatch
+ * point: the end of the outermost ldb_ call on the database (outside any
+ * explicit transaction, callback or unfinished statement), and
+ * ldb_source_poll. Sync transactions and settlements may be made from any
+ * thread and never take the database's mutex: they join one queue per
+ * database, in order, and are applied at the next dispatch point. Made on
+ * the thread that attached the source (its home thread), outside any
+ * callback, they are applied before the call returns. A program whose
+ * provider works on other threads watches ldb_source_fd (readable while
+ * the queue holds work) and calls ldb_source_poll.
+ */
+typedef struct ldb_source ldb_source;
+typedef struct ldb_request ldb_request;
+typedef struct ldb_pred ldb_pred;
+typedef struct ldb_sync ldb_sync;
+typedef struct ldb_receipt ldb_receipt;
+
+#define LDB_SOURCE_EAGER 1
+#define LDB_SOURCE_ON_DEMAND 2
+
+/*
+ * A provider's callbacks (the struct is copied at attach; ctx is the
+ * provider's). They run at dispatch points (see above) with db's mutex
+ * held. Inside them, the provider may read the database, build and commit
+ * sync transactions and settle requests (all applied in order as soon as
+ * the callback returns); it may not write with SQL, open or close live
+ * queries, or attach/detach sources (LDB_MISUSE).
+ * - load_subset: start loading req's rows. LDB_OK: the request is the
+ *   provider's until it settles it (ldb_request_settle), maybe from inside
+ *   this call; take a reference (ldb_request_ref) to use req after the
+ *   callback returns. Any other code: no load started; the demand fails
+ *   (status LDB_STATUS_ERROR) and unload_subset is never called for req.
+ * - unload_subset (optional): the demand behind req is gone; called exactly
+ *   once per request whose load_subset returned LDB_OK, also when it is
+ *   released from inside load_subset (then right after it returns). The
+ *   request is also aborted (ldb_request_aborted) if it had not settled.
+ * - abort (optional): req was aborted before it settled (its demand went
+ *   away, or the source is detached): stop writing its rows. Sync
+ *   transactions of req still queued are dropped (LDB_RECEIPT_ABORTED).
+ *   Called just before unload_subset.
+ * - destroy (optional): the source is detached or the database closed;
+ *   last call with ctx.
+ */
+typedef struct ldb_provider {
+    int (*load_subset)(void *ctx, ldb_request *req);
+    void (*unload_subset)(void *ctx, ldb_request *req);
+    void (*abort)(void *ctx, ldb_request *req);
+    void (*destroy)(void *ctx);
+} ldb_provider;
+
+/*
+ * Attaches provider p (copied) with ctx to table, in mode
+ * LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND. The table must have a declared
+ * PRIMARY KEY (sync writes address rows by it), must not be read by a
+ * materialized view, nor have a source already; live queries already
+ * open over it keep reading it as it is. *out is borrowed: valid until
+ * ldb_source_detach or ldb_close. LDB_NOTFOUND, LDB_MISUSE (no primary
+ * key, already attached, a transaction or callback), LDB_NOMEM.
+ */
+LDB_API int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_provider *p,
+                              void *ctx, ldb_source **out);
+/*
+ * Detaches s: every request is aborted and unloaded once, queued sync
+ * transactions are dropped (ABORTED), destroy(ctx) runs, and the table
+ * becomes an ordinary local table with the rows it holds. Live queries
+ * reading it turn READY. LDB_MISUSE inside a callback or transaction.
+ */
+LDB_API int ldb_source_detach(ldb_source *s);
+/* The name of s's table (borrowed, valid while s is). */
+LDB_API const char *ldb_source_table(ldb_source *s);
+
+/* A file descriptor that is readable while the database's queue holds
+ * sync transactions or settlements to apply (or -1 on NOMEM): poll it in
+ * an event loop and call ldb_source_poll. Owned by db. */
+LDB_API int ldb_source_fd(ldb *db);
+/* A dispatch point: applies everything queued (transactions, then
+ * settlements, in the order they were made), makes and releases the
+ * requests that changed demand asks for, and runs the callbacks that
+ * follow (changes, statuses). LDB_MISUSE inside a callback; LDB_OK
+ * otherwise (failures are reported on the receipts, requests and
+ * queries they concern). */
+LDB_API int ldb_source_poll(ldb *db);
+
+/* Counters of a source (law 13: all but the totals return to zero when
+ * no live query demands anything). */
+typedef struct ldb_source_stats {
+    uint64_t demands;        /* distinct demanded subsets (predicate, key value) */
+    uint64_t requests_live;  /* requests made and not yet unloaded */
+    uint64_t queued;         /* its transactions and settlements in the queue */
+    uint64_t requests;       /* total requests made */
+    uint64_t settles;        /* total settlements applied */
+    uint64_t txns_applied;   /* total sync transactions applied */
+    uint64_t txns_aborted;   /* total sync transactions dropped or failed */
+    uint64_t rows_written;   /* total rows inserted, updated or deleted */
+} ldb_source_stats;
+/* Fills *out (zeros for a NULL s). */
+LDB_API void ldb_source_stats_get(ldb_source *s, ldb_source_stats *out);
+
+/*
+ * Requests. A request is immutable from submission: its predicate, SQL
+ * text and values never change (changed demand is a new request). The
+ * accessors take no lock and may be called from any thread while the
+ * caller holds a reference: during load_subset/unload_subset/abort, or
+ * between ldb_request_ref and ldb_request_unref. Strings and values are
+ * borrowed for that span.
+ */
+LDB_API void ldb_request_ref(ldb_request *r);
+LDB_API void ldb_request_unref(ldb_request *r);
+/* The source and table (borrowed), and a number unique within the
+ * database, increasing with each request made (its generation). */
+LDB_API ldb_source *ldb_request_source(const ldb_request *r);
+LDB_API const char *ldb_request_table(const ldb_request *r);
+LDB_API uint64_t ldb_request_id(const ldb_request *r);
+/* 1 once r is aborted (its demand went away before it settled, or the
+ * source was detached): a conforming provider writes nothing more for r
+ * (law 6). Atomic; any thread. */
+LDB_API int ldb_request_aborted(const ldb_request *r);
+/*
+ * The rows asked for, as a livedb/PostgreSQL-compatible boolean SQL
+ * expression over the table's columns (double-quoted names) with
+ * parameters ?1..?N, e.g. "status" = ?1 AND "owner" IN (?2, ?3); "TRUE"
+ * for every row. ldb_request_param(r, i), i in 0..N-1, is ?i+1.
+ */
+LDB_API const char *ldb_request_sql(const ldb_request *r);
+LDB_API int ldb_request_param_count(const ldb_request *r);
+LDB_API const ldb_value *ldb_request_param(const ldb_request *r, int i);
+/*
+ * The same predicate as a tree (NULL: every row). Kinds: AND and OR
+ * (children), CMP (column op value), IN (column, values), ISNULL and
+ * NOTNULL (column). Comparisons follow SQL: NULL matches nothing, and
+ * text compares under ldb_pred_collation (an enum ldb_collation).
+ */
+#define LDB_PRED_AND 1
+#define LDB_PRED_OR 2
+#define LDB_PRED_CMP 3
+#define LDB_PRED_IN 4
+#define LDB_PRED_ISNULL 5
+#define LDB_PRED_NOTNULL 6
+#define LDB_OP_EQ 1
+#define LDB_OP_NE 2
+#define LDB_OP_LT 3
+#define LDB_OP_LE 4
+#define LDB_OP_GT 5
+#define LDB_OP_GE 6
+LDB_API const ldb_pred *ldb_request_pred(const ldb_request *r);
+LDB_API int ldb_pred_kind(const ldb_pred *p);
+LDB_API int ldb_pred_op(const ldb_pred *p);            /* CMP */
+LDB_API const char *ldb_pred_column(const ldb_pred *p); /* CMP IN ISNULL NOTNULL */
+LDB_API int ldb_pred_collation(const ldb_pred *p);     /* CMP IN */
+/* AND/OR: children; CMP: 1 value; IN: the values; else 0. */
+LDB_API int ldb_pred_count(const ldb_pred *p);
+LDB_API const ldb_pred *ldb_pred_child(const ldb_pred *p, int i);
+LDB_API const ldb_value *ldb_pred_value(const ldb_pred *p, int i);
+
+/*
+ * Settles r: rc LDB_OK when every row it asked for has been committed
+ * through sync transactions (made before this call), else the failure
+ * with msg (copied; may be NULL). Any thread, once per request (then
+ * LDB_MISUSE); applied in queue order, after the transactions made before
+ * it (law 7). A settlement of a request that is no longer current
+ * (aborted, unloaded) changes nothing. Does not drop a reference.
+ */
+LDB_API int ldb_request_settle(ldb_request *r, int rc, const char *msg);
+
+/*
+ * Sync transactions: the only writes to a source's table. Build one on
+ * one thread (any thread, no lock taken), then commit or abandon it.
+ * req: the request these rows establish (NULL for a change feed): if req
+ * is aborted before the transaction is applied, it is dropped. Rows are
+ * given by setting column values (by declared column index, copied) and
+ * then one of: insert (a new key, or an identical row: no-op), upsert
+ * (insert or replace by primary key), update (replace by primary key;
+ * no-op when the key is absent), delete (by the primary key columns;
+ * no-op when absent). Unset columns are NULL (insert/upsert/update).
+ * A row identical to the stored one is not written (no change published).
+ * Values are converted by the column's affinity as INSERT does.
+ */
+LDB_API int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out);
+LDB_API int ldb_sync_null(ldb_sync *t, int col);
+LDB_API int ldb_sync_int64(ldb_sync *t, int col, int64_t v);
+LDB_API int ldb_sync_double(ldb_sync *t, int col, double v);
+LDB_API int ldb_sync_text(ldb_sync *t, int col, const char *s, int n); /* n < 0: strlen */
+LDB_API int ldb_sync_blob(ldb_sync *t, int col, const void *p, int n);
+LDB_API int ldb_sync_insert(ldb_sync *t);
+LDB_API int ldb_sync_upsert(ldb_sync *t);
+LDB_API int ldb_sync_update(ldb_sync *t);
+LDB_API int ldb_sync_delete(ldb_sync *t);
+/*
+ * Commits t (consumed, also on failure) as one atomic write of the table:
+ * every live query sees it as one commit. Applied at once on the source's
+ * home thread outside callbacks, else queued for the next dispatch point.
+ * receipt (may be NULL): *receipt gets a receipt owned by the caller
+ * (ldb_receipt_free). Returns LDB_OK, or the error that made an
+ * immediate application fail (LDB_CONSTRAINT, LDB_TYPE...: nothing of it
+ * was applied), or LDB_NOMEM (nothing queued).
+ */
+LDB_API int ldb_sync_commit(ldb_sync *t, ldb_receipt **receipt);
+LDB_API void ldb_sync_abandon(ldb_sync *t);
+
+#define LDB_RECEIPT_PENDING 0 /* queued */
+#define LDB_RECEIPT_APPLIED 1 /* its writes are in the table and every live result */
+#define LDB_RECEIPT_ABORTED 2 /* dropped: its request was aborted, or the source detached */
+#define LDB_RECEIPT_FAILED 3  /* applying it failed; nothing of it was applied */
+/* The state (atomic; any thread) and, for FAILED, why (valid until freed). */
+LDB_API int ldb_receipt_state(const ldb_receipt *r);
+LDB_API const char *ldb_receipt_error(const ldb_receipt *r);
+LDB_API void ldb_receipt_free(ldb_receipt *r);
+
+/*
+ * Readiness of a live query (root or child handle) over sources:
+ * LOADING while some demand reachable from its current result is not yet
+ * covered by a settled current request; READY when all is (always, for a
+ * query over local tables only); ERROR when a request for it failed (msg:
+ * the provider's message) until ldb_live_retry. A root's status covers
+ * its child handles; a handle's covers its own bucket. Pending demand
+ * hides nothing: rows are published as they arrive. Borrowed msg, valid
+ * until the status changes.
+ */
+#define LDB_STATUS_READY 0
+#define LDB_STATUS_LOADING 1
+#define LDB_STATUS_ERROR 2
+LDB_API int ldb_live_status(ldb_live *q, const char **msg);
+/* Called after each change of q's status, after the batches of the same
+ * dispatch point; same rules as a change callback. NULL fn: none. */
+typedef void (*ldb_status_fn)(void *ctx, ldb_live *q, int status, const char *msg);
+LDB_API int ldb_live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ctx);
+/* Asks again for q's failed demand (new requests); LDB_MISUSE for NULL
+ * or inside a callback. */
+LDB_API int ldb_live_retry(ldb_live *q);
+
 #ifdef __cplusplus
 }
 #endif
