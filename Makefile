@@ -44,6 +44,10 @@ TEST_EXTRA_test_differential := $(CMP_OBJS)
 TEST_EXTRA_test_mv_regress   := $(CMP_OBJS)
 TEST_EXTRA_test_live_sqlite  := $(ORACLE_OBJS)
 TEST_EXTRA_test_mv_sqlite    := $(ORACLE_OBJS)
+# The source tests' scripted provider (it serves requests from SQLite).
+SOURCE_OBJS := $(CMP_OBJS) $(O)/obj/tests/source/script_provider.o
+TEST_EXTRA_test_source_basic  := $(SOURCE_OBJS)
+TEST_EXTRA_test_source_oracle := $(SOURCE_OBJS)
 
 # The shared library is versioned from LDB_VERSION: liblivedb.so.X.Y.Z
 # with soname liblivedb.so.X, and exports only the LDB_API functions of
