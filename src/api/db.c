@@ -22,6 +22,7 @@
 #include "api/db_internal.h"
 
 #include "live/live.h"
+#include "source/source.h"
 #include "mv/mv.h"
 
 #include "base/mem.h"
@@ -167,6 +168,9 @@ int db_write_begin(ldb *db)
     if (live_in_callback(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot write to the database");
+    if (src_in_provider(db->src))
+        return db_error(db, LDB_MISUSE, NULL, -1,
+                        "a source provider callback cannot write to the database with SQL");
     int rc = store_stmt_begin(db->store);
     if (rc) /* e.g. a write from inside a running write: nothing changes */
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
@@ -220,6 +224,11 @@ int ldb_open(const char *path, ldb **out)
         live_registry_free(db->live);
         store_close(db->store);
     }
+    if (!rc && (rc = db_sources_open(db))) {
+        mv_registry_free(db->mv);
+        live_registry_free(db->live);
+        store_close(db->store);
+    }
     if (rc) {
         pthread_mutex_destroy(&db->mutex);
         mem_free(db);
@@ -239,15 +248,17 @@ void ldb_close(ldb *db)
     if (!db)
         return;
     db_lock(db);
-    if (live_in_callback(db->live)) {
+    if (live_in_callback(db->live) || src_in_provider(db->src)) {
         /* the callback's caller still uses db */
         db_error(db, LDB_MISUSE, NULL, -1,
-                 "ldb_close cannot be called from inside a live query callback; "
+                 "ldb_close cannot be called from inside a live query or provider callback; "
                  "the database stays open");
         db_unlock(db);
         return;
     }
-    live_registry_free(db->live); /* releases the queries' statements */
+    live_registry_free(db->live); /* releases the queries' statements and demand */
+    src_registry_free(db->src);   /* then every request and provider */
+    db->src = NULL;
     while (db->stmts)
         ldb_finalize(db->stmts);
     mv_registry_free(db->mv); /* before the store frees the backing tables */

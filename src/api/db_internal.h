@@ -38,6 +38,8 @@
 struct ldb {
     pthread_mutex_t mutex;     /* serializes every ldb_ call on db; recursive,
                                   so callbacks re-enter it (db_lock) */
+    uint32_t depth;            /* db_lock nesting of the thread holding it */
+    struct src_registry *src;  /* sources (src/source); NULL once closing */
     struct store *store;
     int errcode;
     int erroff;                /* -1 when the error has no position */
@@ -92,8 +94,24 @@ struct ldb_stmt {
 
 /* Every public function that touches db, its statements or its live
  * queries runs between these (livedb.h "Threads"). */
-static inline void db_lock(ldb *db) { pthread_mutex_lock(&db->mutex); }
-static inline void db_unlock(ldb *db) { pthread_mutex_unlock(&db->mutex); }
+static inline void db_lock(ldb *db)
+{
+    pthread_mutex_lock(&db->mutex);
+    db->depth++;
+}
+/* The end of the outermost call is the demand plane's dispatch point
+ * (db_source.c). */
+bool db_dispatch_wanted(const ldb *db);
+void db_dispatch(ldb *db);
+static inline void db_unlock(ldb *db)
+{
+    if (db->depth == 1 && db_dispatch_wanted(db))
+        db_dispatch(db);
+    db->depth--;
+    pthread_mutex_unlock(&db->mutex);
+}
+/* Makes db's source registry (ldb_open). */
+int db_sources_open(ldb *db);
 
 /* ---- errors (db.c) ---- */
 

@@ -15,6 +15,7 @@
 #include "api/db_internal.h"
 
 #include "live/live.h"
+#include "source/source.h"
 
 #include <string.h>
 
@@ -53,6 +54,9 @@ static int open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
     if (s->ast->stmt->kind != AST_STMT_SELECT)
         return db_error(db, LDB_MISUSE, s->ast, s->ast->stmt->off,
                         "only a SELECT can be opened as a live query");
+    if (src_in_provider(db->src))
+        return db_error(db, LDB_MISUSE, NULL, -1,
+                        "a live query cannot be opened from inside a source provider callback");
     ldb_stmt *own;
     int rc = db_prepare_live(db, s->ast->sql, (int)s->ast->sql_len, &own, NULL);
     if (rc)
@@ -127,6 +131,9 @@ static int set_window(ldb_live *q, int64_t offset, int64_t limit)
 {
     ldb *db = query_db(q);
     db_clear_error(db);
+    if (src_in_provider(db->src))
+        return db_error(db, LDB_MISUSE, NULL, -1,
+                        "a window cannot move from inside a source provider callback");
     struct eval_error err;
     memset(&err, 0, sizeof err);
     /* the window's loading is never stopped halfway: the query would be lost */
@@ -238,7 +245,11 @@ void ldb_live_close(ldb_live *q)
         return;
     ldb *db = query_db(q); /* q and its statement may be freed by the close */
     db_lock(db);
-    live_close(q);
+    if (src_in_provider(db->src)) /* its demand is what the provider serves now */
+        db_error(db, LDB_MISUSE, NULL, -1,
+                 "a live query cannot be closed from inside a source provider callback");
+    else
+        live_close(q);
     db_unlock(db);
 }
 

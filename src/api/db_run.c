@@ -12,6 +12,8 @@
  */
 #include "api/db_internal.h"
 
+#include "source/source.h"
+
 #include "live/live.h"
 
 #include "base/mem.h"
@@ -356,6 +358,9 @@ static int run_txn(ldb_stmt *s)
     if (live_in_callback(s->db->live))
         return db_error(s->db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot control transactions");
+    if (src_in_provider(s->db->src))
+        return db_error(s->db, LDB_MISUSE, NULL, -1,
+                        "a source provider callback cannot control transactions");
     s->db->epoch++;
     struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
     switch (st->kind) {

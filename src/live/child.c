@@ -111,6 +111,8 @@ int live_children_init(ldb_live *q)
     return LDB_OK;
 }
 
+static void unmap(ldb_live *h);
+
 /* ---- staging ------------------------------------------------------------------------ */
 
 static int touch(struct live_buckets *b, ldb_live *h)
@@ -161,6 +163,14 @@ static int activate(ldb_live *q, uint32_t k, row *d)
     *slot = (uintptr_t)h;
     row_retain(d);
     h->id = ++b->next_id;
+    if ((rc = live_demand_open(h))) {
+        unmap(h);
+        live_registry_remove(q->reg, h);
+        result_free(&h->rs);
+        row_release(d);
+        mem_free(h);
+        return rc;
+    }
     return touch(b, h); /* reserved: cannot fail */
 }
 
@@ -339,6 +349,7 @@ static void unmap(ldb_live *h)
  * freed unless the program retains it (then it reads as empty). */
 static void retire(ldb_live *h)
 {
+    live_demand_gone(h);
     unmap(h);
     h->leaving = false;
     h->gone = true;
@@ -413,12 +424,14 @@ int live_children_negate(ldb_live *q, struct live_program *prog)
 
 void live_child_free(ldb_live *h)
 {
+    live_demand_gone(h);
     if (h->root && !h->gone) /* still active: the registry is closing */
         unmap(h);
     live_registry_remove(h->reg, h);
     live_batch_drop(h);
     result_free(&h->rs);
     row_release(h->dom);
+    mem_free(h->status_msg);
     mem_free(h);
 }
 
@@ -432,6 +445,7 @@ void live_children_free(ldb_live *q)
         uint64_t *slot, hash;
         while ((slot = hmap_next(&b->active[k], &pos, &hash))) {
             ldb_live *h = (ldb_live *)(uintptr_t)*slot;
+            live_demand_gone(h);
             h->gone = true;
             h->root = NULL;
             if (h->retains == 0 && !h->closing)

@@ -123,4 +123,71 @@ void live_stats(const ldb_live *q, struct live_stats *out);
 uint32_t live_columns(const ldb_live *q);
 const char *live_column_name(const ldb_live *q, uint32_t i);
 
+/* ---- demand on loading tables (src/source) ------------------------------------ */
+
+/*
+ * A demand point: one scan of a loading table (table.h, table_loading) in
+ * a query, at one level: the root query (LIVE_LEVEL_ROOT) or a LIVE
+ * (query) child. conj are the pushable conjuncts of the filters right
+ * above the scan (column op constant/parameter, IN lists, IS [NOT] NULL,
+ * AND/OR of those, BETWEEN), over the table's columns, each with an
+ * affinity that changes no stored value of its column; other conjuncts
+ * are not pushed, so the rows they ask for are a superset. In a child, a
+ * conjunct column = <parent value> makes the point keyed: key_col is that
+ * column and the key of a child handle is item key_capture of its bucket
+ * tuple, converted by key_aff (live_demand_key). Borrowed from the query,
+ * valid while it lives.
+ */
+#define LIVE_LEVEL_ROOT UINT32_MAX
+struct live_demand {
+    struct table *table;
+    uint32_t level;            /* LIVE_LEVEL_ROOT or the child's index */
+    const struct expr **conj;  /* nconj pushable conjuncts */
+    uint32_t nconj;
+    int32_t key_col;           /* -1: not keyed */
+    uint32_t key_capture;
+    uint8_t key_aff;           /* enum col_type */
+    uint8_t key_coll;          /* enum ldb_collation of the key comparison */
+};
+
+/*
+ * The source layer's view of demand. opened(q): q (a root query, or a
+ * child handle whose bucket activated) now has the demand points of its
+ * level (live_demands); LDB_NOMEM fails what made q. gone(q): q's demand
+ * is gone (closed, bucket retired, root closed); called once per opened.
+ * Neither may call back into the live layer except the readers below.
+ */
+struct live_demand_hooks {
+    void *ctx;
+    int (*opened)(void *ctx, ldb_live *q);
+    void (*gone)(void *ctx, ldb_live *q);
+};
+void live_set_demand_hooks(struct live_registry *reg, const struct live_demand_hooks *h);
+/* q's demand points (those of its level); *n gets their count. */
+const struct live_demand *live_demands(const ldb_live *q, uint32_t *n);
+/* The query's bound parameters (EXPR_PARAM u.index is 1-based). */
+const value *live_params(const ldb_live *q, uint32_t *n);
+/* The key of keyed point d for child handle q (borrowed), or NULL. */
+const value *live_demand_key(const ldb_live *q, const struct live_demand *d);
+/* The source layer's state of q (NULL until set). */
+void live_set_demand_state(ldb_live *q, void *state);
+void *live_demand_state(const ldb_live *q);
+/* The root query of q (q itself for a root; NULL for a detached handle). */
+ldb_live *live_root(ldb_live *q);
+/* The first table of plan (and its subqueries) whose loading is
+ * ON_DEMAND, or NULL (materialized views refuse them). */
+struct table *live_plan_on_demand_table(const struct plan *p);
+
+/* Readiness (livedb.h ldb_live_status): set by the source layer; a
+ * change marks q for live_notify_status. msg is copied (NULL: none). */
+void live_set_status(ldb_live *q, int status, const char *msg);
+int live_status(const ldb_live *q, const char **msg);
+void live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ctx);
+/* Calls q's status callback if its status changed since the last call
+ * and q is not closed, with the rules of change callbacks. A query closed
+ * by it stays allocated until live_free_closed. */
+void live_notify_status(ldb_live *q);
+/* Frees the queries closed from callbacks (none may be running). */
+void live_free_closed(struct live_registry *reg);
+
 #endif

@@ -120,6 +120,7 @@ struct live_program {
 
     struct live_layout lay;    /* of the output rows */
     VEC(struct live_child) children; /* LIVE (query) columns, parents first */
+    VEC(struct live_demand) demands; /* scans of loading tables (demand.c) */
 
     enum live_state state;
     int errcode;
@@ -167,6 +168,16 @@ struct ldb_live {
     ldb_live *root;            /* its query; NULL once that is closed */
     uint64_t id;               /* activation number within its query, from 1 */
     row *dom;                  /* the domain row that activated it (its tuple) */
+
+    /* demand and readiness (demand.c) */
+    bool demanding;            /* the hooks' opened(q) succeeded, gone(q) not
+                                  yet called */
+    void *dstate;              /* the source layer's (live_demand_state) */
+    int status;                /* LDB_STATUS_* */
+    int notified;              /* the status its callback last got */
+    char *status_msg;          /* owned, or NULL */
+    ldb_status_fn sfn;
+    void *sctx;
 };
 
 /* A child row of a commit with the handle of its tuple. */
@@ -193,6 +204,7 @@ struct live_registry {
     ldb_live *pending_head, *pending_tail;
     ldb_live *closed;          /* closed, to free once no callback runs */
     bool publishing;           /* on_change callbacks are running */
+    struct live_demand_hooks dhooks; /* src/source's, or zeros */
     uint32_t reading;          /* ldb_live_read scans under way */
 };
 
@@ -225,6 +237,14 @@ int live_push_delta(struct live_program *prog, const struct delta *d, bool negat
 int live_arrange_table(struct live_program *prog, df_node *in, struct table *t, const uint32_t *cols,
                        const enum ldb_collation *colls, uint32_t n,
                        const expr *const *filters, uint32_t nfilters, df_node **out);
+
+/* ---- demand.c ------------------------------------------------------------------ */
+
+/* Finds prog's demand points (after compiling). */
+int live_demand_plan(struct live_program *prog);
+/* Tells the hooks q's demand exists (if q has any) / is gone (once). */
+int live_demand_open(ldb_live *q);
+void live_demand_gone(ldb_live *q);
 
 /* ---- child.c ------------------------------------------------------------------- */
 

@@ -41,6 +41,8 @@ int live_program_new(struct plan *plan, const value *params, uint32_t nparams, b
     }
     if (!rc)
         rc = live_compile(prog, err);
+    if (!rc && (rc = live_demand_plan(prog)))
+        live_error_out(err, rc, ldb_errstr(rc));
     if (rc) {
         if (err->code == LDB_OK)
             live_error_out(err, rc, ldb_errstr(rc));
@@ -64,6 +66,7 @@ void live_program_free(struct live_program *prog)
         df_batch_free(&prog->children.data[i].rows_acc);
     }
     vec_free(&prog->children);
+    vec_free(&prog->demands);
     vec_free(&prog->sources);
     vec_free(&prog->values);
     vec_free(&prog->partitions);

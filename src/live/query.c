@@ -433,7 +433,8 @@ static void query_free(ldb_live *q)
     }
     if (q->sub)
         store_unsubscribe(reg->store, q->sub);
-    live_children_free(q);
+    live_children_free(q); /* their demand is gone before the root's */
+    live_demand_gone(q);
     live_registry_remove(reg, q);
     if (q->pending) {
         /* unlink from the pending list */
@@ -452,6 +453,7 @@ static void query_free(ldb_live *q)
     result_free(&q->rs);
     if (q->release)
         q->release(q->owner);
+    mem_free(q->status_msg);
     mem_free(q);
 }
 
@@ -489,6 +491,8 @@ static int start(ldb_live *q, const value *params, uint32_t nparams, struct eval
         rc = install(q);
     if (!rc) /* before anything is published: a failure leaves nothing */
         rc = trim_windows(q);
+    if (!rc)
+        rc = live_demand_open(q);
     if (rc) {
         live_batch_drop(q);
         live_error_out(err, rc, prog->state != LIVE_OK ? prog->err.msg : ldb_errstr(rc));
@@ -585,6 +589,8 @@ int live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
     free_closed(reg);
     return code;
 }
+
+void live_free_closed(struct live_registry *reg) { free_closed(reg); }
 
 int64_t live_count(const ldb_live *q) { return detached(q) ? 0 : q->rs.rows; }
 

@@ -19,6 +19,7 @@
  */
 #include "mv/mv_internal.h"
 
+#include "live/live.h"
 #include "live/program.h"
 #include "sql/func.h"
 #include "sql/parser.h"
@@ -313,6 +314,10 @@ static int build(struct mv_view *v, const struct mv_options *opt, struct eval_er
     struct plan *p;
     bool nondet;
     int rc = bind(v, &p, err);
+    struct table *od = rc ? NULL : live_plan_on_demand_table(p);
+    if (od) /* its contents would be whatever the live queries loaded */
+        return fail(err, LDB_UNSUPPORTED, definition(v)->select->off, true,
+                    "a materialized view cannot read on-demand table %s", table_name(od));
     if (rc == LDB_OK)
         rc = check_body(v, p, opt, &nondet, err);
     if (rc == LDB_OK && ((rc = planner_optimize(&v->pa, &p)) || (rc = mv_clear_annotations(p))))

@@ -71,6 +71,8 @@ int mv_registry_new(struct store *st, const struct func_registry *funcs, struct 
                     struct mv_registry **out);
 /* Before the store closes. NULL is a no-op. */
 void mv_registry_free(struct mv_registry *reg);
+/* Whether a materialized view reads table t (sources refuse such tables). */
+bool mv_reads_table(const struct mv_registry *reg, const struct table *t);
 
 /*
  * CREATE MATERIALIZED VIEW: sql[0..len) is the statement's text (it is

@@ -328,6 +328,14 @@ static int on_check_drop(void *ctx, struct store *s, struct table *t)
     return LDB_OK;
 }
 
+bool mv_reads_table(const struct mv_registry *reg, const struct table *t)
+{
+    for (size_t i = 0; i < reg->views.len; i++)
+        if (mv_active(reg->views.data[i]) && reads(reg->views.data[i], t))
+            return true;
+    return false;
+}
+
 /* The first active view other than v that reads v's backing table. */
 struct mv_view *mv_reader_of(const struct mv_registry *reg, const struct mv_view *v)
 {

@@ -52,6 +52,7 @@ struct table {
     VEC(struct table_index *) indexes;
     int64_t rowid_max;         /* largest automatic-key value ever stored */
     bool readonly;             /* user writes rejected (store_enter_internal) */
+    uint8_t loading;           /* enum table_loading */
     bool dropped;              /* dropped in the open transaction */
     bool unsettled;            /* on the store's list of tables to settle */
     struct table *unsettled_next; /* that list (store_impl.h) */
@@ -81,6 +82,18 @@ static inline struct table_index *table_index_at(const struct table *t, size_t i
  * store_enter_internal and store_leave_internal. Not transactional.
  */
 static inline void table_set_readonly(struct table *t, bool on) { t->readonly = on; }
+
+/*
+ * Where the rows of a table come from: its own writes (LOCAL), or a source
+ * that loads them (src/source): all at once (EAGER) or as live queries
+ * demand them (ON_DEMAND). Live queries turn their scans of a loading
+ * table into demand. Set by the source layer; not transactional.
+ */
+enum table_loading { TABLE_LOCAL, TABLE_EAGER, TABLE_ON_DEMAND };
+static inline void table_set_loading(struct table *t, enum table_loading l)
+{
+    t->loading = (uint8_t)l;
+}
 
 /*
  * Asks to be told when the store frees t: its creation rolled back, its

@@ -1,0 +1,362 @@
+/*
+ * demand.c - what a live query asks of loading tables (the demand plane's
+ * half inside the live layer), and its readiness status.
+ *
+ * Demand points are found once, after compiling: every scan of a loading
+ * table in the bound plan, per level (the root, or a LIVE (query) child),
+ * with the conjuncts of the filters right above it that a provider can
+ * test exactly as livedb does. Subqueries other than LIVE ones belong to
+ * the level that contains them. A child's conjunct column = <outer value>
+ * makes its point keyed: each handle asks for the rows of its own key, and
+ * the source layer groups the keys of all handles into one request.
+ *
+ * The live layer only reports which queries and handles have demand
+ * (hooks.opened / hooks.gone); the source layer owns every request. Status
+ * is stored here because it is a property of the query, and its callback
+ * runs with the rules of change callbacks.
+ *
+ * Invariant: q->demanding is true exactly between a successful opened(q)
+ * and gone(q), so gone is called once per opened.
+ */
+#include "live/live_internal.h"
+
+#include "base/mem.h"
+#include "sql/expr.h"
+#include "storage/table.h"
+
+#include <string.h>
+
+/* ---- finding the points ---------------------------------------------------------------- */
+
+struct dwalk {
+    struct live_program *prog;
+    uint32_t level;
+    const struct plan *scan;   /* the scan whose conjuncts are collected */
+    VEC(const struct expr *) conj;
+    int32_t key_col;
+    uint32_t key_capture;
+    uint8_t key_aff, key_coll;
+    uint32_t nested;           /* inside a subquery of the level: its outer
+                                  references are not the level's captures */
+    int rc;
+};
+
+static bool is_scan_column(const struct dwalk *w, const struct expr *e, uint32_t *col)
+{
+    if (e->kind != EXPR_COLUMN || e->u.index >= w->scan->ncols)
+        return false;
+    *col = e->u.index;
+    return true;
+}
+
+static bool is_value(const struct expr *e)
+{
+    return e->kind == EXPR_CONST || e->kind == EXPR_PARAM;
+}
+
+/* A comparison of a column with aff, that converts none of its stored values. */
+static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff)
+{
+    return sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
+}
+
+static bool pushable(const struct dwalk *w, const struct expr *e)
+{
+    uint32_t col;
+    switch (e->kind) {
+    case EXPR_BINARY:
+        if (e->op == EOP_AND || e->op == EOP_OR)
+            return pushable(w, e->args[0]) && pushable(w, e->args[1]);
+        if (e->op < EOP_EQ || e->op > EOP_GE)
+            return false;
+        if (is_scan_column(w, e->args[0], &col) && is_value(e->args[1]))
+            return exact_on(w, col, e->aff);
+        if (is_scan_column(w, e->args[1], &col) && is_value(e->args[0]))
+            return exact_on(w, col, e->aff);
+        return false;
+    case EXPR_IN_LIST:
+        if ((e->flags & EXPR_NEGATED) || !is_scan_column(w, e->args[0], &col) ||
+            !exact_on(w, col, e->aff))
+            return false;
+        for (uint32_t i = 1; i < e->nargs; i++)
+            if (!is_value(e->args[i]))
+                return false;
+        return true;
+    case EXPR_BETWEEN:
+        return !(e->flags & EXPR_NEGATED) && is_scan_column(w, e->args[0], &col) &&
+               is_value(e->args[1]) && is_value(e->args[2]) && exact_on(w, col, e->aff) &&
+               exact_on(w, col, e->aff2);
+    case EXPR_UNARY:
+        return (e->op == EOP_ISNULL || e->op == EOP_NOTNULL) &&
+               is_scan_column(w, e->args[0], &col);
+    default:
+        return false;
+    }
+}
+
+/* col = <outer value>, in a child: the point's key. */
+static bool take_key(struct dwalk *w, const struct expr *e)
+{
+    uint32_t col;
+    if (w->level == LIVE_LEVEL_ROOT || w->nested || w->key_col >= 0 || e->kind != EXPR_BINARY ||
+        e->op != EOP_EQ)
+        return false;
+    const struct expr *other;
+    if (is_scan_column(w, e->args[0], &col))
+        other = e->args[1];
+    else if (is_scan_column(w, e->args[1], &col))
+        other = e->args[0];
+    else
+        return false;
+    if (other->kind != EXPR_OUTER || !exact_on(w, col, e->aff))
+        return false;
+    w->key_col = (int32_t)col;
+    w->key_capture = other->u.index;
+    w->key_aff = e->aff;
+    w->key_coll = e->coll;
+    return true;
+}
+
+static void add_conjuncts(struct dwalk *w, const struct expr *e)
+{
+    if (w->rc)
+        return;
+    if (e->kind == EXPR_BINARY && e->op == EOP_AND) {
+        add_conjuncts(w, e->args[0]);
+        add_conjuncts(w, e->args[1]);
+        return;
+    }
+    if (take_key(w, e) || !pushable(w, e))
+        return;
+    w->rc = vec_push(&w->conj, e);
+}
+
+/* A point for scan, under the chain of filters from top down to it. */
+static int add_point(struct dwalk *w, const struct plan *top, const struct plan *scan)
+{
+    w->scan = scan;
+    w->conj.len = 0;
+    w->key_col = -1;
+    for (const struct plan *f = top; f != scan; f = f->in)
+        add_conjuncts(w, f->u.pred);
+    if (w->rc)
+        return w->rc;
+    const struct expr **conj = NULL;
+    if (w->conj.len) {
+        conj = arena_alloc(&w->prog->cba, w->conj.len * sizeof *conj);
+        if (!conj)
+            return LDB_NOMEM;
+        memcpy(conj, w->conj.data, w->conj.len * sizeof *conj);
+    }
+    struct live_demand d = {
+        .table = scan->u.scan.table,
+        .level = w->level,
+        .conj = conj,
+        .nconj = (uint32_t)w->conj.len,
+        .key_col = w->key_col,
+        .key_capture = w->key_capture,
+        .key_aff = w->key_aff,
+        .key_coll = w->key_coll,
+    };
+    return vec_push(&w->prog->demands, d);
+}
+
+static void walk_plan(struct dwalk *w, const struct plan *p);
+
+static bool walk_expr(void *ctx, const struct expr *e)
+{
+    struct dwalk *w = ctx;
+    if (w->rc)
+        return true;
+    if (e->kind == EXPR_SUBQUERY) {
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            walk_expr(w, e->u.sq.captures[i]);
+        if (e->u.sq.kind != SUBQ_LIVE) { /* children are walked at their own level */
+            w->nested++;
+            walk_plan(w, e->u.sq.plan);
+            w->nested--;
+        }
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        walk_expr(w, e->args[i]);
+    return w->rc != LDB_OK;
+}
+
+static void walk_plan(struct dwalk *w, const struct plan *p)
+{
+    const struct plan *top = p;
+    for (; p->kind == PLAN_FILTER; p = p->in)
+        plan_node_exprs(p, walk_expr, w);
+    if (w->rc)
+        return;
+    if (p->kind == PLAN_SCAN) {
+        if (p->u.scan.table->loading != TABLE_LOCAL)
+            w->rc = add_point(w, top, p);
+        return;
+    }
+    plan_node_exprs(p, walk_expr, w);
+    if (p->in)
+        walk_plan(w, p->in);
+    if (p->left)
+        walk_plan(w, p->left);
+    if (p->right)
+        walk_plan(w, p->right);
+}
+
+int live_demand_plan(struct live_program *prog)
+{
+    struct dwalk w = { .prog = prog, .level = LIVE_LEVEL_ROOT };
+    walk_plan(&w, prog->plan);
+    for (uint32_t k = 0; !w.rc && k < prog->children.len; k++) {
+        w.level = k;
+        walk_plan(&w, prog->children.data[k].bound);
+    }
+    vec_free(&w.conj);
+    return w.rc;
+}
+
+static bool finds_on_demand(void *ctx, const struct expr *e);
+
+static struct table *on_demand_in(const struct plan *p)
+{
+    if (p->kind == PLAN_SCAN && p->u.scan.table->loading == TABLE_ON_DEMAND)
+        return p->u.scan.table;
+    struct table *t = NULL;
+    plan_node_exprs(p, finds_on_demand, &t);
+    for (const struct plan *c[3] = { p->in, p->left, p->right }, **i = c; !t && i < c + 3; i++)
+        if (*i)
+            t = on_demand_in(*i);
+    return t;
+}
+
+static bool finds_on_demand(void *ctx, const struct expr *e)
+{
+    struct table **t = ctx;
+    if (e->kind == EXPR_SUBQUERY)
+        *t = on_demand_in(e->u.sq.plan);
+    for (uint32_t i = 0; !*t && i < e->nargs; i++)
+        finds_on_demand(ctx, e->args[i]);
+    return *t != NULL;
+}
+
+struct table *live_plan_on_demand_table(const struct plan *p) { return on_demand_in(p); }
+
+/* ---- the hooks ------------------------------------------------------------------------ */
+
+void live_set_demand_hooks(struct live_registry *reg, const struct live_demand_hooks *h)
+{
+    reg->dhooks = *h;
+}
+
+static uint32_t level_of(const ldb_live *q) { return q->is_child ? q->child : LIVE_LEVEL_ROOT; }
+
+static struct live_program *program_of(const ldb_live *q)
+{
+    return q->is_child ? (q->root ? q->root->p : NULL) : q->p;
+}
+
+/* A root answers for its handles' readiness too. */
+static bool has_points(const ldb_live *q)
+{
+    uint32_t n;
+    live_demands(q, &n);
+    return n > 0 || (!q->is_child && q->p->demands.len > 0);
+}
+
+int live_demand_open(ldb_live *q)
+{
+    struct live_registry *reg = q->reg;
+    if (!reg->dhooks.opened || !has_points(q))
+        return LDB_OK;
+    q->status = LDB_STATUS_LOADING;
+    q->notified = LDB_STATUS_LOADING; /* nobody can have seen another */
+    int rc = reg->dhooks.opened(reg->dhooks.ctx, q);
+    q->demanding = rc == LDB_OK;
+    return rc;
+}
+
+void live_demand_gone(ldb_live *q)
+{
+    /* a root without points of its own may have state made by a handle */
+    if (!q->demanding && !q->dstate)
+        return;
+    q->demanding = false;
+    q->reg->dhooks.gone(q->reg->dhooks.ctx, q);
+}
+
+const struct live_demand *live_demands(const ldb_live *q, uint32_t *n)
+{
+    struct live_program *prog = program_of(q);
+    *n = 0;
+    if (!prog)
+        return NULL;
+    /* the points are in level order: the root's, then each child's */
+    uint32_t level = level_of(q), i = 0, len = (uint32_t)prog->demands.len;
+    const struct live_demand *d = prog->demands.data;
+    if (level != LIVE_LEVEL_ROOT)
+        while (i < len && d[i].level != level)
+            i++;
+    uint32_t j = i;
+    while (j < len && d[j].level == level)
+        j++;
+    *n = j - i;
+    return d + i;
+}
+
+const value *live_params(const ldb_live *q, uint32_t *n)
+{
+    struct live_program *prog = program_of(q);
+    *n = prog ? prog->nparams : 0;
+    return prog ? prog->params : NULL;
+}
+
+const value *live_demand_key(const ldb_live *q, const struct live_demand *d)
+{
+    if (!q->is_child || d->key_col < 0 || !q->dom)
+        return NULL;
+    const value *t = &q->dom->cols[0];
+    return d->key_capture < value_len(t) ? value_item(t, d->key_capture) : NULL;
+}
+
+void live_set_demand_state(ldb_live *q, void *state) { q->dstate = state; }
+void *live_demand_state(const ldb_live *q) { return q->dstate; }
+
+ldb_live *live_root(ldb_live *q) { return q->is_child ? q->root : q; }
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+void live_set_status(ldb_live *q, int status, const char *msg)
+{
+    char *copy = msg ? mem_strndup(msg, strlen(msg)) : NULL;
+    mem_free(q->status_msg);
+    /* out of memory for the message: the code still tells the state */
+    q->status_msg = copy;
+    q->status = status;
+}
+
+int live_status(const ldb_live *q, const char **msg)
+{
+    if (msg)
+        *msg = q->status == LDB_STATUS_ERROR ? q->status_msg : NULL;
+    return q->status;
+}
+
+void live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ctx)
+{
+    q->sfn = fn;
+    q->sctx = ctx;
+}
+
+void live_notify_status(ldb_live *q)
+{
+    if (q->closing || q->notified == q->status)
+        return;
+    q->notified = q->status;
+    if (!q->sfn)
+        return;
+    struct live_registry *reg = q->reg;
+    bool outer = reg->publishing;
+    reg->publishing = true;
+    q->sfn(q->sctx, q, q->status, q->status == LDB_STATUS_ERROR ? q->status_msg : NULL);
+    reg->publishing = outer;
+}

@@ -1,0 +1,687 @@
+/*
+ * demand.c - from the live layer's demand to requests, and back to
+ * readiness (source_internal.h has the three levels: plan, param, owner).
+ *
+ * The live layer's hooks only change state here (owners made or retired,
+ * params left without owners); every provider call waits for the
+ * dispatch point (demand_dispatch), so a hook never runs provider code
+ * and a provider callback never sees a half-made change. Ownership rules
+ * (seed 000, "Demand grouping and ownership"):
+ * - an acquisition is installed (params point at it) before load_subset is
+ *   called; a load_subset that fails rolls it back without an unload, and
+ *   its params fail (ERROR) until ldb_live_retry;
+ * - release_tried is set before abort/unload run, so every acquisition
+ *   whose load_subset succeeded gets exactly one release attempt;
+ * - a settlement of an acquisition that is no longer current changes
+ *   nothing (law 6), and readiness counts only current owners (law 10).
+ *
+ * Readiness: an owner is covered when its param's acquisition settled OK.
+ * A query's status is ERROR if an owner of it (or, for a root, of any of
+ * its handles) failed, else LOADING if one is not covered, else READY.
+ * Statuses are recomputed for the queries marked dirty and published at
+ * the end of a dispatch point, after the batches.
+ */
+#include "source/source_internal.h"
+
+#include "base/hash.h"
+#include "base/mem.h"
+#include "base/strbuf.h"
+#include "sql/expr.h"
+#include "storage/table.h"
+
+#include <stdio.h>
+
+#include <string.h>
+
+static ldb_source *source_of(struct src_registry *r, const struct table *t)
+{
+    for (size_t i = 0; i < r->sources.len; i++)
+        if (r->sources.data[i]->table == t)
+            return r->sources.data[i];
+    return NULL;
+}
+
+static void mark_dirty(struct src_registry *r, struct src_query *qs)
+{
+    if (qs->dirty)
+        return;
+    if (vec_push(&r->dirty, qs))
+        return; /* NOMEM: published at the next change that finds room */
+    qs->dirty = true;
+}
+
+static void param_owners_dirty(struct src_registry *r, struct src_param *p)
+{
+    for (struct src_owner *o = p->owners; o; o = o->next_in_param)
+        mark_dirty(r, o->qs);
+}
+
+/* ---- plans and params ------------------------------------------------------------------ */
+
+static bool plan_eq(const void *key, uint64_t val)
+{
+    return strcmp(key, ((struct src_plan *)(uintptr_t)val)->ident) == 0;
+}
+
+void demand_free_plan(struct src_plan *pl)
+{
+    pred_free(pl->fixed);
+    mem_free(pl->ident);
+    hmap_free(&pl->params);
+    vec_free(&pl->fresh);
+    mem_free(pl);
+}
+
+/* The plan of point d of q in source s, found or made. */
+static int plan_for(ldb_source *s, ldb_live *q, const struct live_demand *d, struct src_plan **out)
+{
+    if (s->all) { /* EAGER: one request serves every point */
+        *out = s->all;
+        return LDB_OK;
+    }
+    uint32_t np;
+    const value *params = live_params(q, &np);
+    struct ldb_pred *fixed;
+    int rc = pred_from_demand(d, params, np, &fixed);
+    if (rc)
+        return rc;
+    strbuf sb;
+    sb_init(&sb);
+    int32_t key = d->key_col;
+    rc = pred_ident(fixed, key, &sb);
+    uint64_t h = rc ? 0 : hash_bytes(sb_str(&sb), strlen(sb_str(&sb)), 0);
+    uint64_t *slot = rc ? NULL : hmap_get(&s->plans, h, plan_eq, sb_str(&sb));
+    if (slot) {
+        pred_free(fixed);
+        sb_free(&sb);
+        *out = (struct src_plan *)(uintptr_t)*slot;
+        return LDB_OK;
+    }
+    struct src_plan *pl = rc ? NULL : mem_calloc(1, sizeof *pl);
+    bool found;
+    if (!pl || !(pl->ident = sb_take(&sb, NULL)) ||
+        hmap_put(&s->plans, h, plan_eq, pl->ident, &slot, &found)) {
+        if (pl)
+            mem_free(pl->ident);
+        mem_free(pl);
+        sb_free(&sb);
+        pred_free(fixed);
+        return LDB_NOMEM;
+    }
+    sb_free(&sb);
+    *slot = (uintptr_t)pl;
+    pl->src = s;
+    pl->hash = h;
+    pl->fixed = fixed;
+    pl->key_col = key;
+    pl->key_coll = d->key_coll;
+    hmap_init(&pl->params);
+    *out = pl;
+    return LDB_OK;
+}
+
+/* Frees pl when nothing refers to it any more (law 13). */
+static void plan_maybe_free(struct src_plan *pl)
+{
+    ldb_source *s = pl->src;
+    if (pl->nparams || pl == s->all || pl->queued)
+        return;
+    uint64_t *slot = hmap_get(&s->plans, pl->hash, plan_eq, pl->ident);
+    if (slot)
+        hmap_del(&s->plans, slot);
+    demand_free_plan(pl);
+}
+
+struct key_probe {
+    const value *key;
+    enum ldb_collation coll;
+};
+
+/* Keys are told apart by identity: a provider gets exactly the value. */
+static bool param_eq(const void *key, uint64_t val)
+{
+    const value *k = key;
+    return value_identical(k, &((struct src_param *)(uintptr_t)val)->key);
+}
+
+static uint64_t key_hash(const value *k) { return k ? value_hash(k, LDB_COLL_BINARY) : 0; }
+
+static int plan_fresh(struct src_registry *r, struct src_plan *pl, struct src_param *p)
+{
+    if (p->fresh)
+        return LDB_OK;
+    if (vec_push(&pl->fresh, p))
+        return LDB_NOMEM;
+    if (!pl->queued) {
+        if (vec_push(&pl->src->fresh_plans, pl)) {
+            pl->fresh.len--;
+            return LDB_NOMEM;
+        }
+        pl->queued = true;
+    }
+    p->fresh = true;
+    r->work = true;
+    return LDB_OK;
+}
+
+static int param_for(struct src_registry *r, struct src_plan *pl, const value *key,
+                     struct src_param **out)
+{
+    value nul = value_null();
+    const value *k = key ? key : &nul;
+    uint64_t h = key_hash(k);
+    uint64_t *slot = hmap_get(&pl->params, h, param_eq, k);
+    if (slot) {
+        *out = (struct src_param *)(uintptr_t)*slot;
+        return LDB_OK;
+    }
+    struct src_param *p = mem_calloc(1, sizeof *p);
+    bool found;
+    if (!p || pred_value_copy(k, &p->key)) {
+        mem_free(p);
+        return LDB_NOMEM;
+    }
+    p->plan = pl;
+    if (hmap_put(&pl->params, h, param_eq, &p->key, &slot, &found) ||
+        plan_fresh(r, pl, p)) {
+        if (slot && !found)
+            hmap_del(&pl->params, slot);
+        value_release(&p->key);
+        mem_free(p);
+        return LDB_NOMEM;
+    }
+    *slot = (uintptr_t)p;
+    pl->nparams++;
+    *out = p;
+    return LDB_OK;
+}
+
+/* The acquisition lost param slot i; with none left it is released. */
+static void acq_leave(struct src_registry *r, ldb_request *req, uint32_t i)
+{
+    req->params_here.data[i] = NULL;
+    if (--req->nlive > 0 || !req->current)
+        return;
+    req->current = false;
+    /* room was reserved when req was made: releases never outnumber the
+     * live requests */
+    req->src->releases.data[req->src->releases.len++] = req;
+    r->work = true;
+}
+
+static void vec_remove_ptr(void **data, size_t *len, const void *p)
+{
+    for (size_t i = 0; i < *len; i++) {
+        if (data[i] == p) {
+            data[i] = data[--*len];
+            return;
+        }
+    }
+}
+
+/* p has no owner left: it goes, and leaves its acquisition. */
+static void param_retire(struct src_registry *r, struct src_param *p)
+{
+    struct src_plan *pl = p->plan;
+    uint64_t *slot = hmap_get(&pl->params, key_hash(&p->key), param_eq, &p->key);
+    if (slot)
+        hmap_del(&pl->params, slot);
+    if (p->fresh)
+        vec_remove_ptr((void **)pl->fresh.data, &pl->fresh.len, p);
+    if (p->acq)
+        acq_leave(r, p->acq, p->acq_slot);
+    value_release(&p->key);
+    mem_free(p->errmsg);
+    mem_free(p);
+    pl->nparams--;
+    plan_maybe_free(pl);
+}
+
+/* ---- owners and queries ---------------------------------------------------------------- */
+
+static void owner_retire(struct src_registry *r, struct src_owner *o)
+{
+    struct src_param *p = o->param;
+    if (o->prev_in_param)
+        o->prev_in_param->next_in_param = o->next_in_param;
+    else
+        p->owners = o->next_in_param;
+    if (o->next_in_param)
+        o->next_in_param->prev_in_param = o->prev_in_param;
+    mem_free(o);
+    if (--p->nowners == 0)
+        param_retire(r, p);
+}
+
+static int owner_add(struct src_query *qs, struct src_param *p)
+{
+    struct src_owner *o = mem_calloc(1, sizeof *o);
+    if (!o)
+        return LDB_NOMEM;
+    o->qs = qs;
+    o->param = p;
+    o->next_in_q = qs->owners;
+    qs->owners = o;
+    o->next_in_param = p->owners;
+    if (p->owners)
+        p->owners->prev_in_param = o;
+    p->owners = o;
+    p->nowners++;
+    return LDB_OK;
+}
+
+static void query_unlink_dirty(struct src_registry *r, struct src_query *qs)
+{
+    if (qs->dirty)
+        vec_remove_ptr((void **)r->dirty.data, &r->dirty.len, qs);
+    qs->dirty = false;
+}
+
+static void query_free(struct src_registry *r, struct src_query *qs)
+{
+    while (qs->owners) {
+        struct src_owner *o = qs->owners;
+        qs->owners = o->next_in_q;
+        owner_retire(r, o);
+    }
+    for (struct src_query *k = qs->kids; k; k = k->next_kid)
+        k->root = NULL; /* their root went first: they answer for themselves */
+    if (qs->root && qs->root != qs) {
+        struct src_query *root = qs->root;
+        if (qs->prev_kid)
+            qs->prev_kid->next_kid = qs->next_kid;
+        else
+            root->kids = qs->next_kid;
+        if (qs->next_kid)
+            qs->next_kid->prev_kid = qs->prev_kid;
+        mark_dirty(r, root);
+    }
+    query_unlink_dirty(r, qs);
+    live_set_demand_state(qs->q, NULL);
+    mem_free(qs);
+}
+
+/* q's state, made on first use (a root's may come from its first handle). */
+static struct src_query *query_state(ldb_live *q)
+{
+    struct src_query *qs = live_demand_state(q);
+    if (qs)
+        return qs;
+    if (!(qs = mem_calloc(1, sizeof *qs)))
+        return NULL;
+    qs->q = q;
+    qs->root = qs;
+    live_set_demand_state(q, qs);
+    return qs;
+}
+
+static int query_owners(struct src_registry *r, struct src_query *qs, ldb_live *q)
+{
+    uint32_t n;
+    const struct live_demand *d = live_demands(q, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        ldb_source *s = source_of(r, d[i].table);
+        if (!s)
+            continue; /* its source was detached while the query stays open */
+        struct src_plan *pl;
+        struct src_param *p;
+        int rc = plan_for(s, q, &d[i], &pl);
+        if (!rc) {
+            const value *key = pl->key_col >= 0 ? live_demand_key(q, &d[i]) : NULL;
+            value conv = value_null();
+            if (key && (rc = pred_value_copy(key, &conv)) == LDB_OK)
+                rc = sql_apply_affinity(&conv, (enum col_type)d[i].key_aff);
+            if (!rc)
+                rc = param_for(r, pl, key ? &conv : NULL, &p);
+            value_release(&conv);
+            if (!rc && (rc = owner_add(qs, p)) && p->nowners == 0)
+                param_retire(r, p);
+            if (rc)
+                plan_maybe_free(pl);
+        }
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
+}
+
+static int on_opened(void *ctx, ldb_live *q)
+{
+    struct src_registry *r = ctx;
+    ldb_live *root = live_root(q);
+    struct src_query *rs = query_state(root);
+    struct src_query *qs = rs && q != root ? query_state(q) : rs;
+    if (!qs) {
+        if (rs && !rs->owners && !rs->kids)
+            query_free(r, rs);
+        return LDB_NOMEM;
+    }
+    if (q != root) {
+        qs->root = rs;
+        qs->next_kid = rs->kids;
+        if (rs->kids)
+            rs->kids->prev_kid = qs;
+        rs->kids = qs;
+    }
+    int rc = query_owners(r, qs, q);
+    if (rc) { /* its owners so far, and it (a root's state made here goes
+                 with its query: live_demand_gone sees it) */
+        query_free(r, qs);
+        return rc;
+    }
+    mark_dirty(r, qs);
+    return LDB_OK;
+}
+
+static void on_gone(void *ctx, ldb_live *q)
+{
+    struct src_query *qs = live_demand_state(q);
+    if (qs)
+        query_free(ctx, qs);
+}
+
+void demand_hooks(struct src_registry *r, struct live_demand_hooks *h)
+{
+    *h = (struct live_demand_hooks){ .ctx = r, .opened = on_opened, .gone = on_gone };
+}
+
+/* ---- requests and releases ------------------------------------------------------------- */
+
+static void param_fail(struct src_registry *r, struct src_param *p, const char *msg)
+{
+    p->failed = true;
+    mem_free(p->errmsg);
+    p->errmsg = mem_strndup(msg, strlen(msg));
+    param_owners_dirty(r, p);
+}
+
+/* One grouped request for every fresh param of pl. */
+static void plan_request(struct src_registry *r, struct src_plan *pl)
+{
+    ldb_source *s = pl->src;
+    size_t n = pl->fresh.len;
+    ldb_request *req = NULL;
+    if (vec_reserve(&s->releases, s->st.requests_live + 1 - s->releases.len) ||
+        request_new(pl, pl->fresh.data, n, &req)) {
+        for (size_t i = 0; i < n; i++)
+            param_fail(r, pl->fresh.data[i], "out of memory");
+        for (size_t i = 0; i < n; i++)
+            pl->fresh.data[i]->fresh = false;
+        pl->fresh.len = 0;
+        return;
+    }
+    req->id = ++r->next_id;
+    req->current = true;
+    req->state = ACQ_TENTATIVE;
+    for (size_t i = 0; i < n; i++) { /* reserved by request_new */
+        struct src_param *p = pl->fresh.data[i];
+        p->fresh = false;
+        p->acq = req;
+        p->acq_slot = (uint32_t)i;
+        req->params_here.data[req->params_here.len++] = p;
+        param_owners_dirty(r, p);
+    }
+    req->nlive = (uint32_t)n;
+    pl->fresh.len = 0;
+    s->st.requests++;
+    s->st.requests_live++;
+    req->in_load = true;
+    provider_enter(r);
+    int rc = s->p.load_subset(s->ctx, req);
+    provider_leave(r);
+    req->in_load = false;
+    if (rc == LDB_OK) {
+        if (req->state == ACQ_TENTATIVE)
+            req->state = ACQ_ACTIVE;
+        return;
+    }
+    /* no acquisition: roll the owners' params back, no unload */
+    char msg[96];
+    snprintf(msg, sizeof msg, "load_subset of table %s failed: %s", s->name, ldb_errstr(rc));
+    req->release_tried = true;
+    req->current = false;
+    for (size_t i = 0; i < req->params_here.len; i++) {
+        struct src_param *p = req->params_here.data[i];
+        if (!p)
+            continue;
+        p->acq = NULL;
+        param_fail(r, p, msg);
+    }
+    s->st.requests_live--;
+    ldb_request_unref(req);
+}
+
+/* The one release attempt of an acquisition: abort if unsettled, unload. */
+static void acq_release(struct src_registry *r, ldb_request *req)
+{
+    ldb_source *s = req->src;
+    if (req->release_tried)
+        return;
+    req->release_tried = true;
+    req->current = false;
+    bool unsettled = req->state == ACQ_TENTATIVE || req->state == ACQ_ACTIVE;
+    provider_enter(r);
+    if (unsettled) {
+        atomic_store_explicit(&req->aborted, 1, memory_order_release);
+        if (s->p.abort)
+            s->p.abort(s->ctx, req);
+    }
+    if (s->p.unload_subset)
+        s->p.unload_subset(s->ctx, req);
+    provider_leave(r);
+    s->st.requests_live--;
+    ldb_request_unref(req);
+}
+
+static bool source_dispatch(struct src_registry *r, ldb_source *s)
+{
+    bool did = false;
+    while (s->fresh_plans.len) {
+        struct src_plan *pl = vec_pop(&s->fresh_plans);
+        pl->queued = false;
+        if (pl->fresh.len) {
+            plan_request(r, pl);
+            did = true;
+        }
+        plan_maybe_free(pl);
+    }
+    while (s->releases.len) {
+        acq_release(r, vec_pop(&s->releases));
+        did = true;
+    }
+    return did;
+}
+
+bool demand_dispatch(struct src_registry *r)
+{
+    if (!r->work)
+        return false;
+    r->work = false;
+    bool did = false;
+    for (size_t i = 0; i < r->sources.len; i++)
+        did |= source_dispatch(r, r->sources.data[i]);
+    return did;
+}
+
+/* ---- settlements ----------------------------------------------------------------------- */
+
+void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char *msg)
+{
+    ldb_source *s = req->src;
+    s->st.settles++;
+    if (!req->current || req->state == ACQ_OK || req->state == ACQ_FAILED)
+        return; /* obsolete (law 6): released, or failed to start */
+    if (rc == LDB_OK) {
+        req->state = ACQ_OK;
+        for (size_t i = 0; i < req->params_here.len; i++)
+            if (req->params_here.data[i])
+                param_owners_dirty(r, req->params_here.data[i]);
+        return;
+    }
+    req->state = ACQ_FAILED;
+    char buf[160];
+    if (!msg) {
+        snprintf(buf, sizeof buf, "loading table %s failed: %s", s->name, ldb_errstr(rc));
+        msg = buf;
+    }
+    for (size_t i = 0; i < req->params_here.len; i++) {
+        struct src_param *p = req->params_here.data[i];
+        if (!p)
+            continue;
+        p->acq = NULL;
+        param_fail(r, p, msg);
+        acq_leave(r, req, (uint32_t)i); /* the last one releases it: one unload */
+    }
+}
+
+/* ---- readiness ------------------------------------------------------------------------------ */
+
+static void query_count(struct src_query *qs)
+{
+    qs->uncovered = qs->failed = 0;
+    qs->errmsg = NULL;
+    for (struct src_owner *o = qs->owners; o; o = o->next_in_q) {
+        struct src_param *p = o->param;
+        if (p->failed) {
+            if (!qs->failed++)
+                qs->errmsg = p->errmsg;
+        } else if (!p->acq || p->acq->state != ACQ_OK) {
+            qs->uncovered++;
+        }
+    }
+}
+
+static int status_of(uint32_t uncovered, uint32_t failed)
+{
+    return failed ? LDB_STATUS_ERROR : uncovered ? LDB_STATUS_LOADING : LDB_STATUS_READY;
+}
+
+void demand_publish_statuses(struct src_registry *r)
+{
+    if (!r->dirty.len)
+        return;
+    /* handles first, so that a root sums current counts */
+    for (size_t i = 0; i < r->dirty.len; i++) {
+        struct src_query *qs = r->dirty.data[i];
+        query_count(qs);
+        if (qs->root != qs && qs->root && !qs->root->dirty)
+            mark_dirty(r, qs->root);
+    }
+    VEC(ldb_live *) notify = VEC_INIT;
+    for (size_t i = 0; i < r->dirty.len; i++) {
+        struct src_query *qs = r->dirty.data[i];
+        qs->dirty = false;
+        uint32_t unc = qs->uncovered, fail = qs->failed;
+        const char *msg = qs->errmsg;
+        if (qs->root == qs) {
+            for (struct src_query *k = qs->kids; k; k = k->next_kid) {
+                if (!msg && k->failed)
+                    msg = k->errmsg;
+                unc += k->uncovered;
+                fail += k->failed;
+            }
+        }
+        live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
+        if (vec_push(&notify, qs->q))
+            live_notify_status(qs->q); /* NOMEM: at once, without the order */
+    }
+    r->dirty.len = 0;
+    for (size_t i = 0; i < notify.len; i++)
+        live_notify_status(notify.data[i]);
+    vec_free(&notify);
+}
+
+/* ---- retry, eager, detach ------------------------------------------------------------------- */
+
+static void query_retry(struct src_registry *r, struct src_query *qs)
+{
+    for (struct src_owner *o = qs->owners; o; o = o->next_in_q) {
+        struct src_param *p = o->param;
+        if (!p->failed)
+            continue;
+        if (plan_fresh(r, p->plan, p))
+            return; /* NOMEM: stays failed; a later retry asks again */
+        p->failed = false;
+        param_owners_dirty(r, p);
+    }
+}
+
+void src_retry(struct src_registry *r, ldb_live *q)
+{
+    struct src_query *qs = live_demand_state(q);
+    if (!qs)
+        return;
+    query_retry(r, qs);
+    for (struct src_query *k = qs->root == qs ? qs->kids : NULL; k; k = k->next_kid)
+        query_retry(r, k);
+}
+
+int demand_eager(ldb_source *s)
+{
+    struct src_plan *pl = mem_calloc(1, sizeof *pl);
+    if (!pl)
+        return LDB_NOMEM;
+    pl->src = s;
+    pl->key_col = -1;
+    hmap_init(&pl->params);
+    s->all = pl;
+    struct src_param *p;
+    int rc = param_for(s->reg, pl, NULL, &p);
+    if (rc) {
+        s->all = NULL;
+        demand_free_plan(pl);
+        return rc;
+    }
+    p->nowners = 1; /* the source itself owns the eager load */
+    return LDB_OK;
+}
+
+void demand_detach(ldb_source *s)
+{
+    struct src_registry *r = s->reg;
+    /* every owner of s's params goes; their queries turn READY */
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    VEC(struct src_plan *) plans = VEC_INIT;
+    while ((slot = hmap_next(&s->plans, &pos, &hash)))
+        if (vec_push(&plans, (struct src_plan *)(uintptr_t)*slot))
+            break;
+    if (s->all && vec_push(&plans, s->all) == LDB_OK)
+        s->all = NULL; /* not kept alive by plan_maybe_free any more */
+    for (size_t i = 0; i < plans.len; i++) {
+        struct src_plan *pl = plans.data[i];
+        pos = 0;
+        while ((slot = hmap_next(&pl->params, &pos, &hash))) {
+            struct src_param *p = (struct src_param *)(uintptr_t)*slot;
+            while (p->owners) {
+                struct src_owner *o = p->owners;
+                mark_dirty(r, o->qs);
+                /* unlink from its query's list */
+                struct src_owner **pp = &o->qs->owners;
+                while (*pp != o)
+                    pp = &(*pp)->next_in_q;
+                *pp = o->next_in_q;
+                p->owners = o->next_in_param;
+                if (p->owners)
+                    p->owners->prev_in_param = NULL;
+                mem_free(o);
+            }
+            if (p->acq)
+                acq_leave(r, p->acq, p->acq_slot);
+            p->acq = NULL;
+            value_release(&p->key);
+            mem_free(p->errmsg);
+            mem_free(p);
+        }
+        hmap_clear(&pl->params);
+        pl->nparams = 0;
+        pl->fresh.len = 0;
+        pl->queued = false;
+        demand_free_plan(pl);
+    }
+    vec_free(&plans);
+    hmap_clear(&s->plans);
+    s->fresh_plans.len = 0;
+    while (s->releases.len)
+        acq_release(r, vec_pop(&s->releases));
+}

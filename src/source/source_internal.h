@@ -1,0 +1,207 @@
+/*
+ * source_internal.h - the demand plane's structures, shared by the files
+ * of src/source:
+ *
+ *   registry.c  the registry, the queue, attach/detach, the pump
+ *   demand.c    plans, parameters, owners, acquisitions, readiness
+ *   request.c   requests: predicate trees, SQL text, accessors
+ *   sync.c      sync transactions, receipts, applying them
+ *
+ * Demand is kept at three levels (seed 000, "Demand grouping and
+ * ownership"):
+ *   plan   [source, fixed predicate, key column]: the demand plan identity;
+ *   param  one key value of a plan (a root plan has one, without a key),
+ *          with the owners that want it and its current acquisition;
+ *   owner  one query or child handle wanting one param.
+ * An acquisition is an ldb_request: one grouped request per plan and pump
+ * round for every param that had none. A param whose last owner retires
+ * leaves its acquisition; an acquisition with no param left is released
+ * (aborted first if unsettled, then unload_subset, exactly once).
+ *
+ * Threads: only the fields marked "any thread" are touched without the
+ * database's mutex (atomics, or the queue's own mutex).
+ */
+#ifndef LDB_SOURCE_INTERNAL_H
+#define LDB_SOURCE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/hmap.h"
+#include "base/ptrmap.h"
+#include "base/vec.h"
+#include "live/live.h"
+#include "source/source.h"
+#include "value/value.h"
+
+struct src_param;
+struct src_query;
+
+/* ---- requests (request.c) ---- */
+
+struct ldb_pred {
+    int kind, op, coll;
+    const char *column;         /* the table's column name (borrowed) */
+    uint32_t n;                 /* children or values */
+    struct ldb_pred *kids;
+    value *vals;
+};
+
+enum acq_state { ACQ_TENTATIVE, ACQ_ACTIVE, ACQ_OK, ACQ_FAILED };
+
+struct ldb_request {
+    atomic_int refs;            /* any thread */
+    atomic_int aborted;         /* any thread */
+    atomic_int settled;         /* ldb_request_settle was called (any thread) */
+    ldb_source *src;
+    uint64_t id;
+    /* immutable data (owned) */
+    struct ldb_pred *pred;      /* NULL: every row */
+    char *sql;
+    value *params;
+    uint32_t nparams;
+    /* the core's (mutex) */
+    enum acq_state state;
+    bool current;               /* the core's acquisition, not yet released */
+    bool release_tried;         /* abort/unload done (set before calling) */
+    bool in_load;               /* load_subset is running */
+    char *errmsg;               /* FAILED: the provider's message */
+    VEC(struct src_param *) params_here; /* params acquired by it (NULL: left) */
+    uint32_t nlive;             /* non-NULL entries of params_here */
+};
+
+struct strbuf;
+void pred_free(struct ldb_pred *p);
+void pred_clear(struct ldb_pred *p);
+int pred_copy(const struct ldb_pred *src, struct ldb_pred *dst);
+int pred_value_copy(const value *v, value *out);
+/* The fixed predicate of demand point d (NULL: none). */
+int pred_from_demand(const struct live_demand *d, const value *params, uint32_t nparams,
+                     struct ldb_pred **out);
+/* The identity text of a plan: fixed predicate (values typed, inline), key column. */
+int pred_ident(const struct ldb_pred *fixed, int32_t key_col, struct strbuf *sb);
+
+/* A new request for plan pl's params ps[0..n) (the core holds one ref). */
+struct src_plan;
+int request_new(struct src_plan *pl, struct src_param *const *ps, size_t n, ldb_request **out);
+void request_free(ldb_request *r);
+
+/* ---- demand (demand.c) ---- */
+
+struct src_plan {
+    ldb_source *src;
+    char *ident;                /* canonical text of the fixed part + key */
+    uint64_t hash;
+    struct ldb_pred *fixed;     /* owned; NULL: no fixed conjunct */
+    int32_t key_col;            /* -1: a root plan */
+    uint8_t key_coll;
+    hmap params;                /* key hash -> struct src_param * */
+    VEC(struct src_param *) fresh; /* params with owners and no acquisition */
+    bool queued;                /* on the source's fresh-plan list */
+    uint32_t nparams;
+};
+
+struct src_owner {
+    struct src_query *qs;
+    struct src_param *param;
+    struct src_owner *next_in_q;
+    struct src_owner *prev_in_param, *next_in_param;
+};
+
+struct src_param {
+    struct src_plan *plan;
+    value key;                  /* owned; NULL for a root plan */
+    ldb_request *acq;           /* current acquisition, or NULL */
+    uint32_t acq_slot;          /* its index in acq->params_here */
+    bool failed;                /* its last acquisition failed: until retry */
+    bool fresh;                 /* in plan->fresh */
+    char *errmsg;               /* failed: why (owned) */
+    uint32_t nowners;
+    struct src_owner *owners;
+};
+
+struct src_query {
+    ldb_live *q;
+    struct src_query *root;     /* the root query's (itself for a root) */
+    struct src_query *next_kid, *prev_kid, *kids; /* a root's handles */
+    struct src_owner *owners;
+    uint32_t uncovered, failed; /* its own owners (valid when not dirty) */
+    const char *errmsg;         /* borrowed from a failed param */
+    bool dirty;
+};
+
+/* ---- the source, the registry ---- */
+
+struct ldb_source {
+    struct src_registry *reg;
+    struct table *table;
+    char *name;                 /* owned copy: any thread reads it */
+    uint32_t ncols;             /* declared columns (any thread) */
+    int mode;
+    ldb_provider p;
+    void *ctx;
+    pthread_t home;             /* the thread that attached it */
+    hmap plans;                 /* ident hash -> struct src_plan * */
+    VEC(struct src_plan *) fresh_plans;
+    VEC(ldb_request *) releases; /* acquisitions left by every param */
+    ldb_request *eager;         /* EAGER: the request for every row */
+    struct src_plan *all;       /* EAGER: the plan every point maps to */
+    atomic_uint_fast64_t queued; /* items in the queue (any thread) */
+    atomic_bool detached;       /* any thread */
+    ldb_source_stats st;
+};
+
+/* A queued item: a sync transaction, or a settlement. */
+struct ldb_sync;
+struct src_item {
+    struct src_item *next;
+    ldb_source *src;
+    struct ldb_sync *txn;       /* a commit, or NULL for a settlement */
+    ldb_request *req;           /* a settlement: its request (a ref) */
+    int rc;
+    char *msg;
+};
+
+struct src_registry {
+    struct src_env env;
+    VEC(ldb_source *) sources;
+    ptrmap queries;             /* ldb_live * -> struct src_query * */
+    VEC(struct src_query *) dirty;
+    uint64_t next_id;
+    uint32_t in_provider;
+    bool pumping;
+    bool work;                  /* demand to request or release */
+    /* the queue (any thread, under qmu) */
+    pthread_mutex_t qmu;
+    struct src_item *head, *tail;
+    atomic_uint_fast64_t nqueued;
+    int fd;                     /* eventfd, or -1 */
+    bool signaled;
+};
+
+/* registry.c */
+int queue_push(struct src_registry *r, struct src_item *it);
+void provider_enter(struct src_registry *r);
+void provider_leave(struct src_registry *r);
+
+/* demand.c */
+void demand_hooks(struct src_registry *r, struct live_demand_hooks *h);
+/* Requests every fresh param, releases every left acquisition; returns
+ * whether it did anything. */
+bool demand_dispatch(struct src_registry *r);
+/* A settlement of req (drained from the queue). */
+void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char *msg);
+/* Recomputes the dirty queries' statuses and calls their callbacks. */
+void demand_publish_statuses(struct src_registry *r);
+/* Detach: every acquisition of s released, its plans freed. */
+void demand_detach(ldb_source *s);
+void demand_free_plan(struct src_plan *pl);
+/* The EAGER source's one request. */
+int demand_eager(ldb_source *s);
+
+/* sync.c */
+/* Applies (or drops) a queued transaction; frees it. */
+void sync_apply(struct src_registry *r, struct ldb_sync *t);
+void sync_drop(struct ldb_sync *t, int state);
+
+#endif

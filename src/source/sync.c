@@ -1,0 +1,350 @@
+/*
+ * sync.c - sync transactions, the only writes to a source's table, and
+ * their receipts.
+ *
+ * A transaction is built on one thread without any lock: values are
+ * copied into the transaction's own rows (text and blobs get private
+ * bytes), so it shares nothing with the core until it is queued. Applying
+ * it (sync_apply, under the database's mutex, at a dispatch point) is one
+ * storage statement in internal mode: column affinity and NOT NULL as in
+ * INSERT, rows addressed by primary key, and a row identical to the
+ * stored one not written at all, so that a reload of unchanged rows
+ * publishes nothing. Any failure undoes the whole statement.
+ *
+ * A receipt is shared by the program and the core (refs 2 while both hold
+ * it); its state moves once from PENDING and is read with an atomic load.
+ */
+#include "source/source_internal.h"
+
+#include "base/interrupt.h"
+#include "base/mem.h"
+#include "storage/store.h"
+#include "storage/table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE };
+
+struct sync_op {
+    uint8_t kind;
+    value *vals;               /* ncols values (owned) */
+};
+
+struct ldb_receipt {
+    atomic_int state;
+    atomic_int refs;
+    int code;                  /* FAILED: the error code (written before state) */
+    char msg[200];             /* FAILED: why (written before state) */
+};
+
+struct ldb_sync {
+    ldb_source *src;
+    ldb_request *req;          /* a reference, or NULL */
+    uint32_t ncols;
+    value *cur;                /* the row being set (owned values) */
+    VEC(struct sync_op) ops;
+    ldb_receipt *receipt;      /* the core's reference, or NULL */
+    int err;                   /* a setter failed: the commit fails */
+};
+
+/* ---- receipts ------------------------------------------------------------------------- */
+
+static void receipt_unref(ldb_receipt *r)
+{
+    if (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+        mem_free(r);
+}
+
+static void receipt_done(ldb_receipt *r, int state, int code, const char *msg)
+{
+    if (!r)
+        return;
+    r->code = code;
+    if (msg)
+        snprintf(r->msg, sizeof r->msg, "%s", msg);
+    atomic_store_explicit(&r->state, state, memory_order_release);
+}
+
+int ldb_receipt_state(const ldb_receipt *r)
+{
+    return r ? atomic_load_explicit(&r->state, memory_order_acquire) : LDB_RECEIPT_ABORTED;
+}
+
+const char *ldb_receipt_error(const ldb_receipt *r)
+{
+    return ldb_receipt_state(r) == LDB_RECEIPT_FAILED ? r->msg : NULL;
+}
+
+void ldb_receipt_free(ldb_receipt *r) { receipt_unref(r); }
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+static void free_row(value *vals, uint32_t n)
+{
+    for (uint32_t i = 0; vals && i < n; i++)
+        value_release(&vals[i]);
+    mem_free(vals);
+}
+
+static void sync_free(ldb_sync *t)
+{
+    free_row(t->cur, t->ncols);
+    for (size_t i = 0; i < t->ops.len; i++)
+        free_row(t->ops.data[i].vals, t->ncols);
+    vec_free(&t->ops);
+    ldb_request_unref(t->req);
+    receipt_unref(t->receipt);
+    mem_free(t);
+}
+
+int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out)
+{
+    if (!out)
+        return LDB_MISUSE;
+    *out = NULL;
+    if (!s || (req && req->src != s))
+        return LDB_MISUSE;
+    ldb_sync *t = mem_calloc(1, sizeof *t);
+    if (!t || !(t->cur = mem_calloc(s->ncols, sizeof *t->cur))) {
+        mem_free(t);
+        return LDB_NOMEM;
+    }
+    t->src = s;
+    t->ncols = s->ncols;
+    if (req) {
+        ldb_request_ref(req);
+        t->req = req;
+    }
+    *out = t;
+    return LDB_OK;
+}
+
+static int set(ldb_sync *t, int col, int rc, value v)
+{
+    if (!t)
+        return LDB_MISUSE;
+    if (col < 0 || (uint32_t)col >= t->ncols) {
+        value_release(&v);
+        return t->err = LDB_RANGE;
+    }
+    if (rc)
+        return t->err = rc;
+    value_release(&t->cur[col]);
+    t->cur[col] = v;
+    return LDB_OK;
+}
+
+int ldb_sync_null(ldb_sync *t, int col) { return set(t, col, LDB_OK, value_null()); }
+int ldb_sync_int64(ldb_sync *t, int col, int64_t v) { return set(t, col, LDB_OK, value_int(v)); }
+int ldb_sync_double(ldb_sync *t, int col, double v) { return set(t, col, LDB_OK, value_real(v)); }
+
+int ldb_sync_text(ldb_sync *t, int col, const char *s, int n)
+{
+    value v = value_null();
+    int rc = s ? value_text(&v, s, n < 0 ? strlen(s) : (size_t)n) : LDB_OK;
+    return set(t, col, rc, v);
+}
+
+int ldb_sync_blob(ldb_sync *t, int col, const void *p, int n)
+{
+    value v = value_null();
+    int rc = p && n >= 0 ? value_blob(&v, p, (size_t)n) : LDB_OK;
+    return set(t, col, rc, v);
+}
+
+static int add_op(ldb_sync *t, enum sync_kind kind)
+{
+    if (!t)
+        return LDB_MISUSE;
+    value *fresh = mem_calloc(t->ncols, sizeof *fresh);
+    if (!fresh || vec_push(&t->ops, ((struct sync_op){ (uint8_t)kind, t->cur }))) {
+        mem_free(fresh);
+        return t->err = LDB_NOMEM;
+    }
+    t->cur = fresh;
+    return LDB_OK;
+}
+
+int ldb_sync_insert(ldb_sync *t) { return add_op(t, SYNC_INSERT); }
+int ldb_sync_upsert(ldb_sync *t) { return add_op(t, SYNC_UPSERT); }
+int ldb_sync_update(ldb_sync *t) { return add_op(t, SYNC_UPDATE); }
+int ldb_sync_delete(ldb_sync *t) { return add_op(t, SYNC_DELETE); }
+
+void ldb_sync_abandon(ldb_sync *t)
+{
+    if (t)
+        sync_free(t);
+}
+
+int ldb_sync_commit(ldb_sync *t, ldb_receipt **receipt)
+{
+    if (receipt)
+        *receipt = NULL;
+    if (!t)
+        return LDB_MISUSE;
+    if (t->err) {
+        int rc = t->err;
+        sync_free(t);
+        return rc;
+    }
+    /* the caller's reference (dropped here if it wants no receipt) and
+     * the transaction's */
+    ldb_receipt *rec = mem_calloc(1, sizeof *rec);
+    struct src_item *it = mem_calloc(1, sizeof *it);
+    if (!it || !rec) {
+        mem_free(it);
+        mem_free(rec);
+        sync_free(t);
+        return LDB_NOMEM;
+    }
+    atomic_init(&rec->state, LDB_RECEIPT_PENDING);
+    atomic_init(&rec->refs, 2);
+    t->receipt = rec;
+    it->src = t->src;
+    it->txn = t;
+    int rc = queue_push(t->src->reg, it);
+    /* applied before returning when made on the home thread outside callbacks */
+    if (rc == LDB_OK && ldb_receipt_state(rec) == LDB_RECEIPT_FAILED)
+        rc = rec->code;
+    if (receipt)
+        *receipt = rec;
+    else
+        receipt_unref(rec);
+    return rc;
+}
+
+/* ---- applying ------------------------------------------------------------------------------ */
+
+static int fail(struct store *st, char *msg, size_t n, int rc, const char *text)
+{
+    snprintf(msg, n, "%s", text ? text : store_errmsg(st));
+    return rc;
+}
+
+/* The op's values converted as the table's columns take them. */
+static int coerce(const struct table *tab, const value *in, value *out, char *msg, size_t n)
+{
+    const struct schema *sc = table_schema(tab);
+    for (uint32_t i = 0; i < sc->nvisible; i++) {
+        int rc = column_coerce(&sc->cols[i], &in[i], &out[i]);
+        if (rc) {
+            char v[64];
+            format_value_for_error(&in[i], v, sizeof v);
+            snprintf(msg, n, "table %s, column %s: %s is not accepted", tab->name,
+                     sc->cols[i].name, v);
+            return rc;
+        }
+    }
+    return LDB_OK;
+}
+
+static bool same_row(const row *r, const value *vals, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!value_identical(&r->cols[i], &vals[i]))
+            return false;
+    return true;
+}
+
+static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64_t *written,
+                    char *msg, size_t n)
+{
+    struct table *tab = s->table;
+    struct store *st = s->reg->env.store;
+    const struct schema *sc = table_schema(tab);
+    int rc = coerce(tab, op->vals, vals, msg, n);
+    if (rc)
+        return rc;
+    value key[SCHEMA_MAX_KEY];
+    for (uint32_t i = 0; i < sc->npk; i++)
+        key[i] = vals[sc->pk[i]];
+    row *old = table_lookup(tab, key);
+    if (op->kind == SYNC_DELETE)
+        rc = old ? table_delete(st, tab, old) : LDB_OK;
+    else if (old && same_row(old, vals, sc->nvisible))
+        return LDB_OK; /* identical: nothing to write */
+    else if (old && op->kind == SYNC_INSERT)
+        return fail(st, msg, n, LDB_CONSTRAINT,
+                    "a sync insert conflicts with a different stored row of the same key");
+    else if (old)
+        rc = table_update(st, tab, old, vals, NULL);
+    else if (op->kind == SYNC_UPDATE)
+        return LDB_OK; /* not loaded here: nothing to update */
+    else
+        rc = table_insert(st, tab, vals, NULL);
+    if (rc)
+        return fail(st, msg, n, rc, NULL);
+    if (op->kind != SYNC_DELETE || old)
+        ++*written;
+    return LDB_OK;
+}
+
+static int apply_ops(ldb_sync *t, uint64_t *written, char *msg, size_t n)
+{
+    ldb_source *s = t->src;
+    value *vals = mem_calloc(t->ncols, sizeof *vals);
+    if (!vals)
+        return fail(NULL, msg, n, LDB_NOMEM, "out of memory");
+    int rc = LDB_OK;
+    for (size_t i = 0; !rc && i < t->ops.len; i++) {
+        rc = apply_op(s, &t->ops.data[i], vals, written, msg, n);
+        for (uint32_t c = 0; c < t->ncols; c++) {
+            value_release(&vals[c]);
+            vals[c] = value_null();
+        }
+    }
+    mem_free(vals);
+    return rc;
+}
+
+void sync_drop(ldb_sync *t, int state)
+{
+    t->src->st.txns_aborted++;
+    receipt_done(t->receipt, state, LDB_NOMEM, state == LDB_RECEIPT_FAILED ? "out of memory" : NULL);
+    sync_free(t);
+}
+
+/* Whether t's request still establishes anything: a transaction of an
+ * aborted or released request is dropped (law 6). */
+static bool request_live(const ldb_sync *t)
+{
+    return !t->req || (t->req->current && !ldb_request_aborted(t->req));
+}
+
+void sync_apply(struct src_registry *r, ldb_sync *t)
+{
+    ldb_source *s = t->src;
+    if (atomic_load(&s->detached) || !request_live(t)) {
+        sync_drop(t, LDB_RECEIPT_ABORTED);
+        return;
+    }
+    struct store *st = r->env.store;
+    char msg[200] = "";
+    uint64_t written = 0;
+    int rc = store_stmt_begin(st);
+    if (rc) {
+        snprintf(msg, sizeof msg, "%s", store_errmsg(st));
+    } else {
+        store_enter_internal(st);
+        rc = apply_ops(t, &written, msg, sizeof msg);
+        store_leave_internal(st);
+        struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
+        int end = store_stmt_end(st, rc);
+        intr_swap(scope);
+        if (!rc && end) {
+            rc = end;
+            snprintf(msg, sizeof msg, "%s", store_errmsg(st));
+        }
+        r->env.wrote(r->env.ctx);
+    }
+    if (rc) {
+        s->st.txns_aborted++;
+        receipt_done(t->receipt, LDB_RECEIPT_FAILED, rc, msg[0] ? msg : ldb_errstr(rc));
+    } else {
+        s->st.txns_applied++;
+        s->st.rows_written += written;
+        receipt_done(t->receipt, LDB_RECEIPT_APPLIED, LDB_OK, NULL);
+    }
+    sync_free(t);
+}
