@@ -291,12 +291,21 @@ int sp_write_some(script_provider *sp, struct sp_req *q, int max)
     return rc;
 }
 
-static void settled(script_provider *sp, struct sp_req *q, int rc)
+/* Marked settled before the call: applied at once, the settle may unload
+ * the request from inside it. */
+int sp_settle(script_provider *sp, struct sp_req *q, int code, const char *msg)
 {
+    bool was = q->settled;
     q->settled = true;
-    q->settle_rc = rc;
+    q->settle_rc = code;
+    int rc = ldb_request_settle(q->req, code, msg);
+    if (rc != LDB_OK) {
+        q->settled = was;
+        return rc;
+    }
     if (!q->loaded && q->held)
         sp_drop(sp, q);
+    return rc;
 }
 
 int sp_settle_ok(script_provider *sp, struct sp_req *q, int parts)
@@ -313,18 +322,12 @@ int sp_settle_ok(script_provider *sp, struct sp_req *q, int parts)
         }
     }
     free(pks);
-    int rc = ldb_request_settle(q->req, LDB_OK, NULL);
-    if (rc == LDB_OK)
-        settled(sp, q, LDB_OK);
-    return rc;
+    return sp_settle(sp, q, LDB_OK, NULL);
 }
 
 int sp_settle_fail(script_provider *sp, struct sp_req *q, const char *msg)
 {
-    int rc = ldb_request_settle(q->req, LDB_ERROR, msg);
-    if (rc == LDB_OK)
-        settled(sp, q, LDB_ERROR);
-    return rc;
+    return sp_settle(sp, q, LDB_ERROR, msg);
 }
 
 void sp_drop(script_provider *sp, struct sp_req *q)

@@ -119,6 +119,8 @@ int sp_write_keys(script_provider *sp, struct sp_req *q, const int64_t *pks, int
 /* Writes all current matching rows of the request in one transaction
  * (parts > 1: spread over that many), then settles it LDB_OK. */
 int sp_settle_ok(script_provider *sp, struct sp_req *q, int parts);
+/* Settles it with code (only: no writes), keeping the provider's books. */
+int sp_settle(script_provider *sp, struct sp_req *q, int code, const char *msg);
 /* Settles it with an error. */
 int sp_settle_fail(script_provider *sp, struct sp_req *q, const char *msg);
 /* Drops the reference of a settled or zombie request it still holds

@@ -51,6 +51,7 @@ struct oq {
     int nparams;
     int64_t params[4];
     bool ordered, child_ordered, has_child;
+    bool sourced;       /* it reads a sourced table */
     ldb_live *q;
     char fail[700];     /* the first mismatch seen inside a callback */
 };
@@ -73,7 +74,8 @@ static struct world W;
 
 /* Counters over every history of the run. */
 static struct {
-    long opened, unsupported, ready_checks, child_checks, settles, fails, zombies;
+    long opened, unsupported, ready_checks, ready_sourced, child_checks, settles, fails, zombies;
+    long requests, pushed, grouped;
 } N;
 
 /* ---- the step trace: the last steps, printed when a check fails --------------------- */
@@ -117,10 +119,11 @@ static void auth_exec(const char *sql)
     CHECKF(rc == SQLITE_OK, "SQLite: %s: %s", sql, err ? err : "?");
 }
 
+/* SQLite first: livedb's status callbacks compare with it. */
 static void both_exec(const char *sql)
 {
-    EXEC(W.db, sql);
     auth_exec(sql);
+    EXEC(W.db, sql);
 }
 
 static void put_value(char *buf, size_t size, int col)
@@ -433,6 +436,7 @@ static void check_query(struct oq *q, char *why, size_t size)
     if (st == LDB_STATUS_READY) {
         char w[500];
         N.ready_checks++;
+        N.ready_sourced += q->sourced;
         if (!same_as_sqlite(q->q, q->ssql, q->params, q->nparams, NULL, q->ordered, w, sizeof w)) {
             snprintf(why, size, "law 7: READY root: %s", w);
             return;
@@ -521,6 +525,9 @@ static void open_query(void)
     }
     CHECKF(rc == LDB_OK && q->q, "%s: rc %d: %s", q->lsql, rc, ldb_errmsg(W.db));
     CHECK_INT(ldb_live_set_status_callback(q->q, on_status, q), LDB_OK);
+    for (const char *p = q->lsql; (p = strstr(p, " t")); p++)
+        if (p[2] >= '0' && p[2] < '0' + W.nt && W.mode[p[2] - '0'] != T_LOCAL)
+            q->sourced = true;
     note("open q%d: %s (status %d)", W.nq, q->lsql, ldb_live_status(q->q, NULL));
     W.nq++;
     N.opened++;
@@ -744,6 +751,12 @@ static void end_world(void)
         }
     ldb_close(W.db);
     for (int t = 0; t < W.nt; t++)
+        for (int i = 0; W.mode[t] != T_LOCAL && i < W.sp[t].nreqs; i++) {
+            N.requests++;
+            N.pushed += strcmp(W.sp[t].reqs[i]->sql, "TRUE") != 0;
+            N.grouped += strstr(W.sp[t].reqs[i]->sql, " IN (") != NULL;
+        }
+    for (int t = 0; t < W.nt; t++)
         if (W.mode[t] != T_LOCAL) {
             CHECK_INT(W.sp[t].destroyed, 1);
             sp_check_laws(&W.sp[t], true);
@@ -770,12 +783,13 @@ static void histories(int n, int steps)
     uint64_t seed = test_seed();
     for (int h = 0; h < n; h++)
         run_history(seed + (uint64_t)h, steps);
-    printf("#    %d histories: %ld queries opened (%ld unsupported), %ld READY roots and %ld "
-           "READY handles compared, %ld settles, %ld failures, %ld stale writes/settles\n",
-           n, N.opened, N.unsupported, N.ready_checks, N.child_checks, N.settles, N.fails,
-           N.zombies);
+    printf("#    %d histories: %ld queries opened (%ld unsupported); READY results compared: %ld "
+           "roots (%ld over sources), %ld handles; %ld requests (%ld with a predicate, %ld with "
+           "IN); %ld settles, %ld failures, %ld stale writes/settles\n",
+           n, N.opened, N.unsupported, N.ready_checks, N.ready_sourced, N.child_checks,
+           N.requests, N.pushed, N.grouped, N.settles, N.fails, N.zombies);
 }
 
-static void source_oracle(void) { histories(40 * test_scale(), 150); }
+static void source_oracle(void) { histories(100 * test_scale(), 150); }
 
 TEST_MAIN(T(source_oracle))
