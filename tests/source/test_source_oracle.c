@@ -209,7 +209,7 @@ static void make_world(uint64_t seed)
     for (int t = 0; t < W.nt; t++) {
         if (W.mode[t] == T_LOCAL)
             continue;
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "t%d", t);
         int rc = sp_init(&W.sp[t], W.db, W.auth, name,
                          W.mode[t] == T_EAGER ? LDB_SOURCE_EAGER : LDB_SOURCE_ON_DEMAND, &W.r);
