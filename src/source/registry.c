@@ -69,8 +69,8 @@ void src_registry_free(struct src_registry *r)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
     vec_free(&r->dirty);
-    struct live_demand_hooks none = { 0 };
-    live_set_demand_hooks(r->env.live, &none);
+    /* No hooks to reset: ldb_close frees the live registry (whose queries
+     * release their demand through them) before this one. */
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);
