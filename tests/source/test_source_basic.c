@@ -17,6 +17,7 @@
 #include "test_db.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -810,6 +811,314 @@ static void detach_unloads_once(void)
     sqlite3_close(f.auth);
 }
 
+/* ---- provider and status callbacks ------------------------------------------------------ */
+
+/* What a provider callback may and may not do (livedb.h, ldb_provider). */
+struct refusals {
+    ldb *db;
+    ldb_source *src;
+    int loads;
+    int insert_rc, open_rc, detach_rc, retry_rc, select_rc, close_code, poll_rc;
+};
+
+static int refusing_load(void *ctx, ldb_request *req)
+{
+    struct refusals *x = ctx;
+    if (x->loads++)
+        return ldb_request_settle(req, LDB_OK, NULL);
+    x->insert_rc = ldb_exec(x->db, "INSERT INTO loc VALUES (1)", NULL, NULL);
+    ldb_live *q = NULL;
+    x->open_rc = ldb_live_open(x->db, "SELECT x FROM loc", NULL, NULL, &q);
+    ldb_live_close(q);
+    x->detach_rc = ldb_source_detach(x->src);
+    x->poll_rc = ldb_source_poll(x->db);
+    x->select_rc = ldb_exec(x->db, "SELECT count(*) FROM loc", NULL, NULL);
+    ldb_close(x->db); /* does nothing but record LDB_MISUSE */
+    x->close_code = ldb_errcode(x->db);
+    return ldb_request_settle(req, LDB_OK, NULL);
+}
+
+static void provider_callback_refusals(void)
+{
+    struct fx f;
+    fx_open_plain(&f, T_SCHEMA);
+    EXEC(f.db, "CREATE TABLE loc(x INTEGER PRIMARY KEY)");
+    struct refusals x = { .db = f.db };
+    ldb_provider p = { refusing_load, NULL, NULL, NULL };
+    CHECK_INT(ldb_source_attach(f.db, "t", LDB_SOURCE_ON_DEMAND, &p, &x, &x.src), LDB_OK);
+    ldb_live *q = open_q(&f, "SELECT id FROM t", NULL);
+    CHECK_INT(x.loads, 1);
+    CHECK_INT(x.insert_rc, LDB_MISUSE);
+    CHECK_INT(x.open_rc, LDB_MISUSE);
+    CHECK_INT(x.detach_rc, LDB_MISUSE);
+    CHECK_INT(x.poll_rc, LDB_MISUSE);
+    CHECK_INT(x.select_rc, LDB_OK);
+    CHECK_INT(x.close_code, LDB_MISUSE);
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM loc"), 0);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    ldb_live_close(q);
+    ldb_source_stats s;
+    ldb_source_stats_get(x.src, &s);
+    CHECK_INT(s.requests_live, 0);
+    ldb_close(f.db);
+    sqlite3_close(f.auth);
+}
+
+/* A status callback may close its query (a live query callback): the
+ * demand is released at the same dispatch point, one unload. */
+static void close_on_status(void *ctx, ldb_live *q, int status, const char *msg)
+{
+    int *closed = ctx;
+    if (status != LDB_STATUS_LOADING) {
+        ldb_live_close(q);
+        (*closed)++;
+    }
+}
+
+static void status_callback_closes(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    int closed = 0;
+    ldb_live *q1 = open_q(&f, "SELECT id FROM t WHERE a = 1", NULL);
+    ldb_live *q2 = open_q(&f, "SELECT id FROM t WHERE a = 2", NULL);
+    CHECK_INT(ldb_live_set_status_callback(q1, close_on_status, &closed), LDB_OK);
+    CHECK_INT(ldb_live_set_status_callback(q2, close_on_status, &closed), LDB_OK);
+    CHECK_INT(sp_settle_ok(&f.sp, f.sp.reqs[0], 1), LDB_OK);
+    CHECK_INT(closed, 1);
+    CHECK_INT(f.sp.reqs[0]->unloads, 1);
+    CHECK_INT(sp_settle_fail(&f.sp, f.sp.reqs[1], "gone"), LDB_OK);
+    CHECK_INT(closed, 2);
+    ldb_source_stats s = stats(&f);
+    CHECK_INT(s.demands, 0);
+    CHECK_INT(s.requests_live, 0);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
+/* An EAGER load that fails: queries over the table are ERROR until a
+ * retry asks again (whose load_subset may fail too). */
+static void eager_failed_load_retry(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_EAGER);
+    script_provider *sp = &f.sp;
+    CHECK_INT(sp->nreqs, 1);
+    CHECK_INT(sp_settle_fail(sp, sp->reqs[0], "eager load failed"), LDB_OK);
+    ldb_live *q = open_q(&f, "SELECT id, a FROM t WHERE a = 3", NULL);
+    CHECK_INT(sp->nreqs, 1);
+    const char *msg = NULL;
+    CHECK_INT(ldb_live_status(q, &msg), LDB_STATUS_ERROR);
+    CHECK(msg && strstr(msg, "eager load failed"));
+    sp->load_mode = SP_LOAD_FAIL;
+    CHECK_INT(ldb_live_retry(q), LDB_OK);
+    CHECK_INT(sp->nreqs, 2);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_ERROR);
+    sp->load_mode = SP_LOAD_DEFER;
+    CHECK_INT(ldb_live_retry(q), LDB_OK);
+    CHECK_INT(sp->nreqs, 3);
+    CHECK(ldb_request_pred(sp->reqs[2]->req) == NULL);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_LOADING);
+    CHECK_INT(sp_settle_ok(sp, sp->reqs[2], 2), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    check_same(&f, q, "SELECT id, a FROM t WHERE a = 3");
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t"), 12);
+    ldb_live_close(q);
+    CHECK_INT(sp->reqs[2]->unloads, 0); /* the eager demand stays */
+    sp_check_laws(sp, false);
+    ldb_close(f.db);
+    CHECK_INT(sp->reqs[2]->unloads, 1);
+    CHECK_INT(sp->destroyed, 1);
+    sp_check_laws(sp, true);
+    sp_free(sp);
+    sqlite3_close(f.auth);
+}
+
+/* ---- sync values ------------------------------------------------------------------------- */
+
+/* Values are converted by the column's affinity as INSERT does; an
+ * update of an absent key is a no-op; a column out of range is
+ * LDB_RANGE. */
+static void sync_affinity_and_update(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    EXEC(f.db, "CREATE TABLE ref(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)");
+    ldb_sync *t;
+    ldb_receipt *rec;
+    CHECK_INT(ldb_sync_begin(f.sp.src, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 0, "7", -1), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 1, "42", -1), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 2, 5), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 8), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 1, 1), LDB_OK);
+    CHECK_INT(ldb_sync_update(t), LDB_OK); /* no row 8: nothing */
+    CHECK_INT(ldb_sync_commit(t, &rec), LDB_OK);
+    CHECK_INT(ldb_receipt_state(rec), LDB_RECEIPT_APPLIED);
+    ldb_receipt_free(rec);
+    EXEC(f.db, "INSERT INTO ref VALUES ('7', '42', 5)");
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t"), 1);
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t JOIN ref USING (id) WHERE "
+                              "typeof(t.a) = typeof(ref.a) AND typeof(t.b) = typeof(ref.b) "
+                              "AND t.a = ref.a AND t.b = ref.b"),
+              1);
+
+    CHECK_INT(ldb_sync_begin(f.sp.src, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 3, 1), LDB_RANGE);
+    ldb_sync_abandon(t);
+
+    CHECK_INT(ldb_sync_begin(f.sp.src, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 7), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 1, 43), LDB_OK);
+    CHECK_INT(ldb_sync_update(t), LDB_OK);
+    CHECK_INT(ldb_sync_commit(t, NULL), LDB_OK);
+    CHECK_INT(count_sql(f.db, "SELECT a FROM t WHERE id = 7"), 43);
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t WHERE b IS NULL"), 1); /* unset: NULL */
+    CHECK_INT(stats(&f).rows_written, 2);
+    fx_close(&f);
+}
+
+/* ---- what is pushed ---------------------------------------------------------------------- */
+
+static void pushdown_shapes(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT COLLATE NOCASE)");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "t", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+
+    ldb_live *q1 = open_q(&f, "SELECT id FROM t WHERE a >= 2 AND b IS NOT NULL", NULL);
+    const ldb_pred *p = ldb_request_pred(last_req(&f)->req);
+    CHECKF(p && ldb_pred_kind(p) == LDB_PRED_AND && ldb_pred_count(p) == 2, "%s",
+           last_req(&f)->sql);
+    int kinds = ldb_pred_kind(ldb_pred_child(p, 0)) * 10 + ldb_pred_kind(ldb_pred_child(p, 1));
+    CHECKF(kinds == LDB_PRED_CMP * 10 + LDB_PRED_NOTNULL || kinds == LDB_PRED_NOTNULL * 10 + LDB_PRED_CMP,
+           "%s", last_req(&f)->sql);
+
+    ldb_live *q2 = open_q(&f, "SELECT id FROM t WHERE b = 'X'", NULL);
+    p = ldb_request_pred(last_req(&f)->req);
+    CHECKF(p && ldb_pred_kind(p) == LDB_PRED_CMP, "%s", last_req(&f)->sql);
+    CHECK_INT(ldb_pred_collation(p), LDB_COLL_NOCASE);
+
+    ldb_stmt *st;
+    CHECK_INT(ldb_prepare(f.db, "SELECT id FROM t WHERE a = ?1 OR a IN (?2, 9)", -1, &st, NULL),
+              LDB_OK);
+    ldb_bind_int64(st, 1, 3);
+    ldb_bind_int64(st, 2, 4);
+    ldb_live *q3 = NULL;
+    CHECK_INT(ldb_live_open_stmt(st, NULL, NULL, &q3), LDB_OK);
+    ldb_finalize(st);
+    struct sp_req *r = last_req(&f);
+    p = ldb_request_pred(r->req);
+    CHECKF(p && ldb_pred_kind(p) == LDB_PRED_OR, "%s", r->sql);
+    bool saw3 = false, saw4 = false;
+    for (int i = 0; i < ldb_request_param_count(r->req); i++) {
+        saw3 |= ldb_value_int64(ldb_request_param(r->req, i)) == 3;
+        saw4 |= ldb_value_int64(ldb_request_param(r->req, i)) == 4;
+    }
+    CHECKF(saw3 && saw4, "the bound values are the request's parameters: %s", r->sql);
+
+    /* An OR with a branch that cannot be pushed asks for a superset. */
+    ldb_live *q4 = open_q(&f, "SELECT id FROM t WHERE a = 1 OR length(b) = 2", NULL);
+    r = last_req(&f);
+    CHECKF(ldb_request_pred(r->req) == NULL && strcmp(r->sql, "TRUE") == 0, "%s", r->sql);
+
+    for (int i; (i = sp_pick_pending(&f.sp)) >= 0;)
+        CHECK_INT(sp_settle_ok(&f.sp, f.sp.reqs[i], 1), LDB_OK);
+    check_same(&f, q1, "SELECT id FROM t WHERE a >= 2 AND b IS NOT NULL");
+    check_same(&f, q2, "SELECT id FROM t WHERE b = 'X'");
+    check_same(&f, q4, "SELECT id FROM t WHERE a = 1 OR length(b) = 2");
+    ldb_live_close(q1);
+    ldb_live_close(q2);
+    ldb_live_close(q3);
+    ldb_live_close(q4);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
+/* The same child demand from two queries shares the params: the second
+ * query's buckets already covered make no request and are READY. */
+static void child_params_shared(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE c(id INTEGER PRIMARY KEY, k INTEGER, v TEXT)");
+    auth_exec(&f, "INSERT INTO c VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "c", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+    EXEC(f.db, "CREATE TABLE p(id INTEGER PRIMARY KEY, k INTEGER);"
+               "CREATE TABLE p2(id INTEGER PRIMARY KEY, k INTEGER);"
+               "INSERT INTO p VALUES (1, 10), (2, 20); INSERT INTO p2 VALUES (1, 20), (2, 30)");
+    ldb_live *q1 = open_q(&f, "SELECT id, k, LIVE (SELECT id, v FROM c WHERE c.k = p.k) AS x FROM p",
+                          NULL);
+    CHECK_INT(sp_settle_ok(&f.sp, last_req(&f), 1), LDB_OK);
+    ldb_live *q2 = open_q(&f, "SELECT id, k, LIVE (SELECT id, v FROM c WHERE c.k = p2.k) AS x "
+                              "FROM p2", NULL);
+    CHECK_INT(f.sp.nreqs, 2);
+    const ldb_pred *in = find_in(ldb_request_pred(last_req(&f)->req), "k");
+    CHECKF(in && ldb_pred_count(in) == 1 && pred_has_value(in, 30), "request: %s",
+           last_req(&f)->sql);
+    CHECK_INT(ldb_live_status(child_of(q2, 20), NULL), LDB_STATUS_READY);
+    CHECK_INT(ldb_live_status(child_of(q2, 30), NULL), LDB_STATUS_LOADING);
+    CHECK_INT(stats(&f).demands, 3);
+    ldb_live_close(q1);
+    CHECK_INT(f.sp.reqs[0]->unloads, 0); /* k 20 is still q2's */
+    CHECK_INT(sp_settle_ok(&f.sp, last_req(&f), 1), LDB_OK);
+    CHECK_INT(ldb_live_status(q2, NULL), LDB_STATUS_READY);
+    check_same(&f, child_of(q2, 20), "SELECT id, v FROM c WHERE k = 20");
+    ldb_live_close(q2);
+    sp_check_laws(&f.sp, true);
+    CHECK_INT(stats(&f).requests_live, 0);
+    fx_close(&f);
+}
+
+/* ---- another thread ------------------------------------------------------------------------ */
+
+struct thread_job {
+    script_provider *sp;
+    struct sp_req *q;
+    int rc;
+};
+
+static void *settle_job(void *arg)
+{
+    struct thread_job *j = arg;
+    j->rc = sp_settle_ok(j->sp, j->q, 2);
+    return NULL;
+}
+
+/* Commits and a settle made on another thread wait in the queue (the fd
+ * readable) until a dispatch point applies them, in order (law 7). */
+static void settle_from_thread(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    struct watch w = { 0 };
+    const char *sql = "SELECT id, a, b FROM t WHERE a = 2";
+    ldb_live *q = open_q(&f, sql, &w);
+    int fd = ldb_source_fd(f.db);
+    CHECK(fd >= 0);
+    struct thread_job j = { &f.sp, last_req(&f), -1 };
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, settle_job, &j), 0);
+    CHECK_INT(pthread_join(th, NULL), 0);
+    CHECK_INT(j.rc, LDB_OK);
+    CHECK_INT(f.sp.npending_receipts, 2);
+    CHECK(fd_readable(fd));
+    CHECK_INT(ldb_receipt_state(f.sp.pending_receipts[1].rc), LDB_RECEIPT_PENDING);
+    CHECK_INT(w.nstatus, 0);
+    /* The end of any ldb_ call on the database is a dispatch point too:
+     * poll is the one a program calls when the fd says so. */
+    CHECK_INT(ldb_source_poll(f.db), LDB_OK);
+    CHECK(!fd_readable(fd));
+    sp_check_receipts(&f.sp);
+    CHECK_INT(f.sp.receipts_applied, 2);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    CHECK_INT(w.count_at_ready, 3);
+    check_same(&f, q, sql);
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
 /* ---- allocation failures ----------------------------------------------------------- */
 
 /* What a failed call must leave as it was: the store, the source's
@@ -978,6 +1287,41 @@ static void sweep(enum sweep_op op, int persistent)
     }
 }
 
+/* Building a transaction: a set or row call that fails for want of
+ * memory leaves the transaction as it was, so the program repeats the
+ * call and commits. */
+static void nomem_sync_build(void)
+{
+    for (uint64_t n = 1;; n++) {
+        int64_t live0 = mem_live();
+        struct fx f;
+        fx_open(&f, LDB_SOURCE_ON_DEMAND);
+        ldb_sync *t;
+        CHECK_INT(ldb_sync_begin(f.sp.src, NULL, &t), LDB_OK);
+        CHECK_INT(ldb_sync_int64(t, 0, 1), LDB_OK);
+        mem_fail_at(n, 0);
+        int rc1 = ldb_sync_text(t, 2, "a text longer than any short value kept inline", -1);
+        int rc2 = rc1 == LDB_OK ? ldb_sync_upsert(t) : LDB_OK;
+        bool failed = mem_failed_count() > 0;
+        mem_fail_at(0, 0);
+        CHECK(rc1 == LDB_OK || rc1 == LDB_NOMEM);
+        CHECK(rc2 == LDB_OK || rc2 == LDB_NOMEM);
+        if (rc1 == LDB_NOMEM)
+            CHECK_INT(ldb_sync_text(t, 2, "a text longer than any short value kept inline", -1),
+                      LDB_OK);
+        if (rc1 == LDB_NOMEM || rc2 == LDB_NOMEM)
+            CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+        int rc = ldb_sync_commit(t, NULL);
+        CHECKF(rc == LDB_OK, "allocation %llu failed in %s, repeated: the commit says %d",
+               (unsigned long long)n, rc1 ? "ldb_sync_text" : "ldb_sync_upsert", rc);
+        CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t WHERE b IS NOT NULL"), 1);
+        fx_close(&f);
+        CHECK_INT(mem_live(), live0);
+        if (!failed)
+            return;
+    }
+}
+
 static void nomem_attach(void)
 {
     sweep(OP_ATTACH, 0);
@@ -1008,4 +1352,7 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(receipts_and_insert_rules), T(aborted_request_drops_txns), T(user_writes_refused),
           T(select_reads_cache), T(mv_over_on_demand_refused), T(attach_errors),
           T(child_grouped_request), T(stats_back_to_zero), T(detach_unloads_once),
-          T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle))
+          T(provider_callback_refusals), T(status_callback_closes), T(eager_failed_load_retry),
+          T(sync_affinity_and_update), T(pushdown_shapes), T(child_params_shared),
+          T(settle_from_thread),
+          T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build))
