@@ -689,6 +689,29 @@ static ldb_live *child_of(ldb_live *q, int64_t key)
     return c.h;
 }
 
+struct child_find_text {
+    const char *key;
+    ldb_live *h;
+};
+
+static int find_child_text(void *ctx, const ldb_row *r)
+{
+    struct child_find_text *c = ctx;
+    size_t len = 0;
+    const char *k = ldb_row_text(r, 1, &len);
+    if (k && len == strlen(c->key) && memcmp(k, c->key, len) == 0)
+        c->h = ldb_row_live(r, 2);
+    return 0;
+}
+
+static ldb_live *child_of_text(ldb_live *q, const char *key)
+{
+    struct child_find_text c = { key, NULL };
+    CHECK_INT(ldb_live_read(q, find_child_text, &c), LDB_OK);
+    CHECK(c.h != NULL);
+    return c.h;
+}
+
 static void child_grouped_request(void)
 {
     struct fx f;
@@ -1070,6 +1093,71 @@ static void child_params_shared(void)
     fx_close(&f);
 }
 
+/* A comparison's own collation is part of what is asked: the request's
+ * SQL must select, over the table's schema, the rows the query's
+ * comparison matches ('b1' for 'B1' COLLATE NOCASE on a BINARY column). */
+static void pushed_collation_sql(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    const char *sql = "SELECT id FROM t WHERE b = 'B1' COLLATE NOCASE";
+    ldb_live *q = open_q(&f, sql, NULL);
+    struct sp_req *r = last_req(&f);
+    const ldb_pred *p = ldb_request_pred(r->req);
+    CHECKF(p && ldb_pred_kind(p) == LDB_PRED_CMP, "%s", r->sql);
+    CHECK_INT(ldb_pred_collation(p), LDB_COLL_NOCASE);
+    CHECK_INT(sp_settle_ok(&f.sp, r, 1), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    CHECKF(ldb_live_count(q) == 4,
+           "the request asks for %s: SQLite gives %lld of the 4 rows 'B1' COLLATE NOCASE matches",
+           r->sql, (long long)ldb_live_count(q));
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
+/* Two queries differing only by a comparison's collation are different
+ * demand: a BINARY request cannot serve the NOCASE query. */
+static void collation_is_demand(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    ldb_live *q1 = open_q(&f, "SELECT id FROM t WHERE b = 'B1'", NULL);
+    ldb_live *q2 = open_q(&f, "SELECT id FROM t WHERE b = 'B1' COLLATE NOCASE", NULL);
+    CHECKF(f.sp.nreqs == 2, "b = 'B1' and b = 'B1' COLLATE NOCASE share request %s",
+           last_req(&f)->sql);
+    ldb_live_close(q1);
+    ldb_live_close(q2);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
+/* The same for a LIVE child correlated under the parent column's
+ * collation (x.b = c.b: the left operand's NOCASE decides). */
+static void child_key_collation(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE c(id INTEGER PRIMARY KEY, b TEXT)");
+    auth_exec(&f, "INSERT INTO c VALUES (1, 'x'), (2, 'X'), (3, 'y')");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "c", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+    EXEC(f.db, "CREATE TABLE p(id INTEGER PRIMARY KEY, b TEXT COLLATE NOCASE);"
+               "INSERT INTO p VALUES (1, 'x')");
+    ldb_live *q = open_q(&f, "SELECT id, b, LIVE (SELECT id FROM c WHERE p.b = c.b) AS k FROM p",
+                         NULL);
+    struct sp_req *r = last_req(&f);
+    const ldb_pred *in = find_in(ldb_request_pred(r->req), "b");
+    CHECKF(in != NULL, "%s", r->sql);
+    CHECK_INT(ldb_pred_collation(in), LDB_COLL_NOCASE);
+    CHECK_INT(sp_settle_ok(&f.sp, r, 1), LDB_OK);
+    ldb_live *h = child_of_text(q, "x");
+    CHECK_INT(ldb_live_status(h, NULL), LDB_STATUS_READY);
+    CHECKF(ldb_live_count(h) == 2, "the request %s gave %lld of the 2 rows 'x' matches under NOCASE",
+           r->sql, (long long)ldb_live_count(h));
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
 /* ---- another thread ------------------------------------------------------------------------ */
 
 struct thread_job {
@@ -1354,5 +1442,6 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(child_grouped_request), T(stats_back_to_zero), T(detach_unloads_once),
           T(provider_callback_refusals), T(status_callback_closes), T(eager_failed_load_retry),
           T(sync_affinity_and_update), T(pushdown_shapes), T(child_params_shared),
-          T(settle_from_thread),
+          T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand),
+          T(child_key_collation),
           T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build))

@@ -25,7 +25,9 @@
  * the script settles everything and retries failures: then every query
  * must be READY (law 10). At the end, with every query closed, each
  * ON_DEMAND source has no demand and no live request (law 13), and after
- * detach every loaded request was unloaded exactly once.
+ * detach every loaded request was unloaded exactly once. A rare step
+ * detaches a source with its queries open: they turn READY over what the
+ * cache held (SQLite drops the rest), and the table is local from then.
  *
  * The seed is printed; LDB_SEED replays a run, LDB_TEST_SCALE=k runs k
  * times as many histories (the CI run is a few seconds).
@@ -62,6 +64,7 @@ struct world {
     sqlite3 *auth;
     int nt;
     enum tmode mode[MAXT];
+    bool detached[MAXT];  /* sourced once, local since its detach */
     bool nocase[MAXT];
     int64_t next_id[MAXT];
     script_provider sp[MAXT];
@@ -252,10 +255,14 @@ static void operand(struct gen *g, int hi)
 }
 
 /* One conjunct over alias x: pushable (column op operand, IN, IS NULL,
- * an OR of those) or not (arithmetic, functions, LIKE, NOT). */
+ * an OR of those, explicit collations) or not (arithmetic, functions,
+ * LIKE, NOT). */
 static void atom(struct gen *g, const char *x)
 {
-    switch (rng_below(&W.r, 14)) {
+    switch (rng_below(&W.r, 17)) {
+    case 14: gput(g, "%s.s = 'X' COLLATE NOCASE", x); break;
+    case 15: gput(g, "%s.s > 'X' COLLATE BINARY", x); break;
+    case 16: gput(g, "%s.s IN ('x', 'Y')", x); break;
     case 0: gput(g, "%s.a = ", x); operand(g, 10); break;
     case 1: gput(g, "%s.a <> ", x); operand(g, 10); break;
     case 2: gput(g, "%s.a < ", x); operand(g, 10); break;
@@ -319,8 +326,8 @@ static void gen_query(struct oq *q)
         break;
     case 3:
         snprintf(q->lsql, SQLMAX,
-                 "SELECT x.id, x.a, x.s FROM t%d x WHERE %s ORDER BY x.a, x.id LIMIT %d", t, where,
-                 1 + (int)rng_below(&W.r, 5));
+                 "SELECT x.id, x.a, x.s FROM t%d x WHERE %s ORDER BY x.%s, x.id LIMIT %d", t, where,
+                 rng_chance(&W.r, 1, 3) ? "s" : "a", 1 + (int)rng_below(&W.r, 5));
         q->ordered = true;
         break;
     default: {
@@ -331,12 +338,25 @@ static void gen_query(struct oq *q)
             corder = " ORDER BY y.a, y.id LIMIT 2";
             q->child_ordered = true;
         }
+        /* The correlation: on k, or on s either way round (the left
+         * operand's collation decides; SQLite's child query keeps it on
+         * the parent's value). */
+        int form = (int)rng_below(&W.r, 4);
+        const char *col = form < 2 ? "k" : "s";
+        char corr[64], scorr[64];
+        if (form < 3) {
+            snprintf(corr, sizeof corr, "y.%s = x.%s", col, col);
+            snprintf(scorr, sizeof scorr, "y.%s = ?1", col);
+        } else {
+            snprintf(corr, sizeof corr, "x.s = y.s");
+            snprintf(scorr, sizeof scorr, "?1 COLLATE %s = y.s", W.nocase[t] ? "NOCASE" : "BINARY");
+        }
         snprintf(q->lsql, SQLMAX,
-                 "SELECT x.id, x.k, LIVE (SELECT y.id, y.a, y.s FROM t%d y WHERE y.k = x.k AND %s%s) "
+                 "SELECT x.id, x.%s, LIVE (SELECT y.id, y.a, y.s FROM t%d y WHERE %s AND %s%s) "
                  "AS kids FROM t%d x WHERE %s",
-                 u, cwhere, corder, t, where);
-        snprintf(q->ssql, SQLMAX, "SELECT x.id, x.k FROM t%d x WHERE %s", t, where);
-        snprintf(q->csql, SQLMAX, "SELECT y.id, y.a, y.s FROM t%d y WHERE y.k = ?1 AND %s%s", u,
+                 col, u, corr, cwhere, corder, t, where);
+        snprintf(q->ssql, SQLMAX, "SELECT x.id, x.%s FROM t%d x WHERE %s", col, t, where);
+        snprintf(q->csql, SQLMAX, "SELECT y.id, y.a, y.s FROM t%d y WHERE %s AND %s%s", u, scorr,
                  cwhere, corder);
         q->has_child = true;
         return;
@@ -414,7 +434,7 @@ static int visit_child(void *ctx, const ldb_row *r)
                         sizeof why)) {
         char k[32];
         ldb_row_format(r, 1, k, sizeof k);
-        snprintf(v->why, sizeof v->why, "law 7: READY handle live#%lld (k = %s): %s",
+        snprintf(v->why, sizeof v->why, "law 7: READY handle live#%lld (parent value %s): %s",
                  (long long)ldb_live_id(h), k, why);
     }
     v->checked++;
@@ -630,6 +650,37 @@ static void zombie(int t)
     N.zombies++;
 }
 
+/* Detaches source t with its queries open: every request is unloaded
+ * once and its queries turn READY over a local table that holds what
+ * the cache held; SQLite drops the rows the cache never got. */
+static void detach_source(int t)
+{
+    note("detach t%d", t);
+    /* SQLite first: the READY callbacks of the detach compare with it */
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT id FROM t%d", t);
+    cmp_result ids;
+    cmp_run_livedb(W.db, sql, &ids);
+    CHECK(ids.ok);
+    auth_exec("CREATE TEMP TABLE kept(id INTEGER PRIMARY KEY)");
+    for (size_t i = 0; i < ids.n; i++) {
+        char ins[64];
+        snprintf(ins, sizeof ins, "INSERT INTO kept VALUES (%s)", ids.rows[i] + 2); /* "i:<id>" */
+        auth_exec(ins);
+    }
+    cmp_result_free(&ids);
+    snprintf(sql, sizeof sql, "DELETE FROM t%d WHERE id NOT IN (SELECT id FROM kept)", t);
+    auth_exec(sql);
+    auth_exec("DROP TABLE kept");
+    W.mode[t] = T_LOCAL;
+    W.detached[t] = true;
+    CHECK_INT(ldb_source_detach(W.sp[t].src), LDB_OK);
+    W.sp[t].src = NULL;
+    CHECK_INT(W.sp[t].destroyed, 1);
+    sp_check_receipts(&W.sp[t]);
+    sp_check_laws(&W.sp[t], true);
+}
+
 static void retry_errors(void)
 {
     for (int i = 0; i < W.nq; i++)
@@ -690,6 +741,10 @@ static void one_step(void)
             note("t%d load_subset will %s", t, x == 0 ? "fail" : "settle inline");
     }
     int t = pick_source();
+    if (t >= 0 && rng_chance(&W.r, 1, 200)) {
+        detach_source(t);
+        return;
+    }
     switch (rng_below(&W.r, 14)) {
     case 0:
     case 1:
@@ -751,13 +806,13 @@ static void end_world(void)
         }
     ldb_close(W.db);
     for (int t = 0; t < W.nt; t++)
-        for (int i = 0; W.mode[t] != T_LOCAL && i < W.sp[t].nreqs; i++) {
+        for (int i = 0; (W.mode[t] != T_LOCAL || W.detached[t]) && i < W.sp[t].nreqs; i++) {
             N.requests++;
             N.pushed += strcmp(W.sp[t].reqs[i]->sql, "TRUE") != 0;
             N.grouped += strstr(W.sp[t].reqs[i]->sql, " IN (") != NULL;
         }
     for (int t = 0; t < W.nt; t++)
-        if (W.mode[t] != T_LOCAL) {
+        if (W.mode[t] != T_LOCAL || W.detached[t]) {
             CHECK_INT(W.sp[t].destroyed, 1);
             sp_check_laws(&W.sp[t], true);
             sp_free(&W.sp[t]);
