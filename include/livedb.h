@@ -789,6 +789,21 @@ LDB_API int ldb_sync_upsert(ldb_sync *t);
 LDB_API int ldb_sync_update(ldb_sync *t);
 LDB_API int ldb_sync_delete(ldb_sync *t);
 /*
+ * Truncate (law 9): everything the source gave is void. The table's rows
+ * are deleted by this transaction (the rows that follow in it, and later
+ * transactions, fill it again), and every demand on the source is
+ * acquired again with new requests (the old ones are aborted and
+ * unloaded). Until every request of that replay has settled OK, the live
+ * queries its demand serves publish nothing: they keep their last result
+ * (their changes are kept privately), and then publish the replacement
+ * as one batch before turning READY. A failed replay request keeps them
+ * so (status ERROR) until ldb_live_retry succeeds or the failing demand
+ * retires; a newer truncate starts a new replay. Window moves of a held
+ * query are refused (LDB_MISUSE). One-shot SELECTs read the table as it
+ * is meanwhile.
+ */
+LDB_API int ldb_sync_truncate(ldb_sync *t);
+/*
  * Commits t (consumed, also on failure) as one atomic write of the table:
  * every live query sees it as one commit. Applied at once on the source's
  * home thread outside callbacks, else queued for the next dispatch point.

@@ -204,6 +204,7 @@ void src_pump(struct src_registry *r)
     for (int round = 0; round < PUMP_MAX_ROUNDS && src_pump_wanted(r); round++) {
         drain(r);
         demand_dispatch(r);
+        demand_replay_check(r); /* replacements publish before their statuses */
         demand_publish_statuses(r);
         live_free_closed(r->env.live); /* queries closed by callbacks release demand */
     }
