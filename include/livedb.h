@@ -669,6 +669,22 @@ LDB_API int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_pr
  * reading it turn READY. LDB_MISUSE inside a callback or transaction.
  */
 LDB_API int ldb_source_detach(ldb_source *s);
+/*
+ * Sessions (seed 000, "Cleanup, restart"). ldb_source_stop ends s's
+ * session: every request is aborted and unloaded once, queued sync
+ * transactions and settlements of s are dropped (ABORTED), and so is any
+ * transaction begun before the stop; the live queries its demand served
+ * fail for good (ldb_live_error: "source of table t stopped"; their last
+ * result stays readable): reopen them after ldb_source_start. The table
+ * keeps its rows. ldb_source_start opens a new session: demand made
+ * meanwhile (queries opened while stopped) is requested then, and an
+ * EAGER source loads everything again. Old-session settlements and
+ * transactions never publish, fail or ready anything in the new one.
+ * Both are no-ops when already so; LDB_MISUSE inside a callback or
+ * transaction.
+ */
+LDB_API int ldb_source_stop(ldb_source *s);
+LDB_API int ldb_source_start(ldb_source *s);
 /* The name of s's table (borrowed, valid while s is). */
 LDB_API const char *ldb_source_table(ldb_source *s);
 

@@ -188,6 +188,10 @@ struct table *live_plan_on_demand_table(const struct plan *p);
 void live_hold(ldb_live *q);
 void live_unhold(ldb_live *q);
 
+/* Fails q (a root) for good with msg, as a graph failure does (its last
+ * published result stays readable; ldb_live_error tells why). */
+void live_terminate(ldb_live *q, const char *msg);
+
 /* Readiness (livedb.h ldb_live_status): set by the source layer; a
  * change marks q for live_notify_status. msg is copied (NULL: none). */
 void live_set_status(ldb_live *q, int status, const char *msg);

@@ -598,6 +598,12 @@ void live_free_closed(struct live_registry *reg) { free_closed(reg); }
 
 /* ---- holds (a source replay's publication barrier) ----------------------------------------- */
 
+void live_terminate(ldb_live *q, const char *msg)
+{
+    if (q->p->state == LIVE_OK)
+        live_fail(q->p, LDB_ERROR, msg);
+}
+
 void live_hold(ldb_live *q) { q->holds++; }
 
 void live_unhold(ldb_live *q)

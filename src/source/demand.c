@@ -232,6 +232,8 @@ static void param_retire(struct src_registry *r, struct src_param *p)
         vec_remove_ptr((void **)pl->fresh.data, &pl->fresh.len, p);
     if (p->acq)
         acq_leave(r, p->acq, p->acq_slot);
+    if (pl->src->replay.active)
+        r->work = true; /* the replay may wait for nothing else now */
     value_release(&p->key);
     mem_free(p->errmsg);
     mem_free(p);
@@ -522,7 +524,8 @@ bool demand_dispatch(struct src_registry *r)
     r->work = false;
     bool did = false;
     for (size_t i = 0; i < r->sources.len; i++)
-        did |= source_dispatch(r, r->sources.data[i]);
+        if (!r->sources.data[i]->stopped) /* its demand waits for a new session */
+            did |= source_dispatch(r, r->sources.data[i]);
     return did;
 }
 
@@ -605,7 +608,11 @@ void demand_publish_statuses(struct src_registry *r)
                 fail += k->failed;
             }
         }
-        live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
+        const char *failed_msg;
+        if (live_error(qs->q, &failed_msg) != LDB_OK) /* a failed query stays so */
+            live_set_status(qs->q, LDB_STATUS_ERROR, failed_msg);
+        else
+            live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
         if (vec_push(&notify, qs->q))
             live_notify_status(qs->q); /* NOMEM: at once, without the order */
     }
@@ -657,6 +664,43 @@ int demand_eager(ldb_source *s)
         return rc;
     }
     p->nowners = 1; /* the source itself owns the eager load */
+    return LDB_OK;
+}
+
+struct roots_ctx {
+    VEC(ldb_live *) roots;
+    int rc;
+};
+
+static void collect_roots(struct src_param *p, void *ctx)
+{
+    struct roots_ctx *c = ctx;
+    for (struct src_owner *o = p->owners; o && !c->rc; o = o->next_in_param) {
+        ldb_live *q = (o->qs->root ? o->qs->root : o->qs)->q;
+        bool have = false;
+        for (size_t i = 0; i < c->roots.len && !have; i++)
+            have = c->roots.data[i] == q;
+        if (!have)
+            c->rc = vec_push(&c->roots, q);
+    }
+}
+
+static void each_param(ldb_source *s, void (*fn)(struct src_param *p, void *ctx), void *ctx);
+
+int demand_stop(ldb_source *s)
+{
+    struct roots_ctx c = { VEC_INIT, LDB_OK };
+    each_param(s, collect_roots, &c);
+    if (c.rc) {
+        vec_free(&c.roots);
+        return c.rc;
+    }
+    demand_detach(s);
+    char msg[160];
+    snprintf(msg, sizeof msg, "source of table %s stopped", s->name);
+    for (size_t i = 0; i < c.roots.len; i++)
+        live_terminate(c.roots.data[i], msg);
+    vec_free(&c.roots);
     return LDB_OK;
 }
 

@@ -267,6 +267,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     hmap_init(&s->plans);
     atomic_init(&s->queued, 0);
     atomic_init(&s->detached, false);
+    atomic_init(&s->session, 1);
     if (mode == LDB_SOURCE_EAGER && demand_eager(s)) {
         mem_free(s->name);
         mem_free(s);
@@ -334,6 +335,31 @@ void src_detach(ldb_source *s)
     vec_free(&s->releases);
     mem_free(s->name);
     mem_free(s);
+}
+
+int src_stop(ldb_source *s)
+{
+    if (s->stopped)
+        return LDB_OK;
+    int rc = demand_stop(s);
+    if (rc)
+        return rc;
+    s->stopped = true;
+    atomic_fetch_add(&s->session, 1); /* transactions begun before are dropped */
+    queue_forget(s->reg, s);
+    return LDB_OK;
+}
+
+int src_start(ldb_source *s)
+{
+    if (!s->stopped)
+        return LDB_OK;
+    if (s->mode == LDB_SOURCE_EAGER && !s->all && demand_eager(s))
+        return LDB_NOMEM;
+    s->stopped = false;
+    atomic_fetch_add(&s->session, 1);
+    s->reg->work = true; /* demand made while stopped is requested now */
+    return LDB_OK;
 }
 
 const char *src_table_name(const ldb_source *s) { return s->name; }

@@ -155,6 +155,8 @@ struct ldb_source {
     } replay;
     atomic_uint_fast64_t queued; /* items in the queue (any thread) */
     atomic_bool detached;       /* any thread */
+    atomic_uint_fast64_t session; /* ldb_source_stop/start (any thread) */
+    bool stopped;
     ldb_source_stats st;
 };
 
@@ -202,6 +204,8 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
 void demand_publish_statuses(struct src_registry *r);
 /* Detach: every acquisition of s released, its plans freed. */
 void demand_detach(ldb_source *s);
+/* Stop: the same, and the queries its demand served fail terminally. */
+int demand_stop(ldb_source *s);
 void demand_free_plan(struct src_plan *pl);
 /* The EAGER source's one request. */
 int demand_eager(ldb_source *s);

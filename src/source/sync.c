@@ -47,6 +47,7 @@ struct ldb_sync {
     ldb_receipt *receipt;      /* the core's reference, or NULL */
     int err;                   /* a setter failed: the commit fails */
     bool truncates;            /* has a SYNC_TRUNCATE: starts a replay */
+    uint64_t session;          /* its source's session at begin */
 };
 
 /* ---- receipts ------------------------------------------------------------------------- */
@@ -113,6 +114,7 @@ int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out)
     }
     t->src = s;
     t->ncols = s->ncols;
+    t->session = atomic_load(&s->session);
     if (req) {
         ldb_request_ref(req);
         t->req = req;
@@ -348,7 +350,8 @@ static bool request_live(const ldb_sync *t)
 void sync_apply(struct src_registry *r, ldb_sync *t)
 {
     ldb_source *s = t->src;
-    if (atomic_load(&s->detached) || !request_live(t)) {
+    if (atomic_load(&s->detached) || t->session != atomic_load(&s->session) ||
+        !request_live(t)) {
         sync_drop(t, LDB_RECEIPT_ABORTED);
         return;
     }
