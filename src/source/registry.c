@@ -69,8 +69,6 @@ void src_registry_free(struct src_registry *r)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
     vec_free(&r->dirty);
-    struct live_demand_hooks none = { 0 };
-    live_set_demand_hooks(r->env.live, &none);
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);
