@@ -669,6 +669,22 @@ LDB_API int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_pr
  * reading it turn READY. LDB_MISUSE inside a callback or transaction.
  */
 LDB_API int ldb_source_detach(ldb_source *s);
+/*
+ * Sessions (seed 000, "Cleanup, restart"). ldb_source_stop ends s's
+ * session: every request is aborted and unloaded once, queued sync
+ * transactions and settlements of s are dropped (ABORTED), and so is any
+ * transaction begun before the stop; the live queries its demand served
+ * fail for good (ldb_live_error: "source of table t stopped"; their last
+ * result stays readable): reopen them after ldb_source_start. The table
+ * keeps its rows. ldb_source_start opens a new session: demand made
+ * meanwhile (queries opened while stopped) is requested then, and an
+ * EAGER source loads everything again. Old-session settlements and
+ * transactions never publish, fail or ready anything in the new one.
+ * Both are no-ops when already so; LDB_MISUSE inside a callback or
+ * transaction.
+ */
+LDB_API int ldb_source_stop(ldb_source *s);
+LDB_API int ldb_source_start(ldb_source *s);
 /* The name of s's table (borrowed, valid while s is). */
 LDB_API const char *ldb_source_table(ldb_source *s);
 
@@ -788,6 +804,21 @@ LDB_API int ldb_sync_insert(ldb_sync *t);
 LDB_API int ldb_sync_upsert(ldb_sync *t);
 LDB_API int ldb_sync_update(ldb_sync *t);
 LDB_API int ldb_sync_delete(ldb_sync *t);
+/*
+ * Truncate (law 9): everything the source gave is void. The table's rows
+ * are deleted by this transaction (the rows that follow in it, and later
+ * transactions, fill it again), and every demand on the source is
+ * acquired again with new requests (the old ones are aborted and
+ * unloaded). Until every request of that replay has settled OK, the live
+ * queries its demand serves publish nothing: they keep their last result
+ * (their changes are kept privately), and then publish the replacement
+ * as one batch before turning READY. A failed replay request keeps them
+ * so (status ERROR) until ldb_live_retry succeeds or the failing demand
+ * retires; a newer truncate starts a new replay. Window moves of a held
+ * query are refused (LDB_MISUSE). One-shot SELECTs read the table as it
+ * is meanwhile.
+ */
+LDB_API int ldb_sync_truncate(ldb_sync *t);
 /*
  * Commits t (consumed, also on failure) as one atomic write of the table:
  * every live query sees it as one commit. Applied at once on the source's

@@ -95,6 +95,26 @@ int ldb_source_detach(ldb_source *s)
     return rc;
 }
 
+static int session_call(ldb_source *s, bool stop)
+{
+    if (!s)
+        return LDB_MISUSE;
+    ldb *db = src_registry_user(src_registry_of(s));
+    db_lock(db);
+    db_clear_error(db);
+    const char *why = busy(db);
+    int rc = why ? db_error(db, LDB_MISUSE, NULL, -1, "ldb_source_%s: %s",
+                            stop ? "stop" : "start", why)
+                 : stop ? src_stop(s) : src_start(s);
+    if (rc == LDB_NOMEM)
+        db_error(db, rc, NULL, -1, "out of memory");
+    db_unlock(db);
+    return rc;
+}
+
+int ldb_source_stop(ldb_source *s) { return session_call(s, true); }
+int ldb_source_start(ldb_source *s) { return session_call(s, false); }
+
 const char *ldb_source_table(ldb_source *s) { return s ? src_table_name(s) : NULL; }
 
 int ldb_source_fd(ldb *db)

@@ -178,6 +178,20 @@ ldb_live *live_root(ldb_live *q);
  * ON_DEMAND, or NULL (materialized views refuse them). */
 struct table *live_plan_on_demand_table(const struct plan *p);
 
+/*
+ * A publication barrier (law 9, a source's truncate replay): while q (a
+ * root) is held, its graph consumes every commit but nothing is staged or
+ * published; the last unhold stages the net change since the hold as one
+ * batch and publishes it (callbacks run; q may be closed by them). Holds
+ * nest. Window moves are refused meanwhile.
+ */
+void live_hold(ldb_live *q);
+void live_unhold(ldb_live *q);
+
+/* Fails q (a root) for good with msg, as a graph failure does (its last
+ * published result stays readable; ldb_live_error tells why). */
+void live_terminate(ldb_live *q, const char *msg);
+
 /* Readiness (livedb.h ldb_live_status): set by the source layer; a
  * change marks q for live_notify_status. msg is copied (NULL: none). */
 void live_set_status(ldb_live *q, int status, const char *msg);

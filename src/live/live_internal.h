@@ -173,6 +173,8 @@ struct ldb_live {
     bool demanding;            /* the hooks' opened(q) succeeded, gone(q) not
                                   yet called */
     void *dstate;              /* the source layer's (live_demand_state) */
+    uint32_t holds;            /* live_hold minus live_unhold: while > 0 its
+                                  commits stay private (consolidated) */
     int status;                /* LDB_STATUS_* */
     int notified;              /* the status its callback last got */
     char *status_msg;          /* owned, or NULL */
@@ -305,6 +307,8 @@ int live_decorrelate(struct live_program *prog, struct plan *p, struct plan **ou
 /* ---- program.c ----------------------------------------------------------------- */
 
 /* Whether a run left output (root or children) not yet read. */
+/* Consolidates the output accumulated by several applications. */
+int live_program_consolidate(struct live_program *prog);
 bool live_program_has_output(const struct live_program *prog);
 void live_program_clear_output(struct live_program *prog);
 

@@ -151,6 +151,12 @@ static int failed(struct live_program *prog, int rc)
     return live_fail(prog, rc, rc == LDB_NOMEM ? "out of memory" : prog->err.msg);
 }
 
+int live_program_consolidate(struct live_program *prog)
+{
+    int rc = consolidate_all(prog);
+    return rc ? failed(prog, rc) : LDB_OK;
+}
+
 int live_program_run(struct live_program *prog)
 {
     if (prog->state != LIVE_OK)

@@ -218,8 +218,12 @@ static int on_commit_prepare(void *ctx, struct store *s, const struct delta *d)
             return LDB_OK;
     }
     bool touched;
-    if (live_program_apply(q->p, d, &touched) == LDB_OK && touched)
-        stage(q);
+    if (live_program_apply(q->p, d, &touched) == LDB_OK && touched) {
+        if (q->holds) /* private until the hold ends: one net change */
+            live_program_consolidate(q->p);
+        else
+            stage(q);
+    }
     return LDB_OK; /* a query's failure never cancels the commit */
 }
 
@@ -269,7 +273,7 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
     if (q->p->state != LIVE_OK)
         return;
     if (!has_batches(q)) {
-        if (committed)
+        if (committed && !q->holds)
             trim_windows(q); /* rows may have entered a window's prefix past it */
         return;
     }
@@ -592,6 +596,30 @@ int live_read(ldb_live *q, ldb_row_fn fn, void *ctx)
 
 void live_free_closed(struct live_registry *reg) { free_closed(reg); }
 
+/* ---- holds (a source replay's publication barrier) ----------------------------------------- */
+
+void live_terminate(ldb_live *q, const char *msg)
+{
+    if (q->p->state == LIVE_OK)
+        live_fail(q->p, LDB_ERROR, msg);
+}
+
+void live_hold(ldb_live *q) { q->holds++; }
+
+void live_unhold(ldb_live *q)
+{
+    if (q->holds == 0 || --q->holds > 0 || q->closing || q->p->state != LIVE_OK)
+        return;
+    if (!live_program_has_output(q->p))
+        return; /* the replacement equals the last published result */
+    if (stage(q) || install(q))
+        return; /* the query failed: its last published result stays */
+    if (has_batches(q))
+        deliver(q); /* one batch: the last public result to the replacement */
+    else
+        live_batch_drop(q);
+}
+
 int64_t live_count(const ldb_live *q) { return detached(q) ? 0 : q->rs.rows; }
 
 int live_error(const ldb_live *q, const char **msg)
@@ -683,6 +711,9 @@ int live_set_window(ldb_live *q, int64_t offset, int64_t limit, struct eval_erro
                               "a window cannot move from inside a live query callback");
     if (prog->state != LIVE_OK)
         return live_error_out(err, prog->errcode, prog->err.msg);
+    if (q->holds)
+        return live_error_out(err, LDB_MISUSE,
+                              "a window cannot move while a source replay holds the query");
     int rc = live_program_set_window(prog, offset < 0 ? 0 : offset, limit < 0 ? DF_NO_LIMIT : limit);
     if (!rc)
         rc = live_program_run(prog);

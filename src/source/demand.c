@@ -41,6 +41,8 @@ static ldb_source *source_of(struct src_registry *r, const struct table *t)
     return NULL;
 }
 
+static void unhold_all(ldb_source *s);
+
 static void mark_dirty(struct src_registry *r, struct src_query *qs)
 {
     if (qs->dirty)
@@ -230,6 +232,8 @@ static void param_retire(struct src_registry *r, struct src_param *p)
         vec_remove_ptr((void **)pl->fresh.data, &pl->fresh.len, p);
     if (p->acq)
         acq_leave(r, p->acq, p->acq_slot);
+    if (pl->src->replay.active)
+        r->work = true; /* the replay may wait for nothing else now */
     value_release(&p->key);
     mem_free(p->errmsg);
     mem_free(p);
@@ -375,9 +379,14 @@ static int on_opened(void *ctx, ldb_live *q)
 
 static void on_gone(void *ctx, ldb_live *q)
 {
+    struct src_registry *r = ctx;
     struct src_query *qs = live_demand_state(q);
     if (qs)
-        query_free(ctx, qs);
+        query_free(r, qs);
+    for (size_t i = 0; i < r->sources.len; i++) {
+        ldb_source *s = r->sources.data[i];
+        vec_remove_ptr((void **)s->replay.held.data, &s->replay.held.len, q);
+    }
 }
 
 void demand_hooks(struct src_registry *r, struct live_demand_hooks *h)
@@ -433,6 +442,10 @@ static void plan_request(struct src_registry *r, struct src_plan *pl)
     if (rc == LDB_OK) {
         if (req->state == ACQ_TENTATIVE)
             req->state = ACQ_ACTIVE;
+        if (s->replay.active) { /* the replay's publication waits for it */
+            req->participant = true;
+            s->replay.pending++;
+        }
         return;
     }
     /* no acquisition: roll the owners' params back, no unload */
@@ -451,12 +464,22 @@ static void plan_request(struct src_registry *r, struct src_plan *pl)
     ldb_request_unref(req);
 }
 
+/* A replay stops waiting for req: it settled, or was released. */
+static void participant_done(ldb_request *req)
+{
+    if (req->participant) {
+        req->participant = false;
+        req->src->replay.pending--;
+    }
+}
+
 /* The one release attempt of an acquisition: abort if unsettled, unload. */
 static void acq_release(struct src_registry *r, ldb_request *req)
 {
     ldb_source *s = req->src;
     if (req->release_tried)
         return;
+    participant_done(req);
     req->release_tried = true;
     req->current = false;
     bool unsettled = req->state == ACQ_TENTATIVE || req->state == ACQ_ACTIVE;
@@ -476,6 +499,12 @@ static void acq_release(struct src_registry *r, ldb_request *req)
 static bool source_dispatch(struct src_registry *r, ldb_source *s)
 {
     bool did = false;
+    /* old leases go before new ones are made (a replay replaces them in
+     * that order; the provider may reuse what they held) */
+    while (s->releases.len) {
+        acq_release(r, vec_pop(&s->releases));
+        did = true;
+    }
     while (s->fresh_plans.len) {
         struct src_plan *pl = vec_pop(&s->fresh_plans);
         pl->queued = false;
@@ -484,10 +513,6 @@ static bool source_dispatch(struct src_registry *r, ldb_source *s)
             did = true;
         }
         plan_maybe_free(pl);
-    }
-    while (s->releases.len) {
-        acq_release(r, vec_pop(&s->releases));
-        did = true;
     }
     return did;
 }
@@ -499,7 +524,8 @@ bool demand_dispatch(struct src_registry *r)
     r->work = false;
     bool did = false;
     for (size_t i = 0; i < r->sources.len; i++)
-        did |= source_dispatch(r, r->sources.data[i]);
+        if (!r->sources.data[i]->stopped) /* its demand waits for a new session */
+            did |= source_dispatch(r, r->sources.data[i]);
     return did;
 }
 
@@ -509,6 +535,7 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
 {
     ldb_source *s = req->src;
     s->st.settles++;
+    participant_done(req);
     if (!req->current || req->state == ACQ_OK || req->state == ACQ_FAILED)
         return; /* obsolete (law 6): released, or failed to start */
     if (rc == LDB_OK) {
@@ -581,7 +608,11 @@ void demand_publish_statuses(struct src_registry *r)
                 fail += k->failed;
             }
         }
-        live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
+        const char *failed_msg;
+        if (live_error(qs->q, &failed_msg) != LDB_OK) /* a failed query stays so */
+            live_set_status(qs->q, LDB_STATUS_ERROR, failed_msg);
+        else
+            live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
         if (vec_push(&notify, qs->q))
             live_notify_status(qs->q); /* NOMEM: at once, without the order */
     }
@@ -636,6 +667,43 @@ int demand_eager(ldb_source *s)
     return LDB_OK;
 }
 
+struct roots_ctx {
+    VEC(ldb_live *) roots;
+    int rc;
+};
+
+static void collect_roots(struct src_param *p, void *ctx)
+{
+    struct roots_ctx *c = ctx;
+    for (struct src_owner *o = p->owners; o && !c->rc; o = o->next_in_param) {
+        ldb_live *q = (o->qs->root ? o->qs->root : o->qs)->q;
+        bool have = false;
+        for (size_t i = 0; i < c->roots.len && !have; i++)
+            have = c->roots.data[i] == q;
+        if (!have)
+            c->rc = vec_push(&c->roots, q);
+    }
+}
+
+static void each_param(ldb_source *s, void (*fn)(struct src_param *p, void *ctx), void *ctx);
+
+int demand_stop(ldb_source *s)
+{
+    struct roots_ctx c = { VEC_INIT, LDB_OK };
+    each_param(s, collect_roots, &c);
+    if (c.rc) {
+        vec_free(&c.roots);
+        return c.rc;
+    }
+    demand_detach(s);
+    char msg[160];
+    snprintf(msg, sizeof msg, "source of table %s stopped", s->name);
+    for (size_t i = 0; i < c.roots.len; i++)
+        live_terminate(c.roots.data[i], msg);
+    vec_free(&c.roots);
+    return LDB_OK;
+}
+
 void demand_detach(ldb_source *s)
 {
     struct src_registry *r = s->reg;
@@ -684,4 +752,127 @@ void demand_detach(ldb_source *s)
     s->fresh_plans.len = 0;
     while (s->releases.len)
         acq_release(r, vec_pop(&s->releases));
+    s->replay.active = false; /* the table turns local with what it holds */
+    unhold_all(s);
+    vec_free(&s->replay.held);
+}
+
+/* ---- truncate and replay (law 9) ------------------------------------------------------------ */
+
+/* Calls fn on every param of s (its plans', and the eager one). */
+static void each_param(ldb_source *s, void (*fn)(struct src_param *p, void *ctx), void *ctx)
+{
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
+        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
+        uint32_t ppos = 0;
+        uint64_t *ps;
+        while ((ps = hmap_next(&pl->params, &ppos, &hash)))
+            fn((struct src_param *)(uintptr_t)*ps, ctx);
+    }
+    if (s->all) {
+        uint32_t ppos = 0;
+        uint64_t *ps;
+        while ((ps = hmap_next(&s->all->params, &ppos, &hash)))
+            fn((struct src_param *)(uintptr_t)*ps, ctx);
+    }
+}
+
+struct hold_ctx {
+    ldb_source *s;
+    int rc;
+};
+
+static void hold_owners(struct src_param *p, void *ctx)
+{
+    struct hold_ctx *h = ctx;
+    for (struct src_owner *o = p->owners; o && !h->rc; o = o->next_in_param) {
+        struct src_query *qs = o->qs->root ? o->qs->root : o->qs;
+        ldb_live *q = qs->q;
+        bool have = false;
+        for (size_t i = 0; i < h->s->replay.held.len && !have; i++)
+            have = h->s->replay.held.data[i] == q;
+        if (have)
+            continue;
+        if ((h->rc = vec_push(&h->s->replay.held, q)))
+            return;
+        live_hold(q);
+    }
+}
+
+static void unhold_all(ldb_source *s)
+{
+    /* one at a time: a callback may close another held query (on_gone) */
+    while (s->replay.held.len)
+        live_unhold(vec_pop(&s->replay.held));
+}
+
+int demand_replay_hold(ldb_source *s)
+{
+    if (s->replay.active)
+        return LDB_OK; /* an unfinished replay holds them already */
+    struct hold_ctx h = { s, LDB_OK };
+    each_param(s, hold_owners, &h);
+    if (h.rc)
+        unhold_all(s); /* nothing was consumed while held: no batch */
+    return h.rc;
+}
+
+void demand_replay_cancel(ldb_source *s)
+{
+    if (!s->replay.active)
+        unhold_all(s);
+}
+
+static void reacquire(struct src_param *p, void *ctx)
+{
+    struct src_registry *r = ctx;
+    if (p->acq) {
+        ldb_request *old = p->acq;
+        p->acq = NULL;
+        acq_leave(r, old, p->acq_slot); /* released: it aborts if unsettled */
+    }
+    p->failed = false;
+    mem_free(p->errmsg);
+    p->errmsg = NULL;
+    if (plan_fresh(r, p->plan, p))
+        param_fail(r, p, "out of memory");
+    param_owners_dirty(r, p);
+}
+
+void demand_replay_start(ldb_source *s)
+{
+    s->replay.active = true;
+    each_param(s, reacquire, s->reg);
+}
+
+static void count_params(struct src_param *p, void *ctx)
+{
+    uint32_t *n = ctx;
+    n[0]++;
+    n[1] += p->failed;
+}
+
+
+static void replay_end(ldb_source *s)
+{
+    s->replay.active = false;
+    unhold_all(s);
+}
+
+void demand_replay_check(struct src_registry *r)
+{
+    for (size_t i = 0; i < r->sources.len; i++) {
+        ldb_source *s = r->sources.data[i];
+        if (!s->replay.active || s->replay.pending || s->fresh_plans.len)
+            continue;
+        uint32_t n[2] = { 0, 0 }; /* params, failed ones */
+        each_param(s, count_params, n);
+        /* every param settled OK: success. A failed param keeps the holds
+         * (ERROR) until a retry succeeds or its owners retire, which
+         * removes it: a failure scoped to demand that is gone stops gating. */
+        if (n[1] == 0)
+            replay_end(s);
+    }
 }

@@ -69,8 +69,6 @@ void src_registry_free(struct src_registry *r)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
     vec_free(&r->dirty);
-    /* No hooks to reset: ldb_close frees the live registry (whose queries
-     * release their demand through them) before this one. */
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);
@@ -204,6 +202,7 @@ void src_pump(struct src_registry *r)
     for (int round = 0; round < PUMP_MAX_ROUNDS && src_pump_wanted(r); round++) {
         drain(r);
         demand_dispatch(r);
+        demand_replay_check(r); /* replacements publish before their statuses */
         demand_publish_statuses(r);
         live_free_closed(r->env.live); /* queries closed by callbacks release demand */
     }
@@ -266,6 +265,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     hmap_init(&s->plans);
     atomic_init(&s->queued, 0);
     atomic_init(&s->detached, false);
+    atomic_init(&s->session, 1);
     if (mode == LDB_SOURCE_EAGER && demand_eager(s)) {
         mem_free(s->name);
         mem_free(s);
@@ -333,6 +333,31 @@ void src_detach(ldb_source *s)
     vec_free(&s->releases);
     mem_free(s->name);
     mem_free(s);
+}
+
+int src_stop(ldb_source *s)
+{
+    if (s->stopped)
+        return LDB_OK;
+    int rc = demand_stop(s);
+    if (rc)
+        return rc;
+    s->stopped = true;
+    atomic_fetch_add(&s->session, 1); /* transactions begun before are dropped */
+    queue_forget(s->reg, s);
+    return LDB_OK;
+}
+
+int src_start(ldb_source *s)
+{
+    if (!s->stopped)
+        return LDB_OK;
+    if (s->mode == LDB_SOURCE_EAGER && !s->all && demand_eager(s))
+        return LDB_NOMEM;
+    s->stopped = false;
+    atomic_fetch_add(&s->session, 1);
+    s->reg->work = true; /* demand made while stopped is requested now */
+    return LDB_OK;
 }
 
 const char *src_table_name(const ldb_source *s) { return s->name; }

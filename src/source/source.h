@@ -38,7 +38,8 @@ struct src_env {
 };
 
 int src_registry_new(const struct src_env *env, struct src_registry **out);
-/* Detaches every source (ldb_close). */
+/* Detaches every source (ldb_close, after the live registry is freed: no
+ * query is left to call the demand hooks). */
 void src_registry_free(struct src_registry *r);
 
 /* Whether a dispatch point has work: queued items, or demand to request
@@ -57,6 +58,9 @@ int src_fd(struct src_registry *r);
 int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_provider *p,
                void *ctx, ldb_source **out, char *msg, size_t msglen);
 void src_detach(ldb_source *s);
+/* ldb_source_stop / ldb_source_start. */
+int src_stop(ldb_source *s);
+int src_start(ldb_source *s);
 const char *src_table_name(const ldb_source *s);
 struct src_registry *src_registry_of(const ldb_source *s);
 /* The env's ctx (the API's database). */

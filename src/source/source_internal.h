@@ -65,6 +65,8 @@ struct ldb_request {
     bool current;               /* the core's acquisition, not yet released */
     bool release_tried;         /* abort/unload done (set before calling) */
     bool in_load;               /* load_subset is running */
+    bool participant;           /* made by its source's replay, not yet settled
+                                   or released: the replay waits for it */
     char *errmsg;               /* FAILED: the provider's message */
     VEC(struct src_param *) params_here; /* params acquired by it (NULL: left) */
     uint32_t nlive;             /* non-NULL entries of params_here */
@@ -146,8 +148,15 @@ struct ldb_source {
     VEC(ldb_request *) releases; /* acquisitions left by every param */
     ldb_request *eager;         /* EAGER: the request for every row */
     struct src_plan *all;       /* EAGER: the plan every point maps to */
+    struct {                    /* a truncate's replay (law 9) */
+        bool active;
+        uint32_t pending;       /* participants */
+        VEC(ldb_live *) held;   /* root queries held until it succeeds */
+    } replay;
     atomic_uint_fast64_t queued; /* items in the queue (any thread) */
     atomic_bool detached;       /* any thread */
+    atomic_uint_fast64_t session; /* ldb_source_stop/start (any thread) */
+    bool stopped;
     ldb_source_stats st;
 };
 
@@ -195,9 +204,20 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
 void demand_publish_statuses(struct src_registry *r);
 /* Detach: every acquisition of s released, its plans freed. */
 void demand_detach(ldb_source *s);
+/* Stop: the same, and the queries its demand served fail terminally. */
+int demand_stop(ldb_source *s);
 void demand_free_plan(struct src_plan *pl);
 /* The EAGER source's one request. */
 int demand_eager(ldb_source *s);
+/* A truncate of s is about to apply: hold every query its demand serves. */
+int demand_replay_hold(ldb_source *s);
+/* It applied: every logical demand of s is acquired again. */
+void demand_replay_start(ldb_source *s);
+/* It failed to apply: the holds it took end (nothing changed). */
+void demand_replay_cancel(ldb_source *s);
+/* Ends replays whose participants all settled (publishing their
+ * replacements), or whose demand is all gone. */
+void demand_replay_check(struct src_registry *r);
 
 /* sync.c */
 /* Applies (or drops) a queued transaction; frees it. */

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE };
+enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE, SYNC_TRUNCATE };
 
 struct sync_op {
     uint8_t kind;
@@ -46,6 +46,8 @@ struct ldb_sync {
     VEC(struct sync_op) ops;
     ldb_receipt *receipt;      /* the core's reference, or NULL */
     int err;                   /* a setter failed: the commit fails */
+    bool truncates;            /* has a SYNC_TRUNCATE: starts a replay */
+    uint64_t session;          /* its source's session at begin */
 };
 
 /* ---- receipts ------------------------------------------------------------------------- */
@@ -112,6 +114,7 @@ int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out)
     }
     t->src = s;
     t->ncols = s->ncols;
+    t->session = atomic_load(&s->session);
     if (req) {
         ldb_request_ref(req);
         t->req = req;
@@ -170,6 +173,14 @@ int ldb_sync_insert(ldb_sync *t) { return add_op(t, SYNC_INSERT); }
 int ldb_sync_upsert(ldb_sync *t) { return add_op(t, SYNC_UPSERT); }
 int ldb_sync_update(ldb_sync *t) { return add_op(t, SYNC_UPDATE); }
 int ldb_sync_delete(ldb_sync *t) { return add_op(t, SYNC_DELETE); }
+
+int ldb_sync_truncate(ldb_sync *t)
+{
+    int rc = add_op(t, SYNC_TRUNCATE);
+    if (!rc)
+        t->truncates = true;
+    return rc;
+}
 
 void ldb_sync_abandon(ldb_sync *t)
 {
@@ -247,12 +258,36 @@ static bool same_row(const row *r, const value *vals, uint32_t n)
     return true;
 }
 
+/* Deletes every row of the table (a truncate). */
+static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
+{
+    struct table *tab = s->table;
+    VEC(row *) rows = VEC_INIT;
+    int rc = vec_reserve(&rows, table_count(tab));
+    struct table_scan sc = table_scan_begin(tab);
+    for (row *r; !rc && (r = table_scan_next(&sc));) {
+        row_retain(r);
+        rows.data[rows.len++] = r;
+    }
+    for (size_t i = 0; !rc && i < rows.len; i++)
+        rc = table_delete(s->reg->env.store, tab, rows.data[i]);
+    for (size_t i = 0; i < rows.len; i++)
+        row_release(rows.data[i]);
+    vec_free(&rows);
+    if (rc)
+        return fail(s->reg->env.store, msg, n, rc, rc == LDB_NOMEM ? "out of memory" : NULL);
+    *written += rows.len;
+    return LDB_OK;
+}
+
 static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64_t *written,
                     char *msg, size_t n)
 {
     struct table *tab = s->table;
     struct store *st = s->reg->env.store;
     const struct schema *sc = table_schema(tab);
+    if (op->kind == SYNC_TRUNCATE)
+        return delete_all(s, written, msg, n);
     int rc = coerce(tab, op->vals, vals, msg, n);
     if (rc)
         return rc;
@@ -315,13 +350,22 @@ static bool request_live(const ldb_sync *t)
 void sync_apply(struct src_registry *r, ldb_sync *t)
 {
     ldb_source *s = t->src;
-    if (atomic_load(&s->detached) || !request_live(t)) {
+    if (atomic_load(&s->detached) || t->session != atomic_load(&s->session) ||
+        !request_live(t)) {
         sync_drop(t, LDB_RECEIPT_ABORTED);
         return;
     }
     struct store *st = r->env.store;
     char msg[200] = "";
     uint64_t written = 0;
+    /* a truncate's deletes and the rows after it stay private (law 9) */
+    bool started = t->truncates && !s->replay.active;
+    if (t->truncates && demand_replay_hold(s)) {
+        s->st.txns_aborted++;
+        receipt_done(t->receipt, LDB_RECEIPT_FAILED, LDB_NOMEM, "out of memory");
+        sync_free(t);
+        return;
+    }
     int rc = store_stmt_begin(st);
     if (rc) {
         snprintf(msg, sizeof msg, "%s", store_errmsg(st));
@@ -337,6 +381,12 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
             snprintf(msg, sizeof msg, "%s", store_errmsg(st));
         }
         r->env.wrote(r->env.ctx);
+    }
+    if (t->truncates) {
+        if (!rc)
+            demand_replay_start(s); /* every logical demand acquired again */
+        else if (started)
+            demand_replay_cancel(s);
     }
     if (rc) {
         s->st.txns_aborted++;
