@@ -18,6 +18,8 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1207,6 +1209,101 @@ static void settle_from_thread(void)
     fx_close(&f);
 }
 
+/* Four provider threads commit change-feed transactions while the home
+ * thread writes a local table and polls: every transaction is applied
+ * once, in each thread's order, and the live result follows. */
+struct stress_job {
+    ldb_source *src;
+    int base, n;
+    atomic_int applied; /* read by the home thread while this one runs */
+};
+
+static void *stress_job(void *arg)
+{
+    struct stress_job *j = arg;
+    for (int i = 0; i < j->n; i++) {
+        ldb_sync *t;
+        if (ldb_sync_begin(j->src, NULL, &t) != LDB_OK)
+            return NULL;
+        ldb_sync_int64(t, 0, j->base + i % 10);
+        ldb_sync_int64(t, 1, i);
+        ldb_sync_text(t, 2, "thread", -1);
+        if (i % 7 == 6)
+            ldb_sync_delete(t);
+        else
+            ldb_sync_upsert(t);
+        ldb_receipt *rec;
+        if (ldb_sync_commit(t, &rec) != LDB_OK)
+            return NULL;
+        while (ldb_receipt_state(rec) == LDB_RECEIPT_PENDING)
+            sched_yield();
+        atomic_fetch_add(&j->applied, ldb_receipt_state(rec) == LDB_RECEIPT_APPLIED);
+        ldb_receipt_free(rec);
+    }
+    return NULL;
+}
+
+static void thread_stress(void)
+{
+    struct fx f;
+    fx_open(&f, LDB_SOURCE_ON_DEMAND);
+    EXEC(f.db, "CREATE TABLE loc(x INTEGER PRIMARY KEY)");
+    const char *sql = "SELECT count(*), sum(a) FROM t";
+    ldb_live *q = open_q(&f, sql, NULL);
+    CHECK_INT(sp_settle_ok(&f.sp, last_req(&f), 1), LDB_OK); /* the 12 rows of SQLite */
+    int fd = ldb_source_fd(f.db);
+    enum { NT = 4, N = 300 };
+    struct stress_job jobs[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        jobs[i].src = f.sp.src;
+        jobs[i].base = 1000 + 100 * i;
+        jobs[i].n = N;
+        atomic_init(&jobs[i].applied, 0);
+        CHECK_INT(pthread_create(&th[i], NULL, stress_job, &jobs[i]), 0);
+    }
+    for (int k = 0, done = 0; !done; k++) {
+        char ins[64];
+        snprintf(ins, sizeof ins, "INSERT INTO loc VALUES (%d)", k);
+        EXEC(f.db, ins);
+        if (fd_readable(fd))
+            CHECK_INT(ldb_source_poll(f.db), LDB_OK);
+        done = 1;
+        for (int i = 0; i < NT; i++)
+            done &= atomic_load(&jobs[i].applied) == N;
+        CHECKF(k < 10000000, "the threads' transactions are not applied");
+    }
+    for (int i = 0; i < NT; i++)
+        CHECK_INT(pthread_join(th[i], NULL), 0);
+    CHECK_INT(ldb_source_poll(f.db), LDB_OK);
+    /* each thread's key base + r holds its last write: i = N-10+r, unless
+     * that was a delete (i % 7 == 6) */
+    int64_t rows = 12, sum = 0;
+    for (int r = 0; r < 12; r++)
+        sum += (r + 1) % 4;
+    for (int i = 0; i < NT; i++)
+        for (int r = 0; r < 10; r++) {
+            int last = N - 10 + r;
+            if (last % 7 != 6) {
+                rows++;
+                sum += last;
+            }
+        }
+    char want[64];
+    snprintf(want, sizeof want, "i:%lld|i:%lld", (long long)rows, (long long)sum);
+    cmp_result a;
+    sp_live_rows(q, &a);
+    CHECKF(a.n == 1 && strcmp(a.rows[0], want) == 0, "live result %s, wanted %s",
+           a.n ? a.rows[0] : "(none)", want);
+    cmp_result_free(&a);
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM t"), rows);
+    ldb_source_stats s = stats(&f);
+    CHECK_INT(s.txns_applied, NT * N + 1);
+    CHECK_INT(s.queued, 0);
+    ldb_live_close(q);
+    fx_close(&f);
+}
+
 /* ---- allocation failures ----------------------------------------------------------- */
 
 /* What a failed call must leave as it was: the store, the source's
@@ -1443,5 +1540,5 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(provider_callback_refusals), T(status_callback_closes), T(eager_failed_load_retry),
           T(sync_affinity_and_update), T(pushdown_shapes), T(child_params_shared),
           T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand),
-          T(child_key_collation),
+          T(child_key_collation), T(thread_stress),
           T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build))
