@@ -6,8 +6,10 @@
  * NOCASE), each local (the same rows written to livedb and SQLite), or
  * sourced ON_DEMAND or EAGER by a scripted provider whose truth is the
  * SQLite table (script_provider.h). Random live queries (pushable and
- * non-pushable filters, parameters, joins, GROUP BY, ORDER BY ... LIMIT,
- * LIVE (query) children correlated on k) are opened and closed while the
+ * non-pushable filters, parameters, explicit collations, joins, LEFT
+ * JOIN with filters on the null-extended side, correlated scalar and IN
+ * subqueries, UNION, DISTINCT, GROUP BY, ORDER BY ... LIMIT, LIVE (query)
+ * children correlated on k or s) are opened and closed while the
  * script settles requests (whole or in parts), fails them, fails
  * load_subset, settles inside load_subset, ignores cancels (writes and
  * settles after the abort), changes source rows (forwarded by the change
@@ -49,7 +51,8 @@ enum tmode { T_LOCAL, T_ON_DEMAND, T_EAGER };
 struct oq {
     char lsql[SQLMAX];  /* livedb's SQL */
     char ssql[SQLMAX];  /* SQLite's: the same without the LIVE column */
-    char csql[SQLMAX];  /* a child's query for SQLite, ?1 its parent's k */
+    char csql[SQLMAX];  /* a child's query for SQLite: ?9 its parent's value,
+                           ?1..?4 the query's parameters */
     int nparams;
     int64_t params[4];
     bool ordered, child_ordered, has_child;
@@ -306,13 +309,43 @@ static void gen_query(struct oq *q)
     char where[400], cwhere[300];
     struct gen gw = { where, 0, sizeof where, q };
     pred(&gw, "x", 2);
-    switch (rng_below(&W.r, 5)) {
+    char w2[200];
+    struct gen g2 = { w2, 0, sizeof w2, q };
+    switch (rng_below(&W.r, 10)) {
     case 0:
         snprintf(q->lsql, SQLMAX, "SELECT x.id, x.k, x.a, x.s FROM t%d x WHERE %s", t, where);
         break;
+    case 5: /* the filter on the null-extended side stays above the join */
+        pred(&g2, "y", 2);
+        snprintf(q->lsql, SQLMAX,
+                 "SELECT x.id, y.id, x.a, y.s FROM t%d x LEFT JOIN t%d y ON x.k = y.k "
+                 "WHERE %s AND %s",
+                 t, u, where, w2);
+        break;
+    case 6:
+        pred(&g2, "y", 1);
+        snprintf(q->lsql, SQLMAX,
+                 "SELECT x.id, (SELECT count(*) FROM t%d y WHERE y.k = x.k AND %s) AS n "
+                 "FROM t%d x WHERE %s",
+                 u, w2, t, where);
+        break;
+    case 7:
+        pred(&g2, "y", 1);
+        snprintf(q->lsql, SQLMAX,
+                 "SELECT x.id, x.a FROM t%d x WHERE %s AND x.k %sIN (SELECT y.k FROM t%d y "
+                 "WHERE y.k IS NOT NULL AND %s)",
+                 t, where, rng_chance(&W.r, 1, 3) ? "NOT " : "", u, w2);
+        break;
+    case 8:
+        pred(&g2, "y", 1);
+        snprintf(q->lsql, SQLMAX,
+                 "SELECT x.k, x.a FROM t%d x WHERE %s UNION SELECT y.k, y.a FROM t%d y WHERE %s",
+                 t, where, u, w2);
+        break;
+    case 9:
+        snprintf(q->lsql, SQLMAX, "SELECT DISTINCT x.k, x.a %% 3 FROM t%d x WHERE %s", t, where);
+        break;
     case 1: {
-        char w2[200];
-        struct gen g2 = { w2, 0, sizeof w2, q };
         pred(&g2, "y", 1);
         snprintf(q->lsql, SQLMAX,
                  "SELECT x.id, y.id, x.a, y.s FROM t%d x JOIN t%d y ON x.k = y.k WHERE %s AND %s",
@@ -331,7 +364,7 @@ static void gen_query(struct oq *q)
         q->ordered = true;
         break;
     default: {
-        struct gen gc = { cwhere, 0, sizeof cwhere, NULL };
+        struct gen gc = { cwhere, 0, sizeof cwhere, q };
         pred(&gc, "y", 1);
         const char *corder = "";
         if (rng_chance(&W.r, 1, 3)) {
@@ -346,10 +379,10 @@ static void gen_query(struct oq *q)
         char corr[64], scorr[64];
         if (form < 3) {
             snprintf(corr, sizeof corr, "y.%s = x.%s", col, col);
-            snprintf(scorr, sizeof scorr, "y.%s = ?1", col);
+            snprintf(scorr, sizeof scorr, "y.%s = ?9", col);
         } else {
             snprintf(corr, sizeof corr, "x.s = y.s");
-            snprintf(scorr, sizeof scorr, "?1 COLLATE %s = y.s", W.nocase[t] ? "NOCASE" : "BINARY");
+            snprintf(scorr, sizeof scorr, "?9 COLLATE %s = y.s", W.nocase[t] ? "NOCASE" : "BINARY");
         }
         snprintf(q->lsql, SQLMAX,
                  "SELECT x.id, x.%s, LIVE (SELECT y.id, y.a, y.s FROM t%d y WHERE %s AND %s%s) "
@@ -367,7 +400,8 @@ static void gen_query(struct oq *q)
 
 /* ---- comparison ------------------------------------------------------------------------ */
 
-/* SQLite's rows of sql with params bound (child: ?1 = the parent's k). */
+/* SQLite's rows of sql with params bound (child: ?9 = the parent's
+ * value). */
 static void sqlite_rows(const char *sql, const int64_t *params, int n, const ldb_value *k,
                         cmp_result *out)
 {
@@ -377,7 +411,7 @@ static void sqlite_rows(const char *sql, const int64_t *params, int n, const ldb
     for (int i = 0; i < n; i++)
         sqlite3_bind_int64(st, i + 1, params[i]);
     if (k)
-        sp_bind_value(st, 1, k);
+        sp_bind_value(st, 9, k);
     cmp_step_sqlite(W.auth, st, out);
     sqlite3_finalize(st);
     CHECKF(out->ok, "SQLite: %s: %s", sql, out->msg);
@@ -430,7 +464,8 @@ static int visit_child(void *ctx, const ldb_row *r)
     if (st != LDB_STATUS_READY)
         return 0;
     char why[500];
-    if (!same_as_sqlite(h, v->q->csql, NULL, 0, ldb_row_value(r, 1), v->q->child_ordered, why,
+    if (!same_as_sqlite(h, v->q->csql, v->q->params, v->q->nparams, ldb_row_value(r, 1),
+                        v->q->child_ordered, why,
                         sizeof why)) {
         char k[32];
         ldb_row_format(r, 1, k, sizeof k);
