@@ -1160,6 +1160,88 @@ static void child_key_collation(void)
     fx_close(&f);
 }
 
+/* Law 10: demand that went away does not block readiness; the request
+ * that served only it is aborted and unloaded, and its late settle
+ * changes nothing. */
+static void obsolete_demand_does_not_block(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE c(id INTEGER PRIMARY KEY, k INTEGER, v TEXT)");
+    auth_exec(&f, "INSERT INTO c VALUES (1, 10, 'a'), (2, 20, 'b')");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "c", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+    f.sp.ignore_cancel = true;
+    EXEC(f.db, "CREATE TABLE p(id INTEGER PRIMARY KEY, k INTEGER); INSERT INTO p VALUES (1, 10)");
+    struct watch w = { 0 };
+    ldb_live *q = open_q(&f, "SELECT id, k, LIVE (SELECT id, v FROM c WHERE c.k = p.k) AS x FROM p",
+                         &w);
+    struct sp_req *r1 = last_req(&f);
+    EXEC(f.db, "INSERT INTO p VALUES (2, 20)");
+    CHECK_INT(f.sp.nreqs, 2);
+    struct sp_req *r2 = last_req(&f);
+    CHECK_INT(sp_settle_ok(&f.sp, r1, 1), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_LOADING);
+    EXEC(f.db, "DELETE FROM p WHERE id = 2");
+    CHECK_INT(r2->aborts, 1);
+    CHECK_INT(r2->unloads, 1);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    CHECK(w.nstatus >= 1 && w.status[w.nstatus - 1] == LDB_STATUS_READY);
+    int n = w.nstatus;
+    CHECK_INT(sp_settle_ok(&f.sp, r2, 1), LDB_OK); /* late: its writes are dropped */
+    CHECK_INT(w.nstatus, n);
+    CHECK_INT(count_sql(f.db, "SELECT count(*) FROM c WHERE k = 20"), 0);
+    CHECK_INT(ldb_live_retry(q), LDB_OK); /* nothing failed: nothing asked */
+    CHECK_INT(f.sp.nreqs, 2);
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    CHECK_INT(stats(&f).requests_live, 0);
+    fx_close(&f);
+}
+
+/* A grouped request that fails fails every bucket it served; a retry on
+ * one handle asks for its bucket alone, a retry on the root for the
+ * rest, in one request. */
+static void grouped_failure_retry(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE c(id INTEGER PRIMARY KEY, k INTEGER, v TEXT)");
+    auth_exec(&f, "INSERT INTO c VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "c", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+    EXEC(f.db, "CREATE TABLE p(id INTEGER PRIMARY KEY, k INTEGER);"
+               "INSERT INTO p VALUES (1, 10), (2, 20), (3, 30)");
+    ldb_live *q = open_q(&f, "SELECT id, k, LIVE (SELECT id, v FROM c WHERE c.k = p.k) AS x FROM p",
+                         NULL);
+    CHECK_INT(f.sp.nreqs, 1);
+    CHECK_INT(sp_settle_fail(&f.sp, last_req(&f), "partition offline"), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_ERROR);
+    ldb_live *h10 = child_of(q, 10), *h20 = child_of(q, 20);
+    const char *msg = NULL;
+    CHECK_INT(ldb_live_status(h10, &msg), LDB_STATUS_ERROR);
+    CHECK(msg && strstr(msg, "partition offline"));
+    CHECK_INT(ldb_live_status(h20, NULL), LDB_STATUS_ERROR);
+
+    CHECK_INT(ldb_live_retry(h10), LDB_OK);
+    CHECK_INT(f.sp.nreqs, 2);
+    const ldb_pred *in = find_in(ldb_request_pred(last_req(&f)->req), "k");
+    CHECKF(in && ldb_pred_count(in) == 1 && pred_has_value(in, 10), "%s", last_req(&f)->sql);
+    CHECK_INT(sp_settle_ok(&f.sp, last_req(&f), 1), LDB_OK);
+    CHECK_INT(ldb_live_status(h10, NULL), LDB_STATUS_READY);
+    CHECK_INT(ldb_live_status(h20, NULL), LDB_STATUS_ERROR);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_ERROR);
+
+    CHECK_INT(ldb_live_retry(q), LDB_OK);
+    CHECK_INT(f.sp.nreqs, 3);
+    in = find_in(ldb_request_pred(last_req(&f)->req), "k");
+    CHECKF(in && ldb_pred_count(in) == 2 && pred_has_value(in, 20) && pred_has_value(in, 30),
+           "%s", last_req(&f)->sql);
+    CHECK_INT(sp_settle_ok(&f.sp, last_req(&f), 1), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    check_same(&f, child_of(q, 30), "SELECT id, v FROM c WHERE k = 30");
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    CHECK_INT(stats(&f).requests_live, 0);
+    fx_close(&f);
+}
+
 /* ---- another thread ------------------------------------------------------------------------ */
 
 struct thread_job {
@@ -1541,4 +1623,5 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(sync_affinity_and_update), T(pushdown_shapes), T(child_params_shared),
           T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand),
           T(child_key_collation), T(thread_stress),
+          T(obsolete_demand_does_not_block), T(grouped_failure_retry),
           T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build))
