@@ -68,7 +68,7 @@ static void fx_close(struct fx *f)
 {
     bool attached = f->sp.src != NULL;
     ldb_close(f->db);
-    CHECK_INT(f->sp.destroyed, attached ? 1 : 0);
+    CHECK(attached ? f->sp.destroyed == 1 : f->sp.destroyed <= 1); /* <= 1: detached */
     sp_free(&f->sp);
     sqlite3_close(f->auth);
 }
@@ -1413,9 +1413,11 @@ static char *picture(struct fx *f, ldb_live *q)
     return text;
 }
 
-enum sweep_op { OP_ATTACH, OP_OPEN, OP_COMMIT, OP_SETTLE };
+enum sweep_op { OP_ATTACH, OP_OPEN, OP_COMMIT, OP_SETTLE, OP_BUCKET, OP_DETACH };
 
 static const char *const SWEEP_SQL = "SELECT id, b FROM t WHERE a = 1";
+static const char *const BUCKET_SQL =
+    "SELECT id, k, LIVE (SELECT id, b FROM t WHERE t.a = p.k) AS x FROM p";
 
 static void sweep_setup(struct fx *f, enum sweep_op op, ldb_live **q)
 {
@@ -1427,7 +1429,17 @@ static void sweep_setup(struct fx *f, enum sweep_op op, ldb_live **q)
     fx_open(f, LDB_SOURCE_ON_DEMAND);
     if (op == OP_OPEN)
         return;
+    if (op == OP_BUCKET) { /* a child over t whose new bucket asks for more */
+        EXEC(f->db, "CREATE TABLE p(id INTEGER PRIMARY KEY, k INTEGER); INSERT INTO p VALUES (1, 1)");
+        *q = open_q(f, BUCKET_SQL, NULL);
+        CHECK_INT(sp_settle_ok(&f->sp, last_req(f), 1), LDB_OK);
+        return;
+    }
     *q = open_q(f, SWEEP_SQL, NULL);
+    if (op == OP_DETACH) { /* its request pending, with a row written */
+        CHECK_INT(sp_write_keys(&f->sp, last_req(f), (int64_t[]){ 1 }, 1), LDB_OK);
+        return;
+    }
     CHECK_INT(sp_write_keys(&f->sp, last_req(f), (int64_t[]){ 1, 5, 9 }, 3), LDB_OK);
     if (op == OP_COMMIT)
         CHECK_INT(sp_settle_ok(&f->sp, last_req(f), 1), LDB_OK);
@@ -1459,6 +1471,13 @@ static int sweep_run(struct fx *f, enum sweep_op op, ldb_live **q)
         return rc;
     }
     case OP_SETTLE: return sp_settle(&f->sp, last_req(f), LDB_OK, NULL);
+    case OP_BUCKET: return ldb_exec(f->db, "INSERT INTO p VALUES (2, 2)", NULL, NULL);
+    case OP_DETACH: {
+        int rc = ldb_source_detach(f->sp.src);
+        if (rc == LDB_OK)
+            f->sp.src = NULL;
+        return rc;
+    }
     }
     return LDB_INTERNAL;
 }
@@ -1474,13 +1493,25 @@ static void sweep_finish(struct fx *f, enum sweep_op op, ldb_live *q)
         q = open_q(f, SWEEP_SQL, NULL);
     }
     CHECK(q != NULL);
+    const char *sql = op == OP_BUCKET ? BUCKET_SQL : SWEEP_SQL;
     if (ldb_live_error(q, NULL) == LDB_NOMEM) {
         /* A commit that maintained q out of memory failed q, not the commit
          * (livedb.h): a new query shows the table. */
-        CHECKF(op == OP_COMMIT, "op %d allocation %llu: the query failed", op,
+        CHECKF(op == OP_COMMIT || op == OP_BUCKET, "op %d allocation %llu: the query failed", op,
                (unsigned long long)sweep_at);
         ldb_live_close(q);
-        q = open_q(f, SWEEP_SQL, NULL);
+        q = open_q(f, sql, NULL);
+    }
+    if (op == OP_DETACH) { /* every request unloaded once; READY over the rows it has */
+        CHECK_INT(f->sp.destroyed, 1);
+        CHECKF(f->sp.reqs[0]->aborts == 1 && f->sp.reqs[0]->unloads == 1,
+               "op %d allocation %llu%s: the pending request got %d aborts, %d unloads", op,
+               (unsigned long long)sweep_at, sweep_on ? " on" : "", f->sp.reqs[0]->aborts,
+               f->sp.reqs[0]->unloads);
+        CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+        CHECK_INT(ldb_live_count(q), 1);
+        ldb_live_close(q);
+        return;
     }
     /* A dispatch that failed for want of memory leaves the query in ERROR
      * (or its request unmade): retry and settle until READY. */
@@ -1500,6 +1531,8 @@ static void sweep_finish(struct fx *f, enum sweep_op op, ldb_live *q)
     if (op == OP_COMMIT)
         CHECKF(ldb_live_count(q) == 4, "op %d allocation %llu%s: %lld rows", op,
                (unsigned long long)sweep_at, sweep_on ? " on" : "", (long long)ldb_live_count(q));
+    else if (op == OP_BUCKET)
+        check_same(f, child_of(q, 2), "SELECT id, b FROM t WHERE a = 2");
     else
         check_same(f, q, SWEEP_SQL);
     ldb_live_close(q);
@@ -1589,6 +1622,18 @@ static void nomem_sync_build(void)
     }
 }
 
+static void nomem_new_bucket(void)
+{
+    sweep(OP_BUCKET, 0);
+    sweep(OP_BUCKET, 1);
+}
+
+static void nomem_detach(void)
+{
+    sweep(OP_DETACH, 0);
+    sweep(OP_DETACH, 1);
+}
+
 static void nomem_attach(void)
 {
     sweep(OP_ATTACH, 0);
@@ -1624,4 +1669,5 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand),
           T(child_key_collation), T(thread_stress),
           T(obsolete_demand_does_not_block), T(grouped_failure_retry),
-          T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build))
+          T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build),
+          T(nomem_new_bucket), T(nomem_detach))
