@@ -1413,7 +1413,7 @@ static char *picture(struct fx *f, ldb_live *q)
     return text;
 }
 
-enum sweep_op { OP_ATTACH, OP_OPEN, OP_COMMIT, OP_SETTLE, OP_BUCKET, OP_DETACH };
+enum sweep_op { OP_ATTACH, OP_OPEN, OP_COMMIT, OP_SETTLE, OP_BUCKET, OP_DETACH, OP_CLOSE, OP_RETRY };
 
 static const char *const SWEEP_SQL = "SELECT id, b FROM t WHERE a = 1";
 static const char *const BUCKET_SQL =
@@ -1436,7 +1436,11 @@ static void sweep_setup(struct fx *f, enum sweep_op op, ldb_live **q)
         return;
     }
     *q = open_q(f, SWEEP_SQL, NULL);
-    if (op == OP_DETACH) { /* its request pending, with a row written */
+    if (op == OP_RETRY) { /* its request failed */
+        CHECK_INT(sp_settle_fail(&f->sp, last_req(f), "failed"), LDB_OK);
+        return;
+    }
+    if (op == OP_DETACH || op == OP_CLOSE) { /* its request pending, with a row written */
         CHECK_INT(sp_write_keys(&f->sp, last_req(f), (int64_t[]){ 1 }, 1), LDB_OK);
         return;
     }
@@ -1472,6 +1476,11 @@ static int sweep_run(struct fx *f, enum sweep_op op, ldb_live **q)
     }
     case OP_SETTLE: return sp_settle(&f->sp, last_req(f), LDB_OK, NULL);
     case OP_BUCKET: return ldb_exec(f->db, "INSERT INTO p VALUES (2, 2)", NULL, NULL);
+    case OP_CLOSE:
+        ldb_live_close(*q);
+        *q = NULL;
+        return LDB_OK;
+    case OP_RETRY: return ldb_live_retry(*q);
     case OP_DETACH: {
         int rc = ldb_source_detach(f->sp.src);
         if (rc == LDB_OK)
@@ -1491,6 +1500,16 @@ static void sweep_finish(struct fx *f, enum sweep_op op, ldb_live *q)
     if (op == OP_ATTACH) {
         CHECK(f->sp.src != NULL);
         q = open_q(f, SWEEP_SQL, NULL);
+    }
+    if (op == OP_CLOSE) { /* its request aborted and unloaded once */
+        CHECKF(f->sp.reqs[0]->aborts == 1 && f->sp.reqs[0]->unloads == 1,
+               "op %d allocation %llu%s: the pending request got %d aborts, %d unloads", op,
+               (unsigned long long)sweep_at, sweep_on ? " on" : "", f->sp.reqs[0]->aborts,
+               f->sp.reqs[0]->unloads);
+        ldb_source_stats s = stats(f);
+        CHECK_INT(s.demands, 0);
+        CHECK_INT(s.requests_live, 0);
+        return;
     }
     CHECK(q != NULL);
     const char *sql = op == OP_BUCKET ? BUCKET_SQL : SWEEP_SQL;
@@ -1560,6 +1579,13 @@ static void sweep(enum sweep_op op, int persistent)
         CHECKF(failed ? rc == LDB_OK || rc == LDB_NOMEM : rc == LDB_OK,
                "op %d allocation %llu: rc %d (%s)", op, (unsigned long long)n, rc,
                ldb_errmsg(f.db));
+        if (op == OP_RETRY && rc == LDB_OK) { /* it asked again, or says why not */
+            const char *msg = NULL;
+            int st = ldb_live_status(q, &msg);
+            CHECKF(f.sp.nreqs == 2 || st != LDB_STATUS_ERROR || !msg || strcmp(msg, "failed") != 0,
+                   "allocation %llu%s: ldb_live_retry returned LDB_OK but asked nothing: %s", (unsigned long long)n,
+                   persistent ? " on" : "", msg);
+        }
         if (rc != LDB_OK) {
             CHECKF(strcmp(before, after) == 0, "op %d allocation %llu%s changed the state:\n%s\n%s",
                    op, (unsigned long long)n, persistent ? " on" : "", before, after);
@@ -1628,6 +1654,18 @@ static void nomem_new_bucket(void)
     sweep(OP_BUCKET, 1);
 }
 
+static void nomem_close(void)
+{
+    sweep(OP_CLOSE, 0);
+    sweep(OP_CLOSE, 1);
+}
+
+static void nomem_retry(void)
+{
+    sweep(OP_RETRY, 0);
+    sweep(OP_RETRY, 1);
+}
+
 static void nomem_detach(void)
 {
     sweep(OP_DETACH, 0);
@@ -1670,4 +1708,4 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(child_key_collation), T(thread_stress),
           T(obsolete_demand_does_not_block), T(grouped_failure_retry),
           T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build),
-          T(nomem_new_bucket), T(nomem_detach))
+          T(nomem_new_bucket), T(nomem_detach), T(nomem_close), T(nomem_retry))
