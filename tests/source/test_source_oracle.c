@@ -16,6 +16,8 @@
  * feed) and writes local tables, sometimes inside BEGIN ... COMMIT.
  *
  * After every step, for every open query:
+ * - law 9 (publication): its rows rebuilt from its batches alone equal
+ *   what ldb_live_read shows;
  * - law 10 (readiness): a READY root's handles are READY too;
  * - law 7 (applied settlement): a READY root (checked also inside its
  *   status callback, as READY is reported) and every READY child handle
@@ -38,6 +40,8 @@
 #include "test.h"
 #include "test_db.h"
 
+#include "base/strbuf.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +61,9 @@ struct oq {
     int64_t params[4];
     bool ordered, child_ordered, has_child;
     bool sourced;       /* it reads a sourced table */
+    char **replica;     /* its rows rebuilt from its batches alone (LIVE
+                           cells left out), malloc'd strings, any order */
+    int nreplica, capreplica;
     ldb_live *q;
     char fail[700];     /* the first mismatch seen inside a callback */
 };
@@ -476,6 +483,83 @@ static int visit_child(void *ctx, const ldb_row *r)
     return 0;
 }
 
+/* ---- the replica: what the batches say ------------------------------------------------ */
+
+static char *render_row(const ldb_row *r)
+{
+    strbuf sb = STRBUF_INIT;
+    for (int i = 0, shown = 0; i < ldb_row_columns(r); i++) {
+        if (ldb_row_type(r, i) == LDB_LIVE)
+            continue;
+        sb_puts(&sb, shown++ ? "|" : "");
+        cmp_put_livedb_value(&sb, r, i);
+    }
+    char *text = strdup(sb_error(&sb) ? "?" : sb_str(&sb));
+    sb_free(&sb);
+    return text;
+}
+
+static void on_change(void *ctx, ldb_live *h, const ldb_change *c, size_t n)
+{
+    struct oq *q = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].before) {
+            char *row = render_row(c[i].before);
+            for (int64_t k = 0; k < c[i].before_count; k++) {
+                int at = 0;
+                while (at < q->nreplica && strcmp(q->replica[at], row) != 0)
+                    at++;
+                if (at == q->nreplica) {
+                    if (!q->fail[0])
+                        snprintf(q->fail, sizeof q->fail,
+                                 "law 9: a batch deletes or updates %s, which is not in the result",
+                                 row);
+                    break;
+                }
+                free(q->replica[at]);
+                q->replica[at] = q->replica[--q->nreplica];
+            }
+            free(row);
+        }
+        for (int64_t k = 0; c[i].after && k < c[i].after_count; k++) {
+            if (q->nreplica == q->capreplica) {
+                q->capreplica = q->capreplica ? 2 * q->capreplica : 16;
+                q->replica = realloc(q->replica, (size_t)q->capreplica * sizeof *q->replica);
+            }
+            q->replica[q->nreplica++] = render_row(c[i].after);
+        }
+    }
+}
+
+static void replica_free(struct oq *q)
+{
+    for (int i = 0; i < q->nreplica; i++)
+        free(q->replica[i]);
+    free(q->replica);
+    q->replica = NULL;
+    q->nreplica = q->capreplica = 0;
+}
+
+/* The batches so far add up to what ldb_live_read shows (law 9: reads and
+ * events observe the same result). */
+static bool replica_same(struct oq *q, char *why, size_t size)
+{
+    cmp_result a;
+    sp_live_rows(q->q, &a);
+    bool same = a.n == (size_t)q->nreplica;
+    if (same) {
+        qsort(a.rows, a.n, sizeof *a.rows, cmp_rows);
+        qsort(q->replica, (size_t)q->nreplica, sizeof *q->replica, cmp_rows);
+        for (size_t i = 0; same && i < a.n; i++)
+            same = strcmp(a.rows[i], q->replica[i]) == 0;
+    }
+    if (!same)
+        snprintf(why, size, "law 9: its batches add up to %d rows, ldb_live_read shows %zu (or other rows)",
+                 q->nreplica, a.n);
+    cmp_result_free(&a);
+    return same;
+}
+
 /* The query's checks (see the file's comment); returns the first broken
  * one in why (empty: none). Used inside status callbacks too. */
 static void check_query(struct oq *q, char *why, size_t size)
@@ -487,6 +571,8 @@ static void check_query(struct oq *q, char *why, size_t size)
         snprintf(why, size, "the query failed: %d %s", err, msg ? msg : "");
         return;
     }
+    if (!replica_same(q, why, size))
+        return;
     int st = ldb_live_status(q->q, NULL);
     if (st == LDB_STATUS_READY) {
         char w[500];
@@ -572,8 +658,10 @@ static void open_query(void)
     CHECKF(rc == LDB_OK, "%s: rc %d: %s", q->lsql, rc, ldb_errmsg(W.db));
     for (int i = 0; i < q->nparams; i++)
         CHECK_INT(ldb_bind_int64(st, i + 1, q->params[i]), LDB_OK);
-    rc = ldb_live_open_stmt(st, NULL, NULL, &q->q);
+    rc = ldb_live_open_stmt(st, on_change, q, &q->q);
     ldb_finalize(st);
+    if (rc != LDB_OK)
+        replica_free(q);
     if (rc == LDB_UNSUPPORTED) {
         N.unsupported++;
         return;
@@ -592,9 +680,12 @@ static void close_query(int i)
 {
     note("close q%d", i);
     ldb_live_close(W.qs[i].q);
+    replica_free(&W.qs[i]);
     W.qs[i] = W.qs[--W.nq];
     if (W.qs[i].q && i < W.nq) /* the callback's ctx moved with it */
         CHECK_INT(ldb_live_set_status_callback(W.qs[i].q, on_status, &W.qs[i]), LDB_OK);
+    if (W.qs[i].q && i < W.nq)
+        CHECK_INT(ldb_live_set_callback(W.qs[i].q, on_change, &W.qs[i]), LDB_OK);
 }
 
 static int pick_source(void)
