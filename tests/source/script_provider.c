@@ -308,10 +308,30 @@ int sp_settle(script_provider *sp, struct sp_req *q, int code, const char *msg)
     return rc;
 }
 
+/* Up to two keys of the table's current rows, any of them. */
+static int some_keys(script_provider *sp, int64_t *out)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" ORDER BY 1", sp->pk, sp->table);
+    sqlite3_stmt *st = prepare(sp, sql);
+    int64_t all[64];
+    int n = 0, k = 0;
+    while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
+        all[n++] = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    for (int i = 0; i < 2 && n; i++)
+        out[k++] = all[rng_below(sp->r, (uint64_t)n)];
+    return k;
+}
+
 int sp_settle_ok(script_provider *sp, struct sp_req *q, int parts)
 {
     int n;
     int64_t *pks = matching(sp, q, &n);
+    if (sp->superset) {
+        pks = grow(pks, &(int){ n }, n + 2, sizeof *pks);
+        n += some_keys(sp, pks + n);
+    }
     parts = parts < 1 ? 1 : parts;
     for (int p = 0; p < parts; p++) {
         int from = n * p / parts, to = n * (p + 1) / parts;

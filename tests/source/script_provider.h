@@ -76,6 +76,7 @@ typedef struct script_provider {
     bool ignore_cancel;       /* non-conforming: keep the reference after
                                  unload and keep writing for the request */
     bool feed_all;            /* forward every change (a superset) */
+    bool superset;            /* settles also write some rows not asked for */
     int destroyed;
     int seq;                  /* callback sequence counter */
     struct sp_req **reqs;     /* in the order load_subset saw them */
@@ -117,7 +118,8 @@ int sp_write_some(script_provider *sp, struct sp_req *q, int max);
  * request (returns LDB_OK); with ignore_cancel it commits anyway. */
 int sp_write_keys(script_provider *sp, struct sp_req *q, const int64_t *pks, int n);
 /* Writes all current matching rows of the request in one transaction
- * (parts > 1: spread over that many), then settles it LDB_OK. */
+ * (parts > 1: spread over that many; with superset, a few other rows
+ * too), then settles it LDB_OK. */
 int sp_settle_ok(script_provider *sp, struct sp_req *q, int parts);
 /* Settles it with code (only: no writes), keeping the provider's books. */
 int sp_settle(script_provider *sp, struct sp_req *q, int code, const char *msg);

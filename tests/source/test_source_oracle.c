@@ -12,7 +12,7 @@
  * children correlated on k or s) are opened and closed while the
  * script settles requests (whole or in parts), fails them, fails
  * load_subset, settles inside load_subset, ignores cancels (writes and
- * settles after the abort), changes source rows (forwarded by the change
+ * settles after the abort), delivers more rows than asked, changes source rows (forwarded by the change
  * feed) and writes local tables, sometimes inside BEGIN ... COMMIT.
  *
  * After every step, for every open query:
@@ -228,6 +228,7 @@ static void make_world(uint64_t seed)
                          W.mode[t] == T_EAGER ? LDB_SOURCE_EAGER : LDB_SOURCE_ON_DEMAND, &W.r);
         CHECKF(rc == LDB_OK, "attach %s: %s", name, ldb_errmsg(W.db));
         W.sp[t].ignore_cancel = rng_chance(&W.r, 1, 2);
+        W.sp[t].superset = rng_chance(&W.r, 1, 2);
     }
     for (int t = 0; t < W.nt; t++)
         note("t%d: %s%s", t, (const char *[]){ "local", "ON_DEMAND", "EAGER" }[W.mode[t]],
