@@ -552,7 +552,7 @@ static bool replica_same(struct oq *q, char *why, size_t size)
     cmp_result a;
     sp_live_rows(q->q, &a);
     bool same = a.n == (size_t)q->nreplica;
-    if (same) {
+    if (same && a.n > 1) {
         qsort(a.rows, a.n, sizeof *a.rows, cmp_rows);
         qsort(q->replica, (size_t)q->nreplica, sizeof *q->replica, cmp_rows);
         for (size_t i = 0; same && i < a.n; i++)
