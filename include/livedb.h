@@ -595,7 +595,8 @@ LDB_API int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb
  *   activate; a value whose last bucket retires is released. Anything
  *   else asks for a superset (in the worst case every row): a provider may
  *   always deliver more rows than asked, never fewer.
- * Releasing demand never deletes rows; rows leave only by sync writes.
+ * Releasing demand never deletes rows (rows leave only by sync writes),
+ * except under LDB_SOURCE_RETAIN_OWNED.
  * One-shot SELECTs read the cache as it is and cause no loading, and a
  * materialized view cannot read an ON_DEMAND table (LDB_UNSUPPORTED).
  *
@@ -620,6 +621,17 @@ typedef struct ldb_receipt ldb_receipt;
 
 #define LDB_SOURCE_EAGER 1
 #define LDB_SOURCE_ON_DEMAND 2
+/*
+ * Or'ed into the mode: query-owned retention (law 11). A row stays in the
+ * table exactly while some demand owns it: a live query's demand whose
+ * predicate (and key) the row matches, or the eager load (which owns
+ * every row). A sync row nobody owns is not kept (an old version is
+ * deleted), and when demand goes away the rows nobody owns any more are
+ * deleted at the next dispatch point, in one commit. A program pins rows
+ * by keeping a live query over them open. Without it (the default),
+ * rows stay until sync writes delete them.
+ */
+#define LDB_SOURCE_RETAIN_OWNED 0x10
 
 /*
  * A provider's callbacks (the struct is copied at attach; ctx is the
@@ -711,6 +723,7 @@ typedef struct ldb_source_stats {
     uint64_t txns_applied;   /* total sync transactions applied */
     uint64_t txns_aborted;   /* total sync transactions dropped or failed */
     uint64_t rows_written;   /* total rows inserted, updated or deleted */
+    uint64_t rows;           /* rows the table holds now (retained rows) */
 } ldb_source_stats;
 /* Fills *out (zeros for a NULL s). */
 LDB_API void ldb_source_stats_get(ldb_source *s, ldb_source_stats *out);

@@ -54,10 +54,13 @@ static bool is_value(const struct expr *e)
     return e->kind == EXPR_CONST || e->kind == EXPR_PARAM;
 }
 
-/* A comparison of a column with aff, that converts none of its stored values. */
-static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff)
+/* A comparison of a column with aff, that converts none of its stored
+ * values, under BINARY (what a provider compares with; a row it returns
+ * must be one livedb's comparison also selects, and vice versa). */
+static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff, uint8_t coll)
 {
-    return sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
+    return coll == LDB_COLL_BINARY &&
+           sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
 }
 
 static bool pushable(const struct dwalk *w, const struct expr *e)
@@ -70,13 +73,13 @@ static bool pushable(const struct dwalk *w, const struct expr *e)
         if (e->op < EOP_EQ || e->op > EOP_GE)
             return false;
         if (is_scan_column(w, e->args[0], &col) && is_value(e->args[1]))
-            return exact_on(w, col, e->aff);
+            return exact_on(w, col, e->aff, e->coll);
         if (is_scan_column(w, e->args[1], &col) && is_value(e->args[0]))
-            return exact_on(w, col, e->aff);
+            return exact_on(w, col, e->aff, e->coll);
         return false;
     case EXPR_IN_LIST:
         if ((e->flags & EXPR_NEGATED) || !is_scan_column(w, e->args[0], &col) ||
-            !exact_on(w, col, e->aff))
+            !exact_on(w, col, e->aff, e->coll))
             return false;
         for (uint32_t i = 1; i < e->nargs; i++)
             if (!is_value(e->args[i]))
@@ -84,8 +87,8 @@ static bool pushable(const struct dwalk *w, const struct expr *e)
         return true;
     case EXPR_BETWEEN:
         return !(e->flags & EXPR_NEGATED) && is_scan_column(w, e->args[0], &col) &&
-               is_value(e->args[1]) && is_value(e->args[2]) && exact_on(w, col, e->aff) &&
-               exact_on(w, col, e->aff2);
+               is_value(e->args[1]) && is_value(e->args[2]) && exact_on(w, col, e->aff, e->coll) &&
+               exact_on(w, col, e->aff2, e->u.coll_hi);
     case EXPR_UNARY:
         return (e->op == EOP_ISNULL || e->op == EOP_NOTNULL) &&
                is_scan_column(w, e->args[0], &col);
@@ -108,7 +111,7 @@ static bool take_key(struct dwalk *w, const struct expr *e)
         other = e->args[0];
     else
         return false;
-    if (other->kind != EXPR_OUTER || !exact_on(w, col, e->aff))
+    if (other->kind != EXPR_OUTER || !exact_on(w, col, e->aff, e->coll))
         return false;
     w->key_col = (int32_t)col;
     w->key_capture = other->u.index;

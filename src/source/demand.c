@@ -148,6 +148,12 @@ static bool param_eq(const void *key, uint64_t val)
 
 static uint64_t key_hash(const value *k) { return k ? value_hash(k, LDB_COLL_BINARY) : 0; }
 
+struct src_param *demand_param_of(const struct src_plan *pl, const value *key)
+{
+    uint64_t *slot = hmap_get(&pl->params, key_hash(key), param_eq, key);
+    return slot ? (struct src_param *)(uintptr_t)*slot : NULL;
+}
+
 static int plan_fresh(struct src_registry *r, struct src_plan *pl, struct src_param *p)
 {
     if (p->fresh)
@@ -234,6 +240,10 @@ static void param_retire(struct src_registry *r, struct src_param *p)
         acq_leave(r, p->acq, p->acq_slot);
     if (pl->src->replay.active)
         r->work = true; /* the replay may wait for nothing else now */
+    if (pl->src->retain) { /* its rows may have no owner left (law 11) */
+        pl->src->sweep = true;
+        r->work = true;
+    }
     value_release(&p->key);
     mem_free(p->errmsg);
     mem_free(p);

@@ -157,6 +157,8 @@ struct ldb_source {
     atomic_bool detached;       /* any thread */
     atomic_uint_fast64_t session; /* ldb_source_stop/start (any thread) */
     bool stopped;
+    bool retain;                /* LDB_SOURCE_RETAIN_OWNED (retain.c) */
+    bool sweep;                 /* demand retired: unowned rows to delete */
     ldb_source_stats st;
 };
 
@@ -218,6 +220,16 @@ void demand_replay_cancel(ldb_source *s);
 /* Ends replays whose participants all settled (publishing their
  * replacements), or whose demand is all gone. */
 void demand_replay_check(struct src_registry *r);
+
+/* The param of pl whose key is identical to key, or NULL. */
+struct src_param *demand_param_of(const struct src_plan *pl, const value *key);
+
+/* retain.c */
+bool pred_match(const struct ldb_pred *p, const struct table *t, const value *vals);
+/* Whether some demand of s owns the row vals (law 11). */
+bool retain_owned(const ldb_source *s, const value *vals);
+/* Deletes the rows no demand owns any more, per source that needs it. */
+bool retain_sweep(struct src_registry *r);
 
 /* sync.c */
 /* Applies (or drops) a queued transaction; frees it. */

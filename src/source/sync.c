@@ -295,6 +295,13 @@ static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64
     for (uint32_t i = 0; i < sc->npk; i++)
         key[i] = vals[sc->pk[i]];
     row *old = table_lookup(tab, key);
+    if (op->kind != SYNC_DELETE && s->retain && !retain_owned(s, vals)) {
+        /* law 11: no demand owns it, so it is not kept (nor its old version) */
+        if (old && (rc = table_delete(st, tab, old)))
+            return fail(st, msg, n, rc, NULL);
+        *written += old != NULL;
+        return LDB_OK;
+    }
     if (op->kind == SYNC_DELETE)
         rc = old ? table_delete(st, tab, old) : LDB_OK;
     else if (old && same_row(old, vals, sc->nvisible))

@@ -469,7 +469,64 @@ static void space_returns_to_baseline(void)
     prov_close(&p);
 }
 
-TEST_MAIN(T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
+static int64_t table_rows(ldb *db, const char *where)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM issues WHERE %s", where);
+    ldb_stmt *st;
+    CHECK(ldb_prepare(db, sql, -1, &st, NULL) == LDB_OK);
+    CHECK(ldb_step(st) == LDB_ROW);
+    int64_t n = ldb_row_int64(ldb_stmt_row(st), 0);
+    ldb_finalize(st);
+    return n;
+}
+
+/* Law 11: under LDB_SOURCE_RETAIN_OWNED a row exists exactly while some
+ * demand owns it. */
+static void retention_keeps_exactly_owned_rows(void)
+{
+    struct prov p;
+    memset(&p, 0, sizeof p);
+    CHECK(ldb_open(NULL, &p.db) == LDB_OK);
+    EXEC(p.db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, title TEXT)");
+    EXEC(p.db, "CREATE TABLE users(id INTEGER PRIMARY KEY)");
+    EXEC(p.db, "INSERT INTO users VALUES (1), (2)");
+    ldb_provider v = { load, unload, on_abort, NULL };
+    CHECK(ldb_source_attach(p.db, "issues", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED, &v,
+                            &p, &p.src) == LDB_OK);
+    struct watch wa, wb;
+    ldb_live *a = watch_open(&p, OWNER1, &wa);
+    int all[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+    serve(&p, p.req[0], all, 9, false); /* a superset: only owner 1 is owned */
+    ldb_request_settle(p.req[0], LDB_OK, NULL);
+    CHECKF(table_rows(p.db, "1") == 3, "law 11: %lld rows kept of 3 owned",
+           (long long)table_rows(p.db, "1"));
+    int feed[] = { 10, 11 }; /* owners 1 and 2: only the first is owned */
+    serve(&p, NULL, feed, 2, false);
+    CHECK(table_rows(p.db, "1") == 4 && table_rows(p.db, "id = 10") == 1);
+    /* keyed demand from a child owns its keys' rows */
+    ldb_live *b = watch_open(&p, "SELECT id, LIVE (SELECT id FROM issues i WHERE i.owner = u.id) "
+                                 "FROM users u", &wb);
+    CHECK(p.n == 2);
+    serve(&p, p.req[1], all, 9, false);
+    ldb_request_settle(p.req[1], LDB_OK, NULL);
+    CHECK(table_rows(p.db, "owner = 2") == 3 && table_rows(p.db, "owner = 0") == 0);
+    /* a's demand goes: owner 1 rows stay, owned by b's key 1 */
+    ldb_live_close(a);
+    CHECK(table_rows(p.db, "owner = 1") == 4);
+    /* user 1 goes: its key's rows have no owner left */
+    EXEC(p.db, "DELETE FROM users WHERE id = 1");
+    CHECKF(table_rows(p.db, "owner = 1") == 0, "law 11: %lld unowned rows stayed",
+           (long long)table_rows(p.db, "owner = 1"));
+    CHECK(table_rows(p.db, "owner = 2") == 3);
+    ldb_live_close(b);
+    ldb_source_stats st;
+    ldb_source_stats_get(p.src, &st);
+    CHECK(st.rows == 0 && st.demands == 0);
+    prov_close(&p);
+}
+
+TEST_MAIN(T(retention_keeps_exactly_owned_rows), T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
           T(replay_failure_of_retired_demand_stops_gating), T(stale_settlement_readies_nothing),
           T(applied_settlement_from_a_thread), T(stop_fails_queries_and_start_asks_again),
           T(provider_callbacks_are_refused_writes), T(failing_load_is_never_unloaded),
