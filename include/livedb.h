@@ -785,6 +785,24 @@ LDB_API const ldb_pred *ldb_pred_child(const ldb_pred *p, int i);
 LDB_API const ldb_value *ldb_pred_value(const ldb_pred *p, int i);
 
 /*
+ * Ordered loading: a live query with ORDER BY c ... LIMIT n over an
+ * on-demand table, whose first ORDER BY term is a column c of the table
+ * (BINARY, default NULL placement) and whose rows come from that table
+ * alone, loads its window in pages: 1 when r is such a page, with
+ * *column = c, *desc, and *limit: r asks for the first *limit rows that
+ * match its predicate in the order of c (NULLs lowest: first ascending,
+ * last descending); the predicate then holds the page's cursor (e.g.
+ * "c" > ?3). A page may cut a group of equal values: livedb then asks
+ * for that group (c = value, unordered) and continues after it, until
+ * the window is full or a page brings nothing new; the query publishes
+ * its window once, when all of it is loaded (also after
+ * ldb_live_set_window), and stays LOADING until then. After a failure,
+ * ldb_live_retry asks for every matching row. 0 for any other request.
+ */
+LDB_API int ldb_request_order(const ldb_request *r, const char **column, int *desc,
+                              int64_t *limit);
+
+/*
  * Settles r: rc LDB_OK when every row it asked for has been committed
  * through sync transactions (made before this call), else the failure
  * with msg (copied; may be NULL). Any thread, once per request (then
@@ -827,9 +845,9 @@ LDB_API int ldb_sync_delete(ldb_sync *t);
  * (their changes are kept privately), and then publish the replacement
  * as one batch before turning READY. A failed replay request keeps them
  * so (status ERROR) until ldb_live_retry succeeds or the failing demand
- * retires; a newer truncate starts a new replay. Window moves of a held
- * query are refused (LDB_MISUSE). One-shot SELECTs read the table as it
- * is meanwhile.
+ * retires; a newer truncate starts a new replay. A window move of a held
+ * query waits too (its batch comes with the replacement). One-shot
+ * SELECTs read the table as it is meanwhile.
  */
 LDB_API int ldb_sync_truncate(ldb_sync *t);
 /*

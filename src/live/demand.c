@@ -22,6 +22,7 @@
 
 #include "base/mem.h"
 #include "sql/expr.h"
+#include "live/window.h"
 #include "storage/table.h"
 
 #include <string.h>
@@ -160,6 +161,7 @@ static int add_point(struct dwalk *w, const struct plan *top, const struct plan 
         .key_capture = w->key_capture,
         .key_aff = w->key_aff,
         .key_coll = w->key_coll,
+        .order_col = -1,
     };
     return vec_push(&w->prog->demands, d);
 }
@@ -206,10 +208,27 @@ static void walk_plan(struct dwalk *w, const struct plan *p)
         walk_plan(w, p->right);
 }
 
+/* A root window over the rows of the root's only point, in an order a
+ * provider can follow: that point loads in pages (source layer). */
+static void plan_ordered(struct live_program *prog, uint32_t nroot)
+{
+    uint32_t col;
+    bool desc, nulls_first;
+    enum ldb_collation coll;
+    struct table *t = live_window_order(prog, &col, &desc, &nulls_first, &coll);
+    struct live_demand *d = prog->demands.data;
+    if (nroot != 1 || !t || t != d->table || nulls_first == desc || coll != LDB_COLL_BINARY)
+        return;
+    d->order_col = (int32_t)col;
+    d->order_desc = desc;
+}
+
 int live_demand_plan(struct live_program *prog)
 {
     struct dwalk w = { .prog = prog, .level = LIVE_LEVEL_ROOT };
     walk_plan(&w, prog->plan);
+    if (!w.rc)
+        plan_ordered(prog, (uint32_t)prog->demands.len);
     for (uint32_t k = 0; !w.rc && k < prog->children.len; k++) {
         w.level = k;
         walk_plan(&w, prog->children.data[k].bound);
@@ -323,6 +342,14 @@ const value *live_demand_key(const ldb_live *q, const struct live_demand *d)
 
 void live_set_demand_state(ldb_live *q, void *state) { q->dstate = state; }
 void *live_demand_state(const ldb_live *q) { return q->dstate; }
+
+int64_t live_window_need(const ldb_live *q)
+{
+    const struct live_program *prog = q->is_child ? NULL : q->p;
+    if (!prog || prog->limit < 0)
+        return -1;
+    return prog->offset > INT64_MAX - prog->limit ? INT64_MAX : prog->offset + prog->limit;
+}
 
 ldb_live *live_root(ldb_live *q) { return q->is_child ? q->root : q; }
 

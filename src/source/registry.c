@@ -201,6 +201,7 @@ void src_pump(struct src_registry *r)
     r->pumping = true;
     for (int round = 0; round < PUMP_MAX_ROUNDS && src_pump_wanted(r); round++) {
         drain(r);
+        ordered_recheck(r);
         demand_dispatch(r);
         retain_sweep(r);
         demand_replay_check(r); /* replacements publish before their statuses */

@@ -401,6 +401,8 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
     } else {
         s->st.txns_applied++;
         s->st.rows_written += written;
+        if (written)
+            ordered_source_wrote(s); /* a window's prefix may have lost rows */
         receipt_done(t->receipt, LDB_RECEIPT_APPLIED, LDB_OK, NULL);
     }
     sync_free(t);
