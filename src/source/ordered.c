@@ -275,6 +275,54 @@ void ordered_window_moved(struct src_registry *r, ldb_live *q)
 
 void ordered_source_wrote(ldb_source *s) { mark(s->reg, s, NULL); }
 
+/* Calls fn on the param of every ordered plan of s. */
+static void each_ordered(ldb_source *s, void (*fn)(struct src_param *p))
+{
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
+        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
+        struct src_param *p = pl->order_col >= 0 ? param_of_plan(pl) : NULL;
+        if (p)
+            fn(p);
+    }
+}
+
+static void txn_hold(struct src_param *p)
+{
+    p->ord->txn_hold = true;
+    live_hold(p->plan->q);
+}
+
+static void txn_unhold(struct src_param *p)
+{
+    if (p->ord->txn_hold) {
+        p->ord->txn_hold = false;
+        live_unhold(p->plan->q); /* publishes the write, unless a repair holds it */
+    }
+}
+
+void ordered_txn_begin(ldb_source *s) { each_ordered(s, txn_hold); }
+
+void ordered_txn_end(ldb_source *s)
+{
+    ordered_recheck(s->reg); /* a repair takes its hold before the write publishes */
+    /* one at a time: a callback may close a query (its plan goes) */
+    for (bool again = true; again;) {
+        again = false;
+        uint32_t pos = 0;
+        uint64_t *slot, hash;
+        while (!again && (slot = hmap_next(&s->plans, &pos, &hash))) {
+            struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
+            struct src_param *p = pl->order_col >= 0 ? param_of_plan(pl) : NULL;
+            if (p && p->ord->txn_hold) {
+                txn_unhold(p);
+                again = true;
+            }
+        }
+    }
+}
+
 void ordered_recheck(struct src_registry *r)
 {
     for (size_t i = 0; i < r->sources.len; i++) {

@@ -130,6 +130,7 @@ struct src_order {
     bool done;                  /* the window's rows are all loaded */
     bool holding;               /* it holds its query until done */
     bool recheck;               /* a write may have emptied part of the window */
+    bool txn_hold;              /* held while a sync transaction applies */
 };
 
 struct src_owner {
@@ -279,6 +280,10 @@ void ordered_window_moved(struct src_registry *r, ldb_live *q);
 void ordered_source_wrote(ldb_source *s);
 /* Runs the re-checks the above asked for. */
 void ordered_recheck(struct src_registry *r);
+/* Around applying a sync transaction of s: its windows are held, so a
+ * write that empties part of one publishes only with its repair. */
+void ordered_txn_begin(ldb_source *s);
+void ordered_txn_end(ldb_source *s);
 
 /* retain.c */
 bool pred_match(const struct ldb_pred *p, const struct table *t, const value *vals);

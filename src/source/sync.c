@@ -373,6 +373,7 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         sync_free(t);
         return;
     }
+    ordered_txn_begin(s);
     int rc = store_stmt_begin(st);
     if (rc) {
         snprintf(msg, sizeof msg, "%s", store_errmsg(st));
@@ -389,20 +390,21 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         }
         r->env.wrote(r->env.ctx);
     }
+    if (!rc && written)
+        ordered_source_wrote(s); /* a window's prefix may have lost rows */
     if (t->truncates) {
         if (!rc)
             demand_replay_start(s); /* every logical demand acquired again */
         else if (started)
             demand_replay_cancel(s);
     }
+    ordered_txn_end(s);
     if (rc) {
         s->st.txns_aborted++;
         receipt_done(t->receipt, LDB_RECEIPT_FAILED, rc, msg[0] ? msg : ldb_errstr(rc));
     } else {
         s->st.txns_applied++;
         s->st.rows_written += written;
-        if (written)
-            ordered_source_wrote(s); /* a window's prefix may have lost rows */
         receipt_done(t->receipt, LDB_RECEIPT_APPLIED, LDB_OK, NULL);
     }
     sync_free(t);
