@@ -283,7 +283,7 @@ static void ordered_windows_match_sqlite(void)
     CHECK(ldb_source_attach(w.db, "issues", LDB_SOURCE_ON_DEMAND, &v, &w, &w.src) == LDB_OK);
     for (int i = 0; i < MAXQ; i++)
         open_query(&w, &w.qs[i]);
-    int steps = 400 * test_scale();
+    int steps = 1500 * test_scale();
     for (int s = 0; s < steps; s++)
         step(&w);
     /* quiescence: everything served, every query READY and right */
