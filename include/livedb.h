@@ -704,12 +704,14 @@ LDB_API const char *ldb_source_table(ldb_source *s);
  * sync transactions or settlements to apply (or -1 on NOMEM): poll it in
  * an event loop and call ldb_source_poll. Owned by db. */
 LDB_API int ldb_source_fd(ldb *db);
-/* A dispatch point: applies everything queued (transactions, then
+/* A dispatch point: applies everything queued (transactions and
  * settlements, in the order they were made), makes and releases the
  * requests that changed demand asks for, and runs the callbacks that
- * follow (changes, statuses). LDB_MISUSE inside a callback; LDB_OK
- * otherwise (failures are reported on the receipts, requests and
- * queries they concern). */
+ * follow (changes, statuses). LDB_MISUSE inside a callback or an explicit
+ * transaction, or while a statement of db is stepped and not yet done or
+ * reset (its reads must not see the table change); LDB_OK otherwise
+ * (failures are reported on the receipts, requests and queries they
+ * concern). */
 LDB_API int ldb_source_poll(ldb *db);
 
 /* Counters of a source (law 13: all but the totals return to zero when
