@@ -69,11 +69,9 @@ struct sorted {
     VEC(const value *) v;       /* borrowed from the table's rows */
 };
 
-static const struct src_plan *sort_plan;
-
-static int by_order(const void *a, const void *b)
+static int by_order(const void *a, const void *b, void *pl)
 {
-    return order_cmp(sort_plan, *(const value *const *)a, *(const value *const *)b);
+    return order_cmp(pl, *(const value *const *)a, *(const value *const *)b);
 }
 
 /* The order values of the rows matching pl's fixed predicate, sorted. */
@@ -88,8 +86,8 @@ static int local_rows(const struct src_plan *pl, struct sorted *out)
     for (row *r; (r = table_scan_next(&sc));)
         if (!pl->fixed || pred_match(pl->fixed, t, r->cols))
             out->v.data[out->v.len++] = &r->cols[pl->order_col];
-    sort_plan = pl;
-    qsort(out->v.data, out->v.len, sizeof *out->v.data, by_order);
+    if (out->v.len > 1) /* qsort_r: databases on other threads sort too */
+        qsort_r(out->v.data, out->v.len, sizeof *out->v.data, by_order, (void *)pl);
     return LDB_OK;
 }
 
