@@ -595,7 +595,8 @@ LDB_API int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb
  *   activate; a value whose last bucket retires is released. Anything
  *   else asks for a superset (in the worst case every row): a provider may
  *   always deliver more rows than asked, never fewer.
- * Releasing demand never deletes rows; rows leave only by sync writes.
+ * Releasing demand never deletes rows (rows leave only by sync writes),
+ * except under LDB_SOURCE_RETAIN_OWNED.
  * One-shot SELECTs read the cache as it is and cause no loading, and a
  * materialized view cannot read an ON_DEMAND table (LDB_UNSUPPORTED).
  *
@@ -620,6 +621,17 @@ typedef struct ldb_receipt ldb_receipt;
 
 #define LDB_SOURCE_EAGER 1
 #define LDB_SOURCE_ON_DEMAND 2
+/*
+ * Or'ed into the mode: query-owned retention (law 11). A row stays in the
+ * table exactly while some demand owns it: a live query's demand whose
+ * predicate (and key) the row matches, or the eager load (which owns
+ * every row). A sync row nobody owns is not kept (an old version is
+ * deleted), and when demand goes away the rows nobody owns any more are
+ * deleted at the next dispatch point, in one commit. A program pins rows
+ * by keeping a live query over them open. Without it (the default),
+ * rows stay until sync writes delete them.
+ */
+#define LDB_SOURCE_RETAIN_OWNED 0x10
 
 /*
  * A provider's callbacks (the struct is copied at attach; ctx is the
@@ -692,12 +704,14 @@ LDB_API const char *ldb_source_table(ldb_source *s);
  * sync transactions or settlements to apply (or -1 on NOMEM): poll it in
  * an event loop and call ldb_source_poll. Owned by db. */
 LDB_API int ldb_source_fd(ldb *db);
-/* A dispatch point: applies everything queued (transactions, then
+/* A dispatch point: applies everything queued (transactions and
  * settlements, in the order they were made), makes and releases the
  * requests that changed demand asks for, and runs the callbacks that
- * follow (changes, statuses). LDB_MISUSE inside a callback; LDB_OK
- * otherwise (failures are reported on the receipts, requests and
- * queries they concern). */
+ * follow (changes, statuses). LDB_MISUSE inside a callback or an explicit
+ * transaction, or while a statement of db is stepped and not yet done or
+ * reset (its reads must not see the table change); LDB_OK otherwise
+ * (failures are reported on the receipts, requests and queries they
+ * concern). */
 LDB_API int ldb_source_poll(ldb *db);
 
 /* Counters of a source (law 13: all but the totals return to zero when
@@ -711,6 +725,7 @@ typedef struct ldb_source_stats {
     uint64_t txns_applied;   /* total sync transactions applied */
     uint64_t txns_aborted;   /* total sync transactions dropped or failed */
     uint64_t rows_written;   /* total rows inserted, updated or deleted */
+    uint64_t rows;           /* rows the table holds now (retained rows) */
 } ldb_source_stats;
 /* Fills *out (zeros for a NULL s). */
 LDB_API void ldb_source_stats_get(ldb_source *s, ldb_source_stats *out);
@@ -772,6 +787,24 @@ LDB_API const ldb_pred *ldb_pred_child(const ldb_pred *p, int i);
 LDB_API const ldb_value *ldb_pred_value(const ldb_pred *p, int i);
 
 /*
+ * Ordered loading: a live query with ORDER BY c ... LIMIT n over an
+ * on-demand table, whose first ORDER BY term is a column c of the table
+ * (BINARY, default NULL placement) and whose rows come from that table
+ * alone, loads its window in pages: 1 when r is such a page, with
+ * *column = c, *desc, and *limit: r asks for the first *limit rows that
+ * match its predicate in the order of c (NULLs lowest: first ascending,
+ * last descending); the predicate then holds the page's cursor (e.g.
+ * "c" > ?3). A page may cut a group of equal values: livedb then asks
+ * for that group (c = value, unordered) and continues after it, until
+ * the window is full or a page brings nothing new; the query publishes
+ * its window once, when all of it is loaded (also after
+ * ldb_live_set_window), and stays LOADING until then. After a failure,
+ * ldb_live_retry asks for every matching row. 0 for any other request.
+ */
+LDB_API int ldb_request_order(const ldb_request *r, const char **column, int *desc,
+                              int64_t *limit);
+
+/*
  * Settles r: rc LDB_OK when every row it asked for has been committed
  * through sync transactions (made before this call), else the failure
  * with msg (copied; may be NULL). Any thread, once per request (then
@@ -814,9 +847,9 @@ LDB_API int ldb_sync_delete(ldb_sync *t);
  * (their changes are kept privately), and then publish the replacement
  * as one batch before turning READY. A failed replay request keeps them
  * so (status ERROR) until ldb_live_retry succeeds or the failing demand
- * retires; a newer truncate starts a new replay. Window moves of a held
- * query are refused (LDB_MISUSE). One-shot SELECTs read the table as it
- * is meanwhile.
+ * retires; a newer truncate starts a new replay. A window move of a held
+ * query waits too (its batch comes with the replacement). One-shot
+ * SELECTs read the table as it is meanwhile.
  */
 LDB_API int ldb_sync_truncate(ldb_sync *t);
 /*

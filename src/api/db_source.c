@@ -78,42 +78,34 @@ int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_provider *
     return rc;
 }
 
-int ldb_source_detach(ldb_source *s)
+/* The calls that change sources or demand, run where they may run. */
+enum src_call { CALL_DETACH, CALL_STOP, CALL_START, CALL_RETRY };
+
+static int guarded(ldb *db, enum src_call c, void *target)
 {
-    if (!s)
-        return LDB_MISUSE;
-    ldb *db = src_registry_user(src_registry_of(s));
+    static const char *const names[] = { "ldb_source_detach", "ldb_source_stop",
+                                         "ldb_source_start", "ldb_live_retry" };
     db_lock(db);
     db_clear_error(db);
     const char *why = busy(db);
     int rc = LDB_OK;
     if (why)
-        rc = db_error(db, LDB_MISUSE, NULL, -1, "ldb_source_detach: %s", why);
-    else
-        src_detach(s);
-    db_unlock(db);
-    return rc;
-}
-
-static int session_call(ldb_source *s, bool stop)
-{
-    if (!s)
-        return LDB_MISUSE;
-    ldb *db = src_registry_user(src_registry_of(s));
-    db_lock(db);
-    db_clear_error(db);
-    const char *why = busy(db);
-    int rc = why ? db_error(db, LDB_MISUSE, NULL, -1, "ldb_source_%s: %s",
-                            stop ? "stop" : "start", why)
-                 : stop ? src_stop(s) : src_start(s);
-    if (rc == LDB_NOMEM)
+        rc = db_error(db, LDB_MISUSE, NULL, -1, "%s: %s", names[c], why);
+    else if (c == CALL_DETACH)
+        src_detach(target);
+    else if (c == CALL_RETRY)
+        src_retry(db->src, target);
+    else if ((rc = c == CALL_STOP ? src_stop(target) : src_start(target)))
         db_error(db, rc, NULL, -1, "out of memory");
     db_unlock(db);
     return rc;
 }
 
-int ldb_source_stop(ldb_source *s) { return session_call(s, true); }
-int ldb_source_start(ldb_source *s) { return session_call(s, false); }
+static ldb *source_db(ldb_source *s) { return src_registry_user(src_registry_of(s)); }
+
+int ldb_source_detach(ldb_source *s) { return s ? guarded(source_db(s), CALL_DETACH, s) : LDB_MISUSE; }
+int ldb_source_stop(ldb_source *s) { return s ? guarded(source_db(s), CALL_STOP, s) : LDB_MISUSE; }
+int ldb_source_start(ldb_source *s) { return s ? guarded(source_db(s), CALL_START, s) : LDB_MISUSE; }
 
 const char *ldb_source_table(ldb_source *s) { return s ? src_table_name(s) : NULL; }
 
@@ -150,7 +142,7 @@ void ldb_source_stats_get(ldb_source *s, ldb_source_stats *out)
     memset(out, 0, sizeof *out);
     if (!s)
         return;
-    ldb *db = src_registry_user(src_registry_of(s));
+    ldb *db = source_db(s);
     db_lock(db);
     src_stats(s, out);
     db_unlock(db);
@@ -182,19 +174,4 @@ int ldb_live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ctx)
     return LDB_OK;
 }
 
-int ldb_live_retry(ldb_live *q)
-{
-    if (!q)
-        return LDB_MISUSE;
-    ldb *db = live_db(q);
-    db_lock(db);
-    db_clear_error(db);
-    const char *why = busy(db);
-    int rc = LDB_OK;
-    if (why)
-        rc = db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_retry: %s", why);
-    else
-        src_retry(db->src, q);
-    db_unlock(db);
-    return rc;
-}
+int ldb_live_retry(ldb_live *q) { return q ? guarded(live_db(q), CALL_RETRY, q) : LDB_MISUSE; }

@@ -22,6 +22,7 @@
 
 #include "base/mem.h"
 #include "sql/expr.h"
+#include "live/window.h"
 #include "storage/table.h"
 
 #include <string.h>
@@ -54,10 +55,13 @@ static bool is_value(const struct expr *e)
     return e->kind == EXPR_CONST || e->kind == EXPR_PARAM;
 }
 
-/* A comparison of a column with aff, that converts none of its stored values. */
-static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff)
+/* A comparison of a column with aff, that converts none of its stored
+ * values, under BINARY (what a provider compares with; a row it returns
+ * must be one livedb's comparison also selects, and vice versa). */
+static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff, uint8_t coll)
 {
-    return sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
+    return coll == LDB_COLL_BINARY &&
+           sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
 }
 
 static bool pushable(const struct dwalk *w, const struct expr *e)
@@ -70,13 +74,13 @@ static bool pushable(const struct dwalk *w, const struct expr *e)
         if (e->op < EOP_EQ || e->op > EOP_GE)
             return false;
         if (is_scan_column(w, e->args[0], &col) && is_value(e->args[1]))
-            return exact_on(w, col, e->aff);
+            return exact_on(w, col, e->aff, e->coll);
         if (is_scan_column(w, e->args[1], &col) && is_value(e->args[0]))
-            return exact_on(w, col, e->aff);
+            return exact_on(w, col, e->aff, e->coll);
         return false;
     case EXPR_IN_LIST:
         if ((e->flags & EXPR_NEGATED) || !is_scan_column(w, e->args[0], &col) ||
-            !exact_on(w, col, e->aff))
+            !exact_on(w, col, e->aff, e->coll))
             return false;
         for (uint32_t i = 1; i < e->nargs; i++)
             if (!is_value(e->args[i]))
@@ -84,8 +88,8 @@ static bool pushable(const struct dwalk *w, const struct expr *e)
         return true;
     case EXPR_BETWEEN:
         return !(e->flags & EXPR_NEGATED) && is_scan_column(w, e->args[0], &col) &&
-               is_value(e->args[1]) && is_value(e->args[2]) && exact_on(w, col, e->aff) &&
-               exact_on(w, col, e->aff2);
+               is_value(e->args[1]) && is_value(e->args[2]) && exact_on(w, col, e->aff, e->coll) &&
+               exact_on(w, col, e->aff2, e->u.coll_hi);
     case EXPR_UNARY:
         return (e->op == EOP_ISNULL || e->op == EOP_NOTNULL) &&
                is_scan_column(w, e->args[0], &col);
@@ -108,7 +112,7 @@ static bool take_key(struct dwalk *w, const struct expr *e)
         other = e->args[0];
     else
         return false;
-    if (other->kind != EXPR_OUTER || !exact_on(w, col, e->aff))
+    if (other->kind != EXPR_OUTER || !exact_on(w, col, e->aff, e->coll))
         return false;
     w->key_col = (int32_t)col;
     w->key_capture = other->u.index;
@@ -157,6 +161,7 @@ static int add_point(struct dwalk *w, const struct plan *top, const struct plan 
         .key_capture = w->key_capture,
         .key_aff = w->key_aff,
         .key_coll = w->key_coll,
+        .order_col = -1,
     };
     return vec_push(&w->prog->demands, d);
 }
@@ -203,10 +208,27 @@ static void walk_plan(struct dwalk *w, const struct plan *p)
         walk_plan(w, p->right);
 }
 
+/* A root window over the rows of the root's only point, in an order a
+ * provider can follow: that point loads in pages (source layer). */
+static void plan_ordered(struct live_program *prog, uint32_t nroot)
+{
+    uint32_t col;
+    bool desc, nulls_first;
+    enum ldb_collation coll;
+    struct table *t = live_window_order(prog, &col, &desc, &nulls_first, &coll);
+    struct live_demand *d = prog->demands.data;
+    if (nroot != 1 || !t || t != d->table || nulls_first == desc || coll != LDB_COLL_BINARY)
+        return;
+    d->order_col = (int32_t)col;
+    d->order_desc = desc;
+}
+
 int live_demand_plan(struct live_program *prog)
 {
     struct dwalk w = { .prog = prog, .level = LIVE_LEVEL_ROOT };
     walk_plan(&w, prog->plan);
+    if (!w.rc)
+        plan_ordered(prog, (uint32_t)prog->demands.len);
     for (uint32_t k = 0; !w.rc && k < prog->children.len; k++) {
         w.level = k;
         walk_plan(&w, prog->children.data[k].bound);
@@ -320,6 +342,14 @@ const value *live_demand_key(const ldb_live *q, const struct live_demand *d)
 
 void live_set_demand_state(ldb_live *q, void *state) { q->dstate = state; }
 void *live_demand_state(const ldb_live *q) { return q->dstate; }
+
+int64_t live_window_need(const ldb_live *q)
+{
+    const struct live_program *prog = q->is_child ? NULL : q->p;
+    if (!prog || prog->limit < 0)
+        return -1;
+    return prog->offset > INT64_MAX - prog->limit ? INT64_MAX : prog->offset + prog->limit;
+}
 
 ldb_live *live_root(ldb_live *q) { return q->is_child ? q->root : q; }
 

@@ -148,7 +148,14 @@ struct live_demand {
     uint32_t key_capture;
     uint8_t key_aff;           /* enum col_type */
     uint8_t key_coll;          /* enum ldb_collation of the key comparison */
+    int32_t order_col;         /* >= 0: the root's ORDER BY ... LIMIT window is
+                                  this scan's rows in this column's order
+                                  (BINARY, NULLs lowest): ordered loading */
+    bool order_desc;
 };
+/* The rows q's window needs from the start of its order: offset + limit
+ * (-1: no window). */
+int64_t live_window_need(const ldb_live *q);
 
 /*
  * The source layer's view of demand. opened(q): q (a root query, or a
@@ -161,6 +168,9 @@ struct live_demand_hooks {
     void *ctx;
     int (*opened)(void *ctx, ldb_live *q);
     void (*gone)(void *ctx, ldb_live *q);
+    /* q's window moved (before its batch is staged): a hold taken here
+     * keeps the move private until it ends (ordered loading). */
+    void (*window_moved)(void *ctx, ldb_live *q);
 };
 void live_set_demand_hooks(struct live_registry *reg, const struct live_demand_hooks *h);
 /* q's demand points (those of its level); *n gets their count. */
@@ -183,7 +193,7 @@ struct table *live_plan_on_demand_table(const struct plan *p);
  * root) is held, its graph consumes every commit but nothing is staged or
  * published; the last unhold stages the net change since the hold as one
  * batch and publishes it (callbacks run; q may be closed by them). Holds
- * nest. Window moves are refused meanwhile.
+ * nest. A window move meanwhile stays private too (published with the rest).
  */
 void live_hold(ldb_live *q);
 void live_unhold(ldb_live *q);

@@ -711,12 +711,14 @@ int live_set_window(ldb_live *q, int64_t offset, int64_t limit, struct eval_erro
                               "a window cannot move from inside a live query callback");
     if (prog->state != LIVE_OK)
         return live_error_out(err, prog->errcode, prog->err.msg);
-    if (q->holds)
-        return live_error_out(err, LDB_MISUSE,
-                              "a window cannot move while a source replay holds the query");
     int rc = live_program_set_window(prog, offset < 0 ? 0 : offset, limit < 0 ? DF_NO_LIMIT : limit);
     if (!rc)
         rc = live_program_run(prog);
+    if (!rc && q->reg->dhooks.window_moved)
+        q->reg->dhooks.window_moved(q->reg->dhooks.ctx, q);
+    if (!rc && q->holds) /* published with what the hold waits for */
+        return live_program_consolidate(prog) ? live_error_out(err, prog->errcode, prog->err.msg)
+                                              : LDB_OK;
     if (!rc)
         rc = stage(q);
     if (!rc)

@@ -397,6 +397,37 @@ static const struct plan *trace_column(const struct plan *p, uint32_t col, uint3
     }
 }
 
+struct table *live_window_order(const struct live_program *prog, uint32_t *col, bool *desc,
+                                bool *nulls_first, enum ldb_collation *coll)
+{
+    const struct plan *lim = prog->root_limit;
+    if (!lim || prog->limit < 0 || prog->nuser_sort == 0 || lim->in->kind != PLAN_SORT)
+        return NULL;
+    const struct sort_key *k = &lim->in->u.sort.keys[0];
+    if (k->e->kind != EXPR_COLUMN)
+        return NULL;
+    /* straight from one table: no join may drop or repeat its rows */
+    const struct plan *p = lim->in->in;
+    uint32_t c = k->e->u.index;
+    for (;;) {
+        if (p->kind == PLAN_FILTER) {
+            p = p->in;
+        } else if (p->kind == PLAN_PROJECT && p->u.exprs[c]->kind == EXPR_COLUMN) {
+            c = p->u.exprs[c]->u.index;
+            p = p->in;
+        } else {
+            break;
+        }
+    }
+    if (p->kind != PLAN_SCAN)
+        return NULL;
+    *col = c;
+    *desc = k->desc;
+    *nulls_first = k->nulls_first;
+    *coll = k->coll;
+    return p->u.scan.table;
+}
+
 /* Whether p is the node the walk looks for. */
 typedef bool (*node_is_fn)(const struct plan *p, const void *what);
 

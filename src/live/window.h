@@ -51,4 +51,11 @@ int window_loader_trim(struct window_loader *ld, bool *pushed);
 void window_loader_resize(struct window_loader *ld, int64_t offset, int64_t limit);
 void window_loader_free(struct window_loader *ld);
 
+/* The table and column the result's window is ordered by first (its
+ * first ORDER BY term, a column of a scan the window's rows come from
+ * through filters and projections only), with that term's direction,
+ * NULL placement and collation; NULL when there is no such window. */
+struct table *live_window_order(const struct live_program *prog, uint32_t *col, bool *desc,
+                                bool *nulls_first, enum ldb_collation *coll);
+
 #endif

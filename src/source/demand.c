@@ -52,6 +52,8 @@ static void mark_dirty(struct src_registry *r, struct src_query *qs)
     qs->dirty = true;
 }
 
+void demand_query_dirty(struct src_registry *r, struct src_query *qs) { mark_dirty(r, qs); }
+
 static void param_owners_dirty(struct src_registry *r, struct src_param *p)
 {
     for (struct src_owner *o = p->owners; o; o = o->next_in_param)
@@ -91,6 +93,8 @@ static int plan_for(ldb_source *s, ldb_live *q, const struct live_demand *d, str
     sb_init(&sb);
     int32_t key = d->key_col;
     rc = pred_ident(fixed, key, &sb);
+    if (d->order_col >= 0) /* its window's own: one per query */
+        sb_printf(&sb, "|o%d%c|q%p", (int)d->order_col, d->order_desc ? 'd' : 'a', (void *)q);
     uint64_t h = rc ? 0 : hash_bytes(sb_str(&sb), strlen(sb_str(&sb)), 0);
     uint64_t *slot = rc ? NULL : hmap_get(&s->plans, h, plan_eq, sb_str(&sb));
     if (slot) {
@@ -117,6 +121,9 @@ static int plan_for(ldb_source *s, ldb_live *q, const struct live_demand *d, str
     pl->fixed = fixed;
     pl->key_col = key;
     pl->key_coll = d->key_coll;
+    pl->order_col = d->order_col;
+    pl->order_desc = d->order_desc;
+    pl->q = d->order_col >= 0 ? q : NULL;
     hmap_init(&pl->params);
     *out = pl;
     return LDB_OK;
@@ -147,6 +154,12 @@ static bool param_eq(const void *key, uint64_t val)
 }
 
 static uint64_t key_hash(const value *k) { return k ? value_hash(k, LDB_COLL_BINARY) : 0; }
+
+struct src_param *demand_param_of(const struct src_plan *pl, const value *key)
+{
+    uint64_t *slot = hmap_get(&pl->params, key_hash(key), param_eq, key);
+    return slot ? (struct src_param *)(uintptr_t)*slot : NULL;
+}
 
 static int plan_fresh(struct src_registry *r, struct src_plan *pl, struct src_param *p)
 {
@@ -184,10 +197,16 @@ static int param_for(struct src_registry *r, struct src_plan *pl, const value *k
         return LDB_NOMEM;
     }
     p->plan = pl;
+    if (pl->order_col >= 0 && ordered_init(p)) {
+        value_release(&p->key);
+        mem_free(p);
+        return LDB_NOMEM;
+    }
     if (hmap_put(&pl->params, h, param_eq, &p->key, &slot, &found) ||
         plan_fresh(r, pl, p)) {
         if (slot && !found)
             hmap_del(&pl->params, slot);
+        ordered_free(p);
         value_release(&p->key);
         mem_free(p);
         return LDB_NOMEM;
@@ -234,6 +253,11 @@ static void param_retire(struct src_registry *r, struct src_param *p)
         acq_leave(r, p->acq, p->acq_slot);
     if (pl->src->replay.active)
         r->work = true; /* the replay may wait for nothing else now */
+    if (pl->src->retain) { /* its rows may have no owner left (law 11) */
+        pl->src->sweep = true;
+        r->work = true;
+    }
+    ordered_free(p); /* its query is going: no unhold */
     value_release(&p->key);
     mem_free(p->errmsg);
     mem_free(p);
@@ -389,19 +413,34 @@ static void on_gone(void *ctx, ldb_live *q)
     }
 }
 
+static void on_window_moved(void *ctx, ldb_live *q) { ordered_window_moved(ctx, q); }
+
 void demand_hooks(struct src_registry *r, struct live_demand_hooks *h)
 {
-    *h = (struct live_demand_hooks){ .ctx = r, .opened = on_opened, .gone = on_gone };
+    *h = (struct live_demand_hooks){ .ctx = r, .opened = on_opened, .gone = on_gone,
+                                     .window_moved = on_window_moved };
 }
 
 /* ---- requests and releases ------------------------------------------------------------- */
 
 static void param_fail(struct src_registry *r, struct src_param *p, const char *msg)
 {
+    if (p->ord)
+        ordered_failed(p);
     p->failed = true;
     mem_free(p->errmsg);
     p->errmsg = mem_strndup(msg, strlen(msg));
     param_owners_dirty(r, p);
+}
+
+void demand_param_failed(struct src_registry *r, struct src_param *p, const char *msg)
+{
+    param_fail(r, p, msg);
+}
+
+int demand_param_fresh(struct src_registry *r, struct src_param *p)
+{
+    return plan_fresh(r, p->plan, p);
 }
 
 /* One grouped request for every fresh param of pl. */
@@ -424,6 +463,8 @@ static void plan_request(struct src_registry *r, struct src_plan *pl)
     req->state = ACQ_TENTATIVE;
     for (size_t i = 0; i < n; i++) { /* reserved by request_new */
         struct src_param *p = pl->fresh.data[i];
+        if (p->ord) /* its window publishes once, when all of it is loaded */
+            ordered_hold(p);
         p->fresh = false;
         p->acq = req;
         p->acq_slot = (uint32_t)i;
@@ -540,9 +581,17 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
         return; /* obsolete (law 6): released, or failed to start */
     if (rc == LDB_OK) {
         req->state = ACQ_OK;
-        for (size_t i = 0; i < req->params_here.len; i++)
-            if (req->params_here.data[i])
-                param_owners_dirty(r, req->params_here.data[i]);
+        for (size_t i = 0; i < req->params_here.len; i++) {
+            struct src_param *p = req->params_here.data[i];
+            if (!p)
+                continue;
+            param_owners_dirty(r, p);
+            if (p->ord) { /* one step of its chain: the next one, or done */
+                p->acq = NULL;
+                acq_leave(r, req, (uint32_t)i);
+                ordered_settled(r, p);
+            }
+        }
         return;
     }
     req->state = ACQ_FAILED;
@@ -572,7 +621,7 @@ static void query_count(struct src_query *qs)
         if (p->failed) {
             if (!qs->failed++)
                 qs->errmsg = p->errmsg;
-        } else if (!p->acq || p->acq->state != ACQ_OK) {
+        } else if (p->ord ? !ordered_covered(p) : !p->acq || p->acq->state != ACQ_OK) {
             qs->uncovered++;
         }
     }
@@ -654,6 +703,7 @@ int demand_eager(ldb_source *s)
         return LDB_NOMEM;
     pl->src = s;
     pl->key_col = -1;
+    pl->order_col = -1;
     hmap_init(&pl->params);
     s->all = pl;
     struct src_param *p;
@@ -737,6 +787,11 @@ void demand_detach(ldb_source *s)
             if (p->acq)
                 acq_leave(r, p->acq, p->acq_slot);
             p->acq = NULL;
+            /* its window's hold ends with the others (unhold_all below) */
+            if (p->ord && p->ord->holding &&
+                vec_push(&s->replay.held, pl->q) == LDB_OK)
+                p->ord->holding = false;
+            ordered_free(p);
             value_release(&p->key);
             mem_free(p->errmsg);
             mem_free(p);
@@ -836,6 +891,11 @@ static void reacquire(struct src_param *p, void *ctx)
     p->failed = false;
     mem_free(p->errmsg);
     p->errmsg = NULL;
+    if (p->ord) { /* the boundary is void: from the start again */
+        p->ord->has_cov = p->ord->all = p->ord->done = false;
+        p->ord->step = ORD_PAGE;
+        p->ord->limit = live_window_need(p->plan->q);
+    }
     if (plan_fresh(r, p->plan, p))
         param_fail(r, p, "out of memory");
     param_owners_dirty(r, p);

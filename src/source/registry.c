@@ -201,7 +201,9 @@ void src_pump(struct src_registry *r)
     r->pumping = true;
     for (int round = 0; round < PUMP_MAX_ROUNDS && src_pump_wanted(r); round++) {
         drain(r);
+        ordered_recheck(r);
         demand_dispatch(r);
+        retain_sweep(r);
         demand_replay_check(r); /* replacements publish before their statuses */
         demand_publish_statuses(r);
         live_free_closed(r->env.live); /* queries closed by callbacks release demand */
@@ -232,8 +234,10 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     const char *why = NULL;
     if (!p || !p->load_subset)
         why = "a provider needs load_subset";
-    else if (mode != LDB_SOURCE_EAGER && mode != LDB_SOURCE_ON_DEMAND)
-        why = "the mode must be LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND";
+    else if ((mode & ~LDB_SOURCE_RETAIN_OWNED) != LDB_SOURCE_EAGER &&
+             (mode & ~LDB_SOURCE_RETAIN_OWNED) != LDB_SOURCE_ON_DEMAND)
+        why = "the mode must be LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND, maybe with "
+              "LDB_SOURCE_RETAIN_OWNED";
     else if (attached(r, t))
         why = "the table already has a source";
     else if (t->readonly)
@@ -258,7 +262,8 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     s->reg = r;
     s->table = t;
     s->ncols = table_schema(t)->nvisible;
-    s->mode = mode;
+    s->retain = (mode & LDB_SOURCE_RETAIN_OWNED) != 0;
+    s->mode = mode & ~LDB_SOURCE_RETAIN_OWNED;
     s->p = *p;
     s->ctx = ctx;
     s->home = pthread_self();
@@ -266,7 +271,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     atomic_init(&s->queued, 0);
     atomic_init(&s->detached, false);
     atomic_init(&s->session, 1);
-    if (mode == LDB_SOURCE_EAGER && demand_eager(s)) {
+    if (s->mode == LDB_SOURCE_EAGER && demand_eager(s)) {
         mem_free(s->name);
         mem_free(s);
         snprintf(msg, msglen, "out of memory");
@@ -274,7 +279,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     }
     r->sources.data[r->sources.len++] = s;
     table_set_readonly(t, true);
-    table_set_loading(t, mode == LDB_SOURCE_EAGER ? TABLE_EAGER : TABLE_ON_DEMAND);
+    table_set_loading(t, s->mode == LDB_SOURCE_EAGER ? TABLE_EAGER : TABLE_ON_DEMAND);
     *out = s;
     return LDB_OK;
 }
@@ -368,6 +373,7 @@ void src_stats(const ldb_source *s, ldb_source_stats *out)
 {
     *out = s->st;
     out->queued = atomic_load(&s->queued);
+    out->rows = table_count(s->table);
     out->demands = s->all ? s->all->nparams : 0;
     uint32_t pos = 0;
     uint64_t *slot, hash;

@@ -309,15 +309,57 @@ int pred_ident(const struct ldb_pred *fixed, int32_t key_col, strbuf *sb)
 /* ---- requests ------------------------------------------------------------------------------ */
 
 /* pl's fixed predicate AND key IN (keys of ps[0..n)) into r->pred. */
+/* pl's fixed predicate AND extra (owned, taken; either may be NULL). */
+static int pred_and(ldb_request *r, const struct src_plan *pl, struct ldb_pred *extra)
+{
+    if (!pl->fixed) {
+        r->pred = extra;
+        return LDB_OK;
+    }
+    struct ldb_pred *p = mem_calloc(1, sizeof *p);
+    if (!p) {
+        pred_free(extra);
+        return LDB_NOMEM;
+    }
+    r->pred = p;
+    if (!extra)
+        return pred_copy(pl->fixed, p);
+    bool flat = pl->fixed->kind == LDB_PRED_AND;
+    uint32_t nf = flat ? pl->fixed->n : 1;
+    *p = (struct ldb_pred){ .kind = LDB_PRED_AND, .n = nf + 1 };
+    if (!(p->kids = mem_calloc(nf + 1, sizeof *p->kids))) {
+        pred_free(extra);
+        return LDB_NOMEM;
+    }
+    p->kids[nf] = *extra; /* the node's contents move in */
+    mem_free(extra);
+    for (uint32_t i = 0; i < nf; i++)
+        if (pred_copy(flat ? &pl->fixed->kids[i] : pl->fixed, &p->kids[i]))
+            return LDB_NOMEM;
+    return LDB_OK;
+}
+
+/* An ordered plan's step: its cursor or tie, and its order. */
+static int request_ordered(ldb_request *r, const struct src_plan *pl, const struct src_param *p)
+{
+    struct ldb_pred *extra;
+    int rc = ordered_pred(p, &extra);
+    if (rc)
+        return rc;
+    if (p->ord->step == ORD_PAGE) {
+        r->order_col = table_schema(pl->src->table)->cols[pl->order_col].name;
+        r->order_desc = pl->order_desc;
+        r->order_limit = p->ord->limit;
+    }
+    return pred_and(r, pl, extra);
+}
+
 static int request_pred(ldb_request *r, struct src_plan *pl, struct src_param *const *ps, size_t n)
 {
-    if (pl->key_col < 0) {
-        if (!pl->fixed)
-            return LDB_OK;
-        if (!(r->pred = mem_calloc(1, sizeof *r->pred)))
-            return LDB_NOMEM;
-        return pred_copy(pl->fixed, r->pred);
-    }
+    if (pl->order_col >= 0)
+        return request_ordered(r, pl, ps[0]);
+    if (pl->key_col < 0)
+        return pred_and(r, pl, NULL);
     struct ldb_pred in = { .kind = LDB_PRED_IN, .coll = pl->key_coll, .n = (uint32_t)n,
                            .column = table_schema(pl->src->table)->cols[pl->key_col].name };
     int rc = (in.vals = mem_calloc(n, sizeof *in.vals)) ? LDB_OK : LDB_NOMEM;
@@ -328,24 +370,8 @@ static int request_pred(ldb_request *r, struct src_plan *pl, struct src_param *c
         pred_clear(&in);
         return LDB_NOMEM;
     }
-    r->pred = p;
-    if (!pl->fixed) {
-        *p = in;
-        return LDB_OK;
-    }
-    /* AND(fixed's conjuncts..., IN) */
-    bool flat = pl->fixed->kind == LDB_PRED_AND;
-    uint32_t nf = flat ? pl->fixed->n : 1;
-    *p = (struct ldb_pred){ .kind = LDB_PRED_AND, .n = nf + 1 };
-    if (!(p->kids = mem_calloc(nf + 1, sizeof *p->kids))) {
-        pred_clear(&in);
-        return LDB_NOMEM;
-    }
-    p->kids[nf] = in;
-    for (uint32_t i = 0; i < nf; i++)
-        if (pred_copy(flat ? &pl->fixed->kids[i] : pl->fixed, &p->kids[i]))
-            return LDB_NOMEM;
-    return LDB_OK;
+    *p = in;
+    return pred_and(r, pl, p); /* AND(fixed's conjuncts..., IN) */
 }
 
 /* r->sql and r->params from r->pred. */
@@ -380,6 +406,7 @@ int request_new(struct src_plan *pl, struct src_param *const *ps, size_t n, ldb_
     atomic_init(&r->aborted, 0);
     atomic_init(&r->settled, 0);
     r->src = pl->src;
+    r->order_limit = -1;
     int rc = request_pred(r, pl, ps, n);
     if (!rc)
         rc = request_sql(r);
@@ -439,6 +466,19 @@ const ldb_value *ldb_request_param(const ldb_request *r, int i)
 }
 
 const ldb_pred *ldb_request_pred(const ldb_request *r) { return r ? r->pred : NULL; }
+
+int ldb_request_order(const ldb_request *r, const char **column, int *desc, int64_t *limit)
+{
+    if (!r || !r->order_col)
+        return 0;
+    if (column)
+        *column = r->order_col;
+    if (desc)
+        *desc = r->order_desc;
+    if (limit)
+        *limit = r->order_limit;
+    return 1;
+}
 int ldb_pred_kind(const ldb_pred *p) { return p ? p->kind : 0; }
 int ldb_pred_op(const ldb_pred *p) { return p ? p->op : 0; }
 const char *ldb_pred_column(const ldb_pred *p) { return p ? p->column : NULL; }

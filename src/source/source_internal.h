@@ -67,6 +67,10 @@ struct ldb_request {
     bool in_load;               /* load_subset is running */
     bool participant;           /* made by its source's replay, not yet settled
                                    or released: the replay waits for it */
+    /* ordered (ldb_request_order) */
+    const char *order_col;      /* NULL: unordered */
+    bool order_desc;
+    int64_t order_limit;        /* -1: every row */
     char *errmsg;               /* FAILED: the provider's message */
     VEC(struct src_param *) params_here; /* params acquired by it (NULL: left) */
     uint32_t nlive;             /* non-NULL entries of params_here */
@@ -101,6 +105,32 @@ struct src_plan {
     VEC(struct src_param *) fresh; /* params with owners and no acquisition */
     bool queued;                /* on the source's fresh-plan list */
     uint32_t nparams;
+    int32_t order_col;          /* >= 0: an ordered plan (ordered.c), one per
+                                   query: its window loads in pages */
+    bool order_desc;
+    ldb_live *q;                /* an ordered plan's query */
+};
+
+/* What an ordered param's next request asks (ordered.c). */
+enum ord_step {
+    ORD_PAGE,                   /* the first `limit` rows after cov (or from
+                                   the start without cov) */
+    ORD_TIE,                    /* every row whose order value is tie */
+    ORD_FULL                    /* every row (the retry after a failure) */
+};
+
+struct src_order {
+    enum ord_step step;
+    bool has_cov;               /* the prefix up to cov (inclusive) is loaded */
+    bool all;                   /* ...or everything is: a page brought nothing */
+    value cov;                  /* owned */
+    value tie;                  /* ORD_TIE: the value (owned) */
+    int64_t limit;              /* ORD_PAGE */
+    int64_t had;                /* ORD_PAGE: rows after cov before it */
+    bool done;                  /* the window's rows are all loaded */
+    bool holding;               /* it holds its query until done */
+    bool recheck;               /* a write may have emptied part of the window */
+    bool txn_hold;              /* held while a sync transaction applies */
 };
 
 struct src_owner {
@@ -120,6 +150,7 @@ struct src_param {
     char *errmsg;               /* failed: why (owned) */
     uint32_t nowners;
     struct src_owner *owners;
+    struct src_order *ord;      /* an ordered plan's param (owned), or NULL */
 };
 
 struct src_query {
@@ -157,6 +188,8 @@ struct ldb_source {
     atomic_bool detached;       /* any thread */
     atomic_uint_fast64_t session; /* ldb_source_stop/start (any thread) */
     bool stopped;
+    bool retain;                /* LDB_SOURCE_RETAIN_OWNED (retain.c) */
+    bool sweep;                 /* demand retired: unowned rows to delete */
     ldb_source_stats st;
 };
 
@@ -218,6 +251,46 @@ void demand_replay_cancel(ldb_source *s);
 /* Ends replays whose participants all settled (publishing their
  * replacements), or whose demand is all gone. */
 void demand_replay_check(struct src_registry *r);
+
+/* For ordered.c: a query's status to recompute; p to request next; p
+ * failed with msg (ERROR until a retry). */
+void demand_query_dirty(struct src_registry *r, struct src_query *qs);
+int demand_param_fresh(struct src_registry *r, struct src_param *p);
+void demand_param_failed(struct src_registry *r, struct src_param *p, const char *msg);
+/* The param of pl whose key is identical to key, or NULL. */
+struct src_param *demand_param_of(const struct src_plan *pl, const value *key);
+
+/* ordered.c */
+/* The ordered state of a new param of an ordered plan. */
+int ordered_init(struct src_param *p);
+void ordered_free(struct src_param *p);
+/* The cursor/tie part of p's next request (NULL: none), added to the
+ * plan's fixed predicate; and its order. */
+int ordered_pred(const struct src_param *p, struct ldb_pred **out);
+/* p is about to be requested: its query is held until done. */
+void ordered_hold(struct src_param *p);
+/* p's request settled OK: the next step, or done. */
+void ordered_settled(struct src_registry *r, struct src_param *p);
+/* p failed: the next request will be authoritative (ORD_FULL). */
+void ordered_failed(struct src_param *p);
+/* Whether p's demand is covered (readiness). */
+bool ordered_covered(const struct src_param *p);
+/* The window of q grew, or writes changed s: done params re-check. */
+void ordered_window_moved(struct src_registry *r, ldb_live *q);
+void ordered_source_wrote(ldb_source *s);
+/* Runs the re-checks the above asked for. */
+void ordered_recheck(struct src_registry *r);
+/* Around applying a sync transaction of s: its windows are held, so a
+ * write that empties part of one publishes only with its repair. */
+void ordered_txn_begin(ldb_source *s);
+void ordered_txn_end(ldb_source *s);
+
+/* retain.c */
+bool pred_match(const struct ldb_pred *p, const struct table *t, const value *vals);
+/* Whether some demand of s owns the row vals (law 11). */
+bool retain_owned(const ldb_source *s, const value *vals);
+/* Deletes the rows no demand owns any more, per source that needs it. */
+bool retain_sweep(struct src_registry *r);
 
 /* sync.c */
 /* Applies (or drops) a queued transaction; frees it. */

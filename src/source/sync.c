@@ -295,6 +295,13 @@ static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64
     for (uint32_t i = 0; i < sc->npk; i++)
         key[i] = vals[sc->pk[i]];
     row *old = table_lookup(tab, key);
+    if (op->kind != SYNC_DELETE && s->retain && !retain_owned(s, vals)) {
+        /* law 11: no demand owns it, so it is not kept (nor its old version) */
+        if (old && (rc = table_delete(st, tab, old)))
+            return fail(st, msg, n, rc, NULL);
+        *written += old != NULL;
+        return LDB_OK;
+    }
     if (op->kind == SYNC_DELETE)
         rc = old ? table_delete(st, tab, old) : LDB_OK;
     else if (old && same_row(old, vals, sc->nvisible))
@@ -366,6 +373,7 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         sync_free(t);
         return;
     }
+    ordered_txn_begin(s);
     int rc = store_stmt_begin(st);
     if (rc) {
         snprintf(msg, sizeof msg, "%s", store_errmsg(st));
@@ -382,12 +390,15 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         }
         r->env.wrote(r->env.ctx);
     }
+    if (!rc && written)
+        ordered_source_wrote(s); /* a window's prefix may have lost rows */
     if (t->truncates) {
         if (!rc)
             demand_replay_start(s); /* every logical demand acquired again */
         else if (started)
             demand_replay_cancel(s);
     }
+    ordered_txn_end(s);
     if (rc) {
         s->st.txns_aborted++;
         receipt_done(t->receipt, LDB_RECEIPT_FAILED, rc, msg[0] ? msg : ldb_errstr(rc));

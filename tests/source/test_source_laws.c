@@ -469,7 +469,153 @@ static void space_returns_to_baseline(void)
     prov_close(&p);
 }
 
-TEST_MAIN(T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
+static int64_t table_rows(ldb *db, const char *where)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM issues WHERE %s", where);
+    ldb_stmt *st;
+    CHECK(ldb_prepare(db, sql, -1, &st, NULL) == LDB_OK);
+    CHECK(ldb_step(st) == LDB_ROW);
+    int64_t n = ldb_row_int64(ldb_stmt_row(st), 0);
+    ldb_finalize(st);
+    return n;
+}
+
+/* Law 11: under LDB_SOURCE_RETAIN_OWNED a row exists exactly while some
+ * demand owns it. */
+static void retention_keeps_exactly_owned_rows(void)
+{
+    struct prov p;
+    memset(&p, 0, sizeof p);
+    CHECK(ldb_open(NULL, &p.db) == LDB_OK);
+    EXEC(p.db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, title TEXT)");
+    EXEC(p.db, "CREATE TABLE users(id INTEGER PRIMARY KEY)");
+    EXEC(p.db, "INSERT INTO users VALUES (1), (2)");
+    ldb_provider v = { load, unload, on_abort, NULL };
+    CHECK(ldb_source_attach(p.db, "issues", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED, &v,
+                            &p, &p.src) == LDB_OK);
+    struct watch wa, wb;
+    ldb_live *a = watch_open(&p, OWNER1, &wa);
+    int all[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+    serve(&p, p.req[0], all, 9, false); /* a superset: only owner 1 is owned */
+    ldb_request_settle(p.req[0], LDB_OK, NULL);
+    CHECKF(table_rows(p.db, "1") == 3, "law 11: %lld rows kept of 3 owned",
+           (long long)table_rows(p.db, "1"));
+    int feed[] = { 10, 11 }; /* owners 1 and 2: only the first is owned */
+    serve(&p, NULL, feed, 2, false);
+    CHECK(table_rows(p.db, "1") == 4 && table_rows(p.db, "id = 10") == 1);
+    /* keyed demand from a child owns its keys' rows */
+    ldb_live *b = watch_open(&p, "SELECT id, LIVE (SELECT id FROM issues i WHERE i.owner = u.id) "
+                                 "FROM users u", &wb);
+    CHECK(p.n == 2);
+    serve(&p, p.req[1], all, 9, false);
+    ldb_request_settle(p.req[1], LDB_OK, NULL);
+    CHECK(table_rows(p.db, "owner = 2") == 3 && table_rows(p.db, "owner = 0") == 0);
+    /* a's demand goes: owner 1 rows stay, owned by b's key 1 */
+    ldb_live_close(a);
+    CHECK(table_rows(p.db, "owner = 1") == 4);
+    /* user 1 goes: its key's rows have no owner left */
+    EXEC(p.db, "DELETE FROM users WHERE id = 1");
+    CHECKF(table_rows(p.db, "owner = 1") == 0, "law 11: %lld unowned rows stayed",
+           (long long)table_rows(p.db, "owner = 1"));
+    CHECK(table_rows(p.db, "owner = 2") == 3);
+    ldb_live_close(b);
+    ldb_source_stats st;
+    ldb_source_stats_get(p.src, &st);
+    CHECK(st.rows == 0 && st.demands == 0);
+    prov_close(&p);
+}
+
+/* ---- allocation failure ---- */
+
+/* serve() that tolerates failures (each call may fail with LDB_NOMEM). */
+static void serve_loosely(struct prov *p, ldb_request *req, int from, int to, bool trunc)
+{
+    ldb_sync *t;
+    if (ldb_sync_begin(p->src, req, &t))
+        return;
+    if (trunc)
+        ldb_sync_truncate(t);
+    for (int id = from; id < to; id++) {
+        ldb_sync_int64(t, 0, id);
+        ldb_sync_int64(t, 1, id % 3);
+        ldb_sync_text(t, 2, "a title long enough to live on the heap", -1);
+        ldb_sync_upsert(t);
+    }
+    ldb_sync_commit(t, NULL);
+    if (req)
+        ldb_request_settle(req, LDB_OK, NULL);
+}
+
+/* Opens the three kinds of demand (root, grouped child, ordered window),
+ * serves, truncates and replays, closes; any step may fail. */
+static void nomem_scenario(struct prov *p)
+{
+    static const char *const sql[] = {
+        OWNER1,
+        "SELECT u.id, LIVE (SELECT id FROM issues i WHERE i.owner = u.id) FROM users u",
+        "SELECT id, owner FROM issues WHERE owner = 2 ORDER BY id DESC LIMIT 3",
+    };
+    ldb_live *q[3] = { NULL, NULL, NULL };
+    for (int i = 0; i < 3; i++) {
+        int rc = ldb_live_open(p->db, sql[i], NULL, NULL, &q[i]);
+        CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "open: %d %s", rc, ldb_errmsg(p->db));
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < p->n && i < 40; i++)
+            if (!p->unloaded[i] && !ldb_request_aborted(p->req[i]))
+                serve_loosely(p, p->req[i], 0, 12, false);
+        if (round == 0)
+            serve_loosely(p, NULL, 0, 0, true);
+    }
+    int rc = ldb_exec(p->db, "INSERT INTO users VALUES (7)", NULL, NULL);
+    CHECK(rc == LDB_OK || rc == LDB_NOMEM);
+    for (int i = 0; i < 3; i++)
+        ldb_live_close(q[i]);
+}
+
+static void allocation_failure_at_every_point(void)
+{
+    int64_t base = mem_live();
+    int failed_runs = 0;
+    for (uint64_t k = 1; k < 20000; k++) {
+        for (int persistent = 0; persistent < 2; persistent++) {
+            struct prov p;
+            memset(&p, 0, sizeof p);
+            CHECK(ldb_open(NULL, &p.db) == LDB_OK);
+            EXEC(p.db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, title TEXT)");
+            EXEC(p.db, "CREATE TABLE users(id INTEGER PRIMARY KEY)");
+            EXEC(p.db, "INSERT INTO users VALUES (0), (1), (2)");
+            ldb_provider v = { load, unload, on_abort, NULL };
+            CHECK(ldb_source_attach(p.db, "issues", LDB_SOURCE_ON_DEMAND, &v, &p, &p.src) ==
+                  LDB_OK);
+            mem_fail_at(k, persistent);
+            nomem_scenario(&p);
+            bool hit = mem_failed_count() > 0;
+            mem_fail_at(0, 0);
+            /* failures off: the database still works and frees everything */
+            ldb_source_stats st;
+            ldb_source_stats_get(p.src, &st);
+            CHECKF(st.demands == 0 && st.requests_live == 0,
+                   "k=%llu: %llu demands, %llu requests left after closing",
+                   (unsigned long long)k, (unsigned long long)st.demands,
+                   (unsigned long long)st.requests_live);
+            EXEC(p.db, "SELECT count(*) FROM issues");
+            prov_close(&p);
+            CHECKF(mem_live() == base, "k=%llu persistent=%d: %lld blocks leaked",
+                   (unsigned long long)k, persistent, (long long)(mem_live() - base));
+            if (!hit && !persistent) {
+                CHECKF(failed_runs > 100, "only %d runs hit a failure", failed_runs);
+                printf("#    %d runs failed an allocation\n", failed_runs);
+                return;
+            }
+            failed_runs += hit;
+        }
+    }
+    CHECKF(0, "the scenario never ran without a failure");
+}
+
+TEST_MAIN(T(retention_keeps_exactly_owned_rows), T(allocation_failure_at_every_point), T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
           T(replay_failure_of_retired_demand_stops_gating), T(stale_settlement_readies_nothing),
           T(applied_settlement_from_a_thread), T(stop_fails_queries_and_start_asks_again),
           T(provider_callbacks_are_refused_writes), T(failing_load_is_never_unloaded),

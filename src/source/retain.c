@@ -1,0 +1,132 @@
+/*
+ * retain.c - query-owned retention (law 11, LDB_SOURCE_RETAIN_OWNED): a
+ * loaded row exists exactly while an owner of it remains. Owners are the
+ * source's current demand: a param (with owners) whose plan's predicate
+ * and key the row matches, or the eager load, which owns every row. A
+ * program pins rows by keeping a live query over them open.
+ *
+ * No per-row owner state is kept: ownership is decided from the demand
+ * itself. A sync row nobody owns is not written (an old version of it is
+ * deleted); when demand retires, one sweep at the next dispatch point
+ * deletes, in one statement, every row no remaining demand owns. Cost:
+ * O(rows x plans) per sweep, against O(1) state per row.
+ */
+#include "source/source_internal.h"
+
+#include "base/interrupt.h"
+#include "storage/store.h"
+#include "storage/table.h"
+
+#include <string.h>
+
+static const value *column_value(const struct table *t, const value *vals, const char *name)
+{
+    const struct schema *sc = table_schema(t);
+    for (uint32_t i = 0; i < sc->nvisible; i++)
+        if (strcmp(sc->cols[i].name, name) == 0)
+            return &vals[i];
+    return NULL;
+}
+
+static bool cmp_holds(int op, int c)
+{
+    switch (op) {
+    case LDB_OP_EQ: return c == 0;
+    case LDB_OP_NE: return c != 0;
+    case LDB_OP_LT: return c < 0;
+    case LDB_OP_LE: return c <= 0;
+    case LDB_OP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+/* Whether the row vals matches p (SQL: a NULL operand matches nothing). */
+bool pred_match(const struct ldb_pred *p, const struct table *t, const value *vals)
+{
+    if (p->kind == LDB_PRED_AND || p->kind == LDB_PRED_OR) {
+        for (uint32_t i = 0; i < p->n; i++)
+            if (pred_match(&p->kids[i], t, vals) != (p->kind == LDB_PRED_AND))
+                return p->kind == LDB_PRED_OR;
+        return p->kind == LDB_PRED_AND;
+    }
+    const value *v = column_value(t, vals, p->column);
+    if (!v)
+        return false;
+    if (p->kind == LDB_PRED_ISNULL || p->kind == LDB_PRED_NOTNULL)
+        return value_is_null(v) == (p->kind == LDB_PRED_ISNULL);
+    if (value_is_null(v))
+        return false;
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (value_is_null(&p->vals[i]))
+            continue;
+        int c = value_cmp(v, &p->vals[i], (enum ldb_collation)p->coll);
+        if (p->kind == LDB_PRED_IN ? c == 0 : cmp_holds(p->op, c))
+            return true;
+    }
+    return false;
+}
+
+static bool plan_owns(const struct src_plan *pl, const struct table *t, const value *vals)
+{
+    if (pl->nparams == 0 || (pl->fixed && !pred_match(pl->fixed, t, vals)))
+        return false;
+    if (pl->key_col < 0)
+        return true;
+    return demand_param_of(pl, &vals[pl->key_col]) != NULL;
+}
+
+bool retain_owned(const ldb_source *s, const value *vals)
+{
+    if (s->all)
+        return true; /* the eager load owns every row */
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    while ((slot = hmap_next(&s->plans, &pos, &hash)))
+        if (plan_owns((const struct src_plan *)(uintptr_t)*slot, s->table, vals))
+            return true;
+    return false;
+}
+
+/* Deletes every row no demand owns, in one statement. */
+static int sweep(struct src_registry *r, ldb_source *s)
+{
+    struct store *st = r->env.store;
+    VEC(row *) gone = VEC_INIT;
+    int rc = LDB_OK;
+    struct table_scan sc = table_scan_begin(s->table);
+    for (row *w; !rc && (w = table_scan_next(&sc));)
+        if (!retain_owned(s, w->cols) && !(rc = vec_push(&gone, w)))
+            row_retain(w);
+    if (!rc && gone.len && !(rc = store_stmt_begin(st))) {
+        store_enter_internal(st);
+        for (size_t i = 0; !rc && i < gone.len; i++)
+            rc = table_delete(st, s->table, gone.data[i]);
+        store_leave_internal(st);
+        struct intr *scope = intr_swap(NULL);
+        int end = store_stmt_end(st, rc);
+        intr_swap(scope);
+        rc = rc ? rc : end;
+        r->env.wrote(r->env.ctx);
+        if (!rc)
+            s->st.rows_written += gone.len;
+    }
+    for (size_t i = 0; i < gone.len; i++)
+        row_release(gone.data[i]);
+    vec_free(&gone);
+    return rc;
+}
+
+bool retain_sweep(struct src_registry *r)
+{
+    bool did = false;
+    for (size_t i = 0; i < r->sources.len; i++) {
+        ldb_source *s = r->sources.data[i];
+        if (!s->sweep)
+            continue;
+        /* out of memory: the rows stay until the next retirement sweeps */
+        s->sweep = false;
+        sweep(r, s);
+        did = true;
+    }
+    return did;
+}
