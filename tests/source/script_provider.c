@@ -438,6 +438,11 @@ static int on_load(void *ctx, ldb_request *req)
     q->req = req;
     q->id = id;
     q->nparams = ldb_request_param_count(req);
+    const char *col = NULL;
+    if (ldb_request_order(req, &col, &q->desc, &q->limit)) {
+        q->ordered = true;
+        snprintf(q->order_col, sizeof q->order_col, "%s", col ? col : "?");
+    }
     sp->reqs = grow(sp->reqs, &sp->capreqs, sp->nreqs + 1, sizeof *sp->reqs);
     sp->reqs[sp->nreqs++] = q;
     if (sp->load_mode == SP_LOAD_FAIL) {

@@ -55,6 +55,10 @@ struct sp_req {
     int writes_after_abort; /* sync transactions it committed after that */
     char *sql;         /* copies, for messages and for the feed */
     int nparams;
+    bool ordered;      /* a page (ldb_request_order): the first limit rows */
+    char order_col[64];
+    int desc;
+    int64_t limit;
 };
 
 /* A receipt left PENDING by its commit, and whether its request was

@@ -112,6 +112,19 @@ static void dump_trace(void)
     printf("#    the last steps (step, action):\n");
     for (int i = ntrace > TRACE ? ntrace - TRACE : 0; i < ntrace; i++)
         printf("#    %s\n", trace[i % TRACE]);
+    for (int t = 0; t < W.nt; t++) {
+        printf("#    t%d: %s%s%s\n", t, (const char *[]){ "local", "ON_DEMAND", "EAGER" }[W.mode[t]],
+               W.detached[t] ? " (detached)" : "", W.nocase[t] ? ", s NOCASE" : "");
+        for (int i = 0; (W.mode[t] != T_LOCAL || W.detached[t]) && i < W.sp[t].nreqs; i++) {
+            struct sp_req *q = W.sp[t].reqs[i];
+            printf("#      request %llu%s%s: %s", (unsigned long long)q->id,
+                   q->settled ? " settled" : "", q->loaded ? " loaded" : "", q->sql);
+            if (q->ordered)
+                printf(" ORDER BY \"%s\"%s LIMIT %lld", q->order_col, q->desc ? " DESC" : "",
+                       (long long)q->limit);
+            printf("\n");
+        }
+    }
 }
 
 /* CHECKF, with the trace printed first. */
@@ -240,6 +253,8 @@ static void make_world(uint64_t seed)
 /* Comparisons under a collation that is not their column's: an explicit
  * COLLATE, or a child correlated x.s = y.s under the parent's. */
 static bool collations;
+/* Windows ordered by a column (loaded in pages); else by an expression. */
+static bool pages;
 
 struct gen {
     char *out;
@@ -371,8 +386,9 @@ static void gen_query(struct oq *q)
         break;
     case 3:
         snprintf(q->lsql, SQLMAX,
-                 "SELECT x.id, x.a, x.s FROM t%d x WHERE %s ORDER BY x.%s, x.id LIMIT %d", t, where,
-                 rng_chance(&W.r, 1, 3) ? "s" : "a", 1 + (int)rng_below(&W.r, 5));
+                 "SELECT x.id, x.a, x.s FROM t%d x WHERE %s ORDER BY %s, x.id LIMIT %d", t, where,
+                 !pages ? "x.a + 0" : rng_chance(&W.r, 1, 3) ? "x.s" : "x.a",
+                 1 + (int)rng_below(&W.r, 5));
         q->ordered = true;
         break;
     default: {
@@ -978,16 +994,26 @@ static void histories(int n, int steps)
 
 static void source_oracle(void)
 {
-    collations = false;
+    collations = pages = false;
     histories(100 * test_scale(), 150);
 }
 
 /* The same with comparisons under other collations than their columns'
- * (a request must carry them: pushed_collation_sql in test_source_basic). */
+ * (a request must carry them, or ask for more). */
 static void source_oracle_collations(void)
 {
     collations = true;
+    pages = false;
     histories(50 * test_scale(), 150);
 }
 
-TEST_MAIN(T(source_oracle), T(source_oracle_collations))
+/* The same with windows ordered by a column, which load in pages
+ * (window_keeps_demand in test_source_basic). */
+static void source_oracle_windows(void)
+{
+    collations = false;
+    pages = true;
+    histories(50 * test_scale(), 150);
+}
+
+TEST_MAIN(T(source_oracle), T(source_oracle_collations), T(source_oracle_windows))
