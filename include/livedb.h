@@ -803,6 +803,19 @@ LDB_API const ldb_value *ldb_pred_value(const ldb_pred *p, int i);
  */
 LDB_API int ldb_request_order(const ldb_request *r, const char **column, int *desc,
                               int64_t *limit);
+/* A page's cursor: it asks for the rows strictly after this value in the
+ * order (a NULL value: the non-NULL rows, ascending); NULL for the first
+ * page and for any other request. The predicate already says so. */
+LDB_API const ldb_value *ldb_request_cursor(const ldb_request *r);
+/*
+ * Grouped child demand: the number of key values (0 when r is not
+ * grouped) and *column, the table's column they are for; r asks for the
+ * rows whose column equals one of them (its predicate's IN node, ANDed
+ * with the child's other pushed conjuncts). ldb_request_key(r, i) is the
+ * i-th value, i in 0..count-1.
+ */
+LDB_API int ldb_request_keys(const ldb_request *r, const char **column);
+LDB_API const ldb_value *ldb_request_key(const ldb_request *r, int i);
 
 /*
  * Settles r: rc LDB_OK when every row it asked for has been committed

@@ -754,56 +754,76 @@ int demand_stop(ldb_source *s)
     return LDB_OK;
 }
 
+/* Frees pl's params with their owners (their queries' status is then
+ * recomputed), leaving their acquisitions. Allocates nothing. */
+static void plan_drop_params(struct src_registry *r, struct src_plan *pl)
+{
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    while ((slot = hmap_next(&pl->params, &pos, &hash))) {
+        struct src_param *p = (struct src_param *)(uintptr_t)*slot;
+        while (p->owners) {
+            struct src_owner *o = p->owners;
+            mark_dirty(r, o->qs);
+            struct src_owner **pp = &o->qs->owners; /* out of its query's list */
+            while (*pp != o)
+                pp = &(*pp)->next_in_q;
+            *pp = o->next_in_q;
+            p->owners = o->next_in_param;
+            mem_free(o);
+        }
+        if (p->acq)
+            acq_leave(r, p->acq, p->acq_slot);
+        ordered_free(p);
+        value_release(&p->key);
+        mem_free(p->errmsg);
+        mem_free(p);
+    }
+    hmap_clear(&pl->params);
+    pl->nparams = 0;
+}
+
+/* An ordered window that holds its query, or NULL. */
+static struct src_param *holding_window(const ldb_source *s)
+{
+    uint32_t pos = 0;
+    uint64_t *slot, hash;
+    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
+        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
+        uint32_t ppos = 0;
+        uint64_t *ps = pl->order_col >= 0 ? hmap_next(&pl->params, &ppos, &hash) : NULL;
+        struct src_param *p = ps ? (struct src_param *)(uintptr_t)*ps : NULL;
+        if (p && p->ord->holding)
+            return p;
+    }
+    return NULL;
+}
+
 void demand_detach(ldb_source *s)
 {
     struct src_registry *r = s->reg;
+    /* windows first, one at a time: their publication's callbacks may
+     * close queries, which changes the plans */
+    for (struct src_param *p; (p = holding_window(s));) {
+        p->ord->holding = false;
+        live_unhold(p->plan->q);
+    }
     /* every owner of s's params goes; their queries turn READY */
     uint32_t pos = 0;
     uint64_t *slot, hash;
-    VEC(struct src_plan *) plans = VEC_INIT;
-    while ((slot = hmap_next(&s->plans, &pos, &hash)))
-        if (vec_push(&plans, (struct src_plan *)(uintptr_t)*slot))
-            break;
-    if (s->all && vec_push(&plans, s->all) == LDB_OK)
-        s->all = NULL; /* not kept alive by plan_maybe_free any more */
-    for (size_t i = 0; i < plans.len; i++) {
-        struct src_plan *pl = plans.data[i];
-        pos = 0;
-        while ((slot = hmap_next(&pl->params, &pos, &hash))) {
-            struct src_param *p = (struct src_param *)(uintptr_t)*slot;
-            while (p->owners) {
-                struct src_owner *o = p->owners;
-                mark_dirty(r, o->qs);
-                /* unlink from its query's list */
-                struct src_owner **pp = &o->qs->owners;
-                while (*pp != o)
-                    pp = &(*pp)->next_in_q;
-                *pp = o->next_in_q;
-                p->owners = o->next_in_param;
-                if (p->owners)
-                    p->owners->prev_in_param = NULL;
-                mem_free(o);
-            }
-            if (p->acq)
-                acq_leave(r, p->acq, p->acq_slot);
-            p->acq = NULL;
-            /* its window's hold ends with the others (unhold_all below) */
-            if (p->ord && p->ord->holding &&
-                vec_push(&s->replay.held, pl->q) == LDB_OK)
-                p->ord->holding = false;
-            ordered_free(p);
-            value_release(&p->key);
-            mem_free(p->errmsg);
-            mem_free(p);
-        }
-        hmap_clear(&pl->params);
-        pl->nparams = 0;
-        pl->fresh.len = 0;
+    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
+        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
+        plan_drop_params(r, pl);
+        vec_clear(&pl->fresh);
         pl->queued = false;
         demand_free_plan(pl);
     }
-    vec_free(&plans);
     hmap_clear(&s->plans);
+    if (s->all) {
+        plan_drop_params(r, s->all);
+        demand_free_plan(s->all);
+        s->all = NULL;
+    }
     s->fresh_plans.len = 0;
     while (s->releases.len)
         acq_release(r, vec_pop(&s->releases));

@@ -350,6 +350,11 @@ static int request_ordered(ldb_request *r, const struct src_plan *pl, const stru
         r->order_col = table_schema(pl->src->table)->cols[pl->order_col].name;
         r->order_desc = pl->order_desc;
         r->order_limit = p->ord->limit;
+        if (p->ord->has_cov && (rc = pred_value_copy(&p->ord->cov, &r->cursor))) {
+            pred_free(extra);
+            return rc;
+        }
+        r->has_cursor = p->ord->has_cov;
     }
     return pred_and(r, pl, extra);
 }
@@ -371,7 +376,10 @@ static int request_pred(ldb_request *r, struct src_plan *pl, struct src_param *c
         return LDB_NOMEM;
     }
     *p = in;
-    return pred_and(r, pl, p); /* AND(fixed's conjuncts..., IN) */
+    if ((rc = pred_and(r, pl, p))) /* AND(fixed's conjuncts..., IN) */
+        return rc;
+    r->keys = r->pred->kind == LDB_PRED_IN ? r->pred : &r->pred->kids[r->pred->n - 1];
+    return LDB_OK;
 }
 
 /* r->sql and r->params from r->pred. */
@@ -407,6 +415,7 @@ int request_new(struct src_plan *pl, struct src_param *const *ps, size_t n, ldb_
     atomic_init(&r->settled, 0);
     r->src = pl->src;
     r->order_limit = -1;
+    r->cursor = value_null();
     int rc = request_pred(r, pl, ps, n);
     if (!rc)
         rc = request_sql(r);
@@ -428,6 +437,7 @@ void request_free(ldb_request *r)
         value_release(&r->params[i]);
     mem_free(r->params);
     mem_free(r->errmsg);
+    value_release(&r->cursor);
     vec_free(&r->params_here);
     mem_free(r);
 }
@@ -466,6 +476,25 @@ const ldb_value *ldb_request_param(const ldb_request *r, int i)
 }
 
 const ldb_pred *ldb_request_pred(const ldb_request *r) { return r ? r->pred : NULL; }
+
+int ldb_request_keys(const ldb_request *r, const char **column)
+{
+    if (!r || !r->keys)
+        return 0;
+    if (column)
+        *column = r->keys->column;
+    return (int)r->keys->n;
+}
+
+const ldb_value *ldb_request_key(const ldb_request *r, int i)
+{
+    return r ? ldb_pred_value(r->keys, i) : NULL;
+}
+
+const ldb_value *ldb_request_cursor(const ldb_request *r)
+{
+    return r && r->has_cursor ? (const ldb_value *)&r->cursor : NULL;
+}
 
 int ldb_request_order(const ldb_request *r, const char **column, int *desc, int64_t *limit)
 {

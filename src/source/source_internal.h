@@ -67,7 +67,11 @@ struct ldb_request {
     bool in_load;               /* load_subset is running */
     bool participant;           /* made by its source's replay, not yet settled
                                    or released: the replay waits for it */
+    /* grouped (ldb_request_keys): the IN node of the key set, in pred */
+    const struct ldb_pred *keys;
     /* ordered (ldb_request_order) */
+    value cursor;               /* a page's: rows after it (owned) */
+    bool has_cursor;
     const char *order_col;      /* NULL: unordered */
     bool order_desc;
     int64_t order_limit;        /* -1: every row */

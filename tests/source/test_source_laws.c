@@ -434,12 +434,17 @@ static void space_returns_to_baseline(void)
                                  "FROM users u",
                                  &w);
         CHECK(p.n == 1);
+        const char *col;
+        CHECK(ldb_request_keys(p.req[0], &col) == 3 && strcmp(col, "owner") == 0);
+        CHECK(ldb_request_cursor(p.req[0]) == NULL && !ldb_request_order(p.req[0], 0, 0, 0));
         int rows[] = { 0, 1, 2, 3, 4, 5 };
         serve(&p, p.req[0], rows, 6, false);
         ldb_request_settle(p.req[0], LDB_OK, NULL);
         CHECK(ldb_live_status(q, NULL) == LDB_STATUS_READY);
         EXEC(p.db, "INSERT INTO users VALUES (9,'z')");
         CHECK(p.n == 2); /* the new bucket's key, alone */
+        CHECK(ldb_request_keys(p.req[1], NULL) == 1 &&
+              ldb_value_int64(ldb_request_key(p.req[1], 0)) == 9);
         EXEC(p.db, "DELETE FROM users WHERE id = 9");
         CHECK(p.unloaded[1] == 1);
         ldb_live_close(q);

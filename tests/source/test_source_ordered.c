@@ -95,7 +95,14 @@ static void serve(struct world *w, int i)
     int desc;
     int64_t limit;
     char sql[600];
-    if (ldb_request_order(r, &col, &desc, &limit))
+    bool ordered = ldb_request_order(r, &col, &desc, &limit);
+    /* a cursor is the value the predicate's last condition compares with */
+    const ldb_value *cur = ldb_request_cursor(r);
+    CHECK(!cur || ordered);
+    if (cur && ldb_value_type(cur) != LDB_NULL)
+        CHECK(ldb_value_int64(cur) ==
+              ldb_value_int64(ldb_request_param(r, ldb_request_param_count(r) - 1)));
+    if (ordered)
         snprintf(sql, sizeof sql,
                  "SELECT id, score, grp FROM issues WHERE %s ORDER BY \"%s\" %s, random() LIMIT %lld",
                  ldb_request_sql(r), col, desc ? "DESC" : "ASC", (long long)limit);
