@@ -1121,6 +1121,27 @@ static void pushed_collation_sql(void)
     fx_close(&f);
 }
 
+/* A BINARY comparison pushed on a NOCASE column: the request's SQL over
+ * the table's schema must still select every row the comparison matches
+ * ('x', 'y' and 'Y' are > 'X' bytewise; under the column's NOCASE only
+ * 'y' and 'Y' are), e.g. by saying COLLATE BINARY, or ask for more. */
+static void binary_compare_on_nocase_column(void)
+{
+    struct fx f;
+    fx_open_plain(&f, "CREATE TABLE u(id INTEGER PRIMARY KEY, b TEXT COLLATE NOCASE)");
+    auth_exec(&f, "INSERT INTO u VALUES (1, 'x'), (2, 'X'), (3, 'y'), (4, 'Y')");
+    CHECK_INT(sp_init(&f.sp, f.db, f.auth, "u", LDB_SOURCE_ON_DEMAND, &f.r), LDB_OK);
+    ldb_live *q = open_q(&f, "SELECT id FROM u WHERE b > 'X' COLLATE BINARY", NULL);
+    struct sp_req *r = last_req(&f);
+    CHECK_INT(sp_settle_ok(&f.sp, r, 1), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    CHECKF(ldb_live_count(q) == 3, "the request asks for %s: it gives %lld of the 3 rows", r->sql,
+           (long long)ldb_live_count(q));
+    ldb_live_close(q);
+    sp_check_laws(&f.sp, true);
+    fx_close(&f);
+}
+
 /* Two queries differing only by a comparison's collation are different
  * demand: a BINARY request cannot serve the NOCASE query. */
 static void collation_is_demand(void)
@@ -1735,7 +1756,7 @@ TEST_MAIN(T(rows_while_loading_then_ready), T(failed_settle_then_retry),
           T(child_grouped_request), T(stats_back_to_zero), T(detach_unloads_once),
           T(provider_callback_refusals), T(status_callback_closes), T(eager_failed_load_retry),
           T(sync_affinity_and_update), T(pushdown_shapes), T(child_params_shared),
-          T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand),
+          T(settle_from_thread), T(pushed_collation_sql), T(collation_is_demand), T(binary_compare_on_nocase_column),
           T(child_key_collation), T(thread_stress),
           T(obsolete_demand_does_not_block), T(grouped_failure_retry), T(window_keeps_demand),
           T(nomem_attach), T(nomem_open), T(nomem_commit), T(nomem_settle), T(nomem_sync_build),
