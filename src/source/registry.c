@@ -69,8 +69,8 @@ void src_registry_free(struct src_registry *r)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
     vec_free(&r->dirty);
-    struct live_demand_hooks none = { 0 };
-    live_set_demand_hooks(r->env.live, &none);
+    /* the live registry is already freed (ldb_close frees it first, so its
+     * queries release their demand here): its hooks are not reset */
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);

@@ -38,7 +38,8 @@ struct src_env {
 };
 
 int src_registry_new(const struct src_env *env, struct src_registry **out);
-/* Detaches every source (ldb_close). */
+/* Detaches every source (ldb_close, after the live registry is freed:
+ * it is not touched). */
 void src_registry_free(struct src_registry *r);
 
 /* Whether a dispatch point has work: queued items, or demand to request
