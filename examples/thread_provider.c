@@ -297,15 +297,22 @@ static int send_page(tp_provider *p, ldb_request *req, size_t *pos)
     return rc ? rc : done ? LDB_DONE : LDB_OK;
 }
 
+/* Waits ms, cut short when req is aborted (a detach joins the workers). */
+static void wait_for(ldb_request *req, int ms)
+{
+    for (int i = 0; i < ms && !ldb_request_aborted(req); i++)
+        sleep_ms(1);
+}
+
 static void serve(tp_provider *p, ldb_request *req, unsigned *seed)
 {
     int span = p->lat_max - p->lat_min;
-    sleep_ms(p->lat_min + (span > 0 ? (int)(rand_r(seed) % (unsigned)(span + 1)) : 0));
+    wait_for(req, p->lat_min + (span > 0 ? (int)(rand_r(seed) % (unsigned)(span + 1)) : 0));
     size_t pos = 0;
     int rc = LDB_OK;
     for (bool first = true; rc == LDB_OK && !ldb_request_aborted(req); first = false) {
         if (!first)
-            sleep_ms(p->page_delay_ms);
+            wait_for(req, p->page_delay_ms);
         rc = send_page(p, req, &pos);
     }
     bool stopped = ldb_request_aborted(req);
@@ -441,6 +448,7 @@ static int on_load(void *ctx, ldb_request *req)
 static void on_abort(void *ctx, ldb_request *req)
 {
     tp_provider *p = ctx;
+    (void)req;
     pthread_mutex_lock(&p->mu);
     p->st.aborts++;
     pthread_mutex_unlock(&p->mu);

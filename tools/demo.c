@@ -97,6 +97,7 @@ static int tickets_status = -1;
 static void on_status(void *ctx, ldb_live *q, int status, const char *msg)
 {
     static const char *names[] = { "READY", "LOADING", "ERROR" };
+    (void)q;
     printf("  [%s] status %s%s%s\n", (const char *)ctx, names[status], msg ? ": " : "",
            msg ? msg : "");
     tickets_status = status;
@@ -104,6 +105,7 @@ static void on_status(void *ctx, ldb_live *q, int status, const char *msg)
 
 static void on_request(void *ctx, const ldb_request *req)
 {
+    (void)ctx;
     printf("  provider: request #%llu WHERE %s", (unsigned long long)ldb_request_id(req),
            ldb_request_sql(req));
     for (int i = 0; i < ldb_request_param_count(req); i++) {

@@ -266,7 +266,7 @@ static void check_query(ldb *db, tp_provider *p, struct query *qq)
     lines_free(&shot);
 }
 
-static tp_provider *make_provider(ldb *db, ldb_source **src)
+static tp_provider *make_provider(ldb *db, ldb_source **src, int latency_ms)
 {
     static const char *const cols[] = { "id", "grp", "v", "s" };
     static const char *const words[] = { "a", "b", "c", "d" };
@@ -278,7 +278,7 @@ static tp_provider *make_provider(ldb *db, ldb_source **src)
         rows[i * 4 + 3] = TP_TEXT(words[i % 4]);
     }
     tp_config cfg = { .ncols = 4, .columns = cols, .key_col = 0, .rows = rows, .nrows = NKEYS,
-                      .threads = 4, .latency_min_ms = 0, .latency_max_ms = 3, .page_rows = 7,
+                      .threads = 4, .latency_min_ms = latency_ms, .latency_max_ms = latency_ms + 3, .page_rows = 7,
                       .keep_receipts = 1, .seed = (unsigned)test_seed() };
     tp_provider *p;
     CHECK_INT(tp_new(&cfg, &p), LDB_OK);
@@ -295,7 +295,7 @@ static void stress(void)
     EXEC(db, "CREATE TABLE g(id INTEGER PRIMARY KEY)");
     EXEC(db, "INSERT INTO g VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9)");
     ldb_source *src;
-    tp_provider *p = make_provider(db, &src);
+    tp_provider *p = make_provider(db, &src, 0);
     int fd = ldb_source_fd(db);
     CHECK(fd >= 0);
 
@@ -370,7 +370,7 @@ static void close_while_loading(void)
     CHECK_INT(ldb_open(NULL, &db), LDB_OK);
     EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, grp INTEGER, v INTEGER, s TEXT)");
     ldb_source *src;
-    make_provider(db, &src);
+    make_provider(db, &src, 10000); /* cut short by the abort */
     ldb_live *q;
     CHECK_INT(ldb_live_open(db, "SELECT id, v FROM t WHERE grp = 3", NULL, NULL, &q), LDB_OK);
     CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_LOADING);
