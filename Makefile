@@ -37,6 +37,9 @@ SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
 # Extra objects some test binaries link (TEST_EXTRA_<binary>).
 TEST_EXTRA_test_slt        := $(SLT_OBJS)
 TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
+# The example source provider (examples/), linked by the demo and a test.
+EXAMPLE_OBJS := $(O)/obj/examples/thread_provider.o
+TEST_EXTRA_test_source_threads := $(EXAMPLE_OBJS)
 # The comparison with SQLite, and the oracles' generator.
 CMP_OBJS    := $(O)/obj/tests/sqlite_cmp.o
 ORACLE_OBJS := $(CMP_OBJS) $(O)/obj/tests/oracle_gen.o $(O)/obj/tests/oracle_world.o
@@ -76,6 +79,7 @@ $(O)/obj/tests/%.o: CPPFLAGS_ALL += -Itests
 $(O)/obj/bench/%.o: CPPFLAGS_ALL += -Ibench
 $(O)/obj/tools/%.o: CPPFLAGS_ALL += -Itools
 $(O)/obj/tests/sql/test_slt.o $(O)/obj/tests/sql/test_slt_corpus.o: CPPFLAGS_ALL += -Itools
+$(O)/obj/tools/demo.o $(O)/obj/tests/api/test_source_threads.o: CPPFLAGS_ALL += -Iexamples
 
 # The flags live here, so a changed Makefile rebuilds the library.
 $(LIB_OBJS): Makefile
@@ -115,7 +119,7 @@ $(O)/bench/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(O)/obj/benc
 endef
 $(foreach s,$(BENCH_SRCS),$(eval $(call bench_rule,$(s))))
 
-$(O)/demo: $(O)/obj/tools/demo.o $(STATIC_LIB)
+$(O)/demo: $(O)/obj/tools/demo.o $(EXAMPLE_OBJS) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
@@ -171,8 +175,9 @@ test-sanitize:
 	  sh tests/run.sh build/san/tests
 
 # The tests that run threads (one handle from several threads, interrupts
-# from another thread), under ThreadSanitizer in build/tsan/.
-TSAN_TESTS := test_api_threads test_sql_regress test_source_laws test_source_basic
+# from another thread, source providers on worker threads), under ThreadSanitizer in build/tsan/.
+TSAN_TESTS := test_api_threads test_sql_regress test_source_laws test_source_threads \
+              test_source_basic
 test-tsan:
 	@$(MAKE) --no-print-directory O=build/tsan OPT=-O1 CFLAGS="-O1 -g -fsanitize=thread" \
 	  LDFLAGS="-fsanitize=thread" $(TSAN_TESTS:%=build/tsan/tests/%)

@@ -7,11 +7,21 @@
  * change batch as it arrives: what changed, the key, the rows before and
  * after, and positions in ordered results. A child live result's batches
  * print under its number (live#N, as its parent row shows it).
+ *
+ * Its last part shows on-demand sources: a tickets table whose rows live
+ * in a provider (examples/thread_provider.c) that answers on a worker
+ * thread after a simulated latency. A live query with a LIVE child per
+ * user asks for the tickets of the users it shows (one grouped request),
+ * and an event loop polls the source queue's fd until the query is READY;
+ * then a change made at the source arrives through the provider's feed.
  */
 #include "livedb.h"
+#include "thread_provider.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static void print_row(const ldb_row *r)
 {
@@ -24,8 +34,12 @@ static void print_row(const ldb_row *r)
     printf(")");
 }
 
+/* Batches printed so far: the event loop waits for the feed's. */
+static int batches_seen;
+
 static void on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
 {
+    batches_seen++;
     if (ldb_live_id(q))
         printf("  [%s live#%lld] %zu change%s\n", (const char *)ctx, (long long)ldb_live_id(q),
                n, n == 1 ? "" : "s");
@@ -76,6 +90,94 @@ static ldb_live *open_live(ldb *db, const char *name, const char *sql)
     return q;
 }
 
+/* ---- on-demand sources ---------------------------------------------------------- */
+
+static int tickets_status = -1;
+
+static void on_status(void *ctx, ldb_live *q, int status, const char *msg)
+{
+    static const char *names[] = { "READY", "LOADING", "ERROR" };
+    (void)q;
+    printf("  [%s] status %s%s%s\n", (const char *)ctx, names[status], msg ? ": " : "",
+           msg ? msg : "");
+    tickets_status = status;
+}
+
+static void on_request(void *ctx, const ldb_request *req)
+{
+    (void)ctx;
+    printf("  provider: request #%llu WHERE %s", (unsigned long long)ldb_request_id(req),
+           ldb_request_sql(req));
+    for (int i = 0; i < ldb_request_param_count(req); i++) {
+        char buf[32];
+        ldb_value_format(ldb_request_param(req, i), buf, sizeof buf);
+        printf("%s?%d=%s", i ? ", " : "  with ", i + 1, buf);
+    }
+    printf("\n");
+}
+
+/* The event loop of a program whose provider works on other threads:
+ * wait for the source queue's fd, then apply what is queued, until done()
+ * (or 5 s pass: the demo fails; it takes ~50 ms). */
+static void event_loop(ldb *db, int (*done)(void))
+{
+    int fd = ldb_source_fd(db);
+    time_t start = time(NULL);
+    while (!done()) {
+        if (time(NULL) - start > 5) {
+            fprintf(stderr, "error: the provider did not answer in time\n");
+            exit(1);
+        }
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        if (poll(&pfd, 1, 10) > 0)
+            ldb_source_poll(db);
+    }
+}
+
+static int tickets_ready(void) { return tickets_status == LDB_STATUS_READY; }
+
+static int feed_batches_expected;
+static int feed_arrived(void) { return batches_seen >= feed_batches_expected; }
+
+static void on_demand_sources(ldb *db)
+{
+    printf("\n-- on-demand sources: tickets are served by a provider thread\n");
+    run(db, "CREATE TABLE tickets(id INTEGER PRIMARY KEY, owner INTEGER, title TEXT, "
+            "status TEXT)");
+    static const char *const cols[] = { "id", "owner", "title", "status" };
+    const tp_value rows[] = {
+        TP_INT(1), TP_INT(1), TP_TEXT("Login fails"), TP_TEXT("open"),
+        TP_INT(2), TP_INT(2), TP_TEXT("Export to CSV"), TP_TEXT("open"),
+        TP_INT(3), TP_INT(3), TP_TEXT("Dark mode"), TP_TEXT("closed"),
+        TP_INT(4), TP_INT(1), TP_TEXT("Slow search"), TP_TEXT("open"),
+        TP_INT(5), TP_INT(9), TP_TEXT("Not ours"), TP_TEXT("open"),
+        TP_INT(6), TP_INT(2), TP_TEXT("Broken link"), TP_TEXT("open"),
+        TP_INT(7), TP_INT(3), TP_TEXT("Crash on exit"), TP_TEXT("open"),
+    };
+    tp_config cfg = { .ncols = 4, .columns = cols, .key_col = 0, .rows = rows, .nrows = 7,
+                      .latency_min_ms = 5, .latency_max_ms = 20, .page_rows = 2,
+                      .page_delay_ms = 5, .seed = 1, .on_request = on_request };
+    tp_provider *p;
+    if (tp_new(&cfg, &p) != LDB_OK || tp_attach(p, db, "tickets", LDB_SOURCE_ON_DEMAND, NULL)) {
+        fprintf(stderr, "error: attaching the provider: %s\n", ldb_errmsg(db));
+        exit(1);
+    }
+    ldb_live *q = open_live(db, "desk", "SELECT u.name, LIVE(SELECT t.id, t.title, t.status "
+                                        "FROM tickets t WHERE t.owner = u.id ORDER BY t.id) "
+                                        "AS tickets FROM users u ORDER BY u.name");
+    ldb_live_set_status_callback(q, on_status, "desk");
+    printf("  [desk] status %s (rows arrive as the provider's pages commit)\n",
+           ldb_live_status(q, NULL) == LDB_STATUS_LOADING ? "LOADING" : "not LOADING");
+    event_loop(db, tickets_ready);
+
+    printf("\nat the source: ticket 2 closed (the provider's change feed)\n");
+    feed_batches_expected = batches_seen + 1;
+    tp_upsert(p, (tp_value[]){ TP_INT(2), TP_INT(2), TP_TEXT("Export to CSV"),
+                               TP_TEXT("closed") });
+    event_loop(db, feed_arrived);
+    ldb_live_close(q);
+}
+
 int main(void)
 {
     ldb *db;
@@ -122,6 +224,8 @@ int main(void)
     ldb_live_close(load);
     ldb_live_close(board);
     ldb_live_close(team);
+
+    on_demand_sources(db);
     ldb_close(db);
     return 0;
 }

@@ -4,7 +4,8 @@
  * build/san/) and checks what lands there: the header, both libraries,
  * the soname links, livedb.pc and the shell; that the shared library
  * exports exactly the LDB_API functions of livedb.h and nothing else; and
- * that the demo (tools/demo.c, a program of the public API only) builds
+ * that the demo (tools/demo.c and the example provider it links, programs
+ * of the public API only) builds
  * with pkg-config against the installed copy, with -Wall -Wextra -Werror,
  * links the installed shared library, and prints what build/demo prints.
  *
@@ -113,7 +114,8 @@ static void install_and_build_demo(void)
     san = "-fsanitize=address,undefined";
 #endif
     rc = sh(out, sizeof out,
-            "cc -std=c11 -Wall -Wextra -Werror %s tools/demo.c -o %s/demo "
+            "cc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iexamples %s tools/demo.c "
+            "examples/thread_provider.c -o %s/demo -pthread "
             "$(PKG_CONFIG_PATH=%s/lib/pkgconfig pkg-config --cflags --libs livedb) "
             "-Wl,-rpath,%s/lib",
             san, prefix, prefix, prefix);
