@@ -982,6 +982,7 @@ static void run_history(uint64_t seed, int steps)
 
 static void histories(int n, int steps)
 {
+    memset(&N, 0, sizeof N);
     uint64_t seed = test_seed();
     for (int h = 0; h < n; h++)
         run_history(seed + (uint64_t)h, steps);
