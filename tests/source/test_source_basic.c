@@ -8,8 +8,10 @@
  * settles or fails, what the source changes. Readiness, receipts,
  * request counts and the provider's recorded callbacks are checked
  * against the contract's words; results against SQLite over the
- * authoritative data. The last cases sweep allocation failures over
- * attach, open, commit and settle.
+ * authoritative data. Some cases use a provider of their own (callback
+ * refusals) or threads (commits and settles off the home thread). The
+ * last cases sweep allocation failures over attach, open, commit, settle,
+ * a new child bucket, detach, close, retry and building a transaction.
  */
 #include "nomem.h"
 #include "script_provider.h"
