@@ -838,7 +838,9 @@ LDB_API int ldb_request_settle(ldb_request *r, int rc, const char *msg);
  * no-op when the key is absent), delete (by the primary key columns;
  * no-op when absent). Unset columns are NULL (insert/upsert/update).
  * A row identical to the stored one is not written (no change published).
- * Values are converted by the column's affinity as INSERT does.
+ * Values are converted by the column's affinity as INSERT does. A call
+ * that fails (LDB_NOMEM, LDB_RANGE for a column out of range) changes
+ * nothing: repeat it, or abandon the transaction.
  */
 LDB_API int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out);
 LDB_API int ldb_sync_null(ldb_sync *t, int col);

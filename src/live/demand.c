@@ -60,7 +60,10 @@ static bool is_value(const struct expr *e)
  * must be one livedb's comparison also selects, and vice versa). */
 static bool exact_on(const struct dwalk *w, uint32_t col, uint8_t aff, uint8_t coll)
 {
-    return coll == LDB_COLL_BINARY &&
+    /* the column's own collation too: the provider's text of the request
+     * compares under it (a BINARY comparison on a NOCASE column would
+     * select fewer rows there) */
+    return coll == LDB_COLL_BINARY && w->scan->cols[col].coll == LDB_COLL_BINARY &&
            sql_affinity_is_noop((enum col_type)aff, w->scan->cols[col].type);
 }
 
@@ -217,7 +220,8 @@ static void plan_ordered(struct live_program *prog, uint32_t nroot)
     enum ldb_collation coll;
     struct table *t = live_window_order(prog, &col, &desc, &nulls_first, &coll);
     struct live_demand *d = prog->demands.data;
-    if (nroot != 1 || !t || t != d->table || nulls_first == desc || coll != LDB_COLL_BINARY)
+    if (nroot != 1 || !t || t != d->table || nulls_first == desc || coll != LDB_COLL_BINARY ||
+        table_schema(t)->cols[col].coll != LDB_COLL_BINARY) /* the provider orders by it */
         return;
     d->order_col = (int32_t)col;
     d->order_desc = desc;

@@ -47,9 +47,12 @@ static void mark_dirty(struct src_registry *r, struct src_query *qs)
 {
     if (qs->dirty)
         return;
-    if (vec_push(&r->dirty, qs))
-        return; /* NOMEM: published at the next change that finds room */
     qs->dirty = true;
+    qs->prev_dirty = NULL;
+    qs->next_dirty = r->dirty;
+    if (r->dirty)
+        r->dirty->prev_dirty = qs;
+    r->dirty = qs;
 }
 
 void demand_query_dirty(struct src_registry *r, struct src_query *qs) { mark_dirty(r, qs); }
@@ -230,6 +233,15 @@ static void acq_leave(struct src_registry *r, ldb_request *req, uint32_t i)
     r->work = true;
 }
 
+/* An ordered param's settled steps leave (each its one slot). */
+static void release_kept(struct src_registry *r, struct src_param *p)
+{
+    if (!p->ord)
+        return;
+    while (p->ord->kept.len)
+        acq_leave(r, vec_pop(&p->ord->kept), 0);
+}
+
 static void vec_remove_ptr(void **data, size_t *len, const void *p)
 {
     for (size_t i = 0; i < *len; i++) {
@@ -257,6 +269,7 @@ static void param_retire(struct src_registry *r, struct src_param *p)
         pl->src->sweep = true;
         r->work = true;
     }
+    release_kept(r, p);
     ordered_free(p); /* its query is going: no unhold */
     value_release(&p->key);
     mem_free(p->errmsg);
@@ -300,8 +313,14 @@ static int owner_add(struct src_query *qs, struct src_param *p)
 
 static void query_unlink_dirty(struct src_registry *r, struct src_query *qs)
 {
-    if (qs->dirty)
-        vec_remove_ptr((void **)r->dirty.data, &r->dirty.len, qs);
+    if (!qs->dirty)
+        return;
+    if (qs->prev_dirty)
+        qs->prev_dirty->next_dirty = qs->next_dirty;
+    else
+        r->dirty = qs->next_dirty;
+    if (qs->next_dirty)
+        qs->next_dirty->prev_dirty = qs->prev_dirty;
     qs->dirty = false;
 }
 
@@ -587,8 +606,12 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
                 continue;
             param_owners_dirty(r, p);
             if (p->ord) { /* one step of its chain: the next one, or done */
+                bool full = p->ord->step == ORD_FULL;
                 p->acq = NULL;
-                acq_leave(r, req, (uint32_t)i);
+                if (full) /* it replaces every step before it */
+                    release_kept(r, p);
+                if (vec_push(&p->ord->kept, req))
+                    acq_leave(r, req, (uint32_t)i); /* NOMEM: loaded, not fed */
                 ordered_settled(r, p);
             }
         }
@@ -634,19 +657,14 @@ static int status_of(uint32_t uncovered, uint32_t failed)
 
 void demand_publish_statuses(struct src_registry *r)
 {
-    if (!r->dirty.len)
-        return;
-    /* handles first, so that a root sums current counts */
-    for (size_t i = 0; i < r->dirty.len; i++) {
-        struct src_query *qs = r->dirty.data[i];
+    /* a handle's change changes its root's status too */
+    for (struct src_query *qs = r->dirty; qs; qs = qs->next_dirty)
+        if (qs->root && qs->root != qs)
+            mark_dirty(r, qs->root); /* at the head: not walked again here */
+    for (struct src_query *qs = r->dirty; qs; qs = qs->next_dirty)
         query_count(qs);
-        if (qs->root != qs && qs->root && !qs->root->dirty)
-            mark_dirty(r, qs->root);
-    }
-    VEC(ldb_live *) notify = VEC_INIT;
-    for (size_t i = 0; i < r->dirty.len; i++) {
-        struct src_query *qs = r->dirty.data[i];
-        qs->dirty = false;
+    struct src_query *list = r->dirty;
+    for (struct src_query *qs = list; qs; qs = qs->next_dirty) {
         uint32_t unc = qs->uncovered, fail = qs->failed;
         const char *msg = qs->errmsg;
         if (qs->root == qs) {
@@ -662,13 +680,16 @@ void demand_publish_statuses(struct src_registry *r)
             live_set_status(qs->q, LDB_STATUS_ERROR, failed_msg);
         else
             live_set_status(qs->q, status_of(unc, fail), fail ? msg : NULL);
-        if (vec_push(&notify, qs->q))
-            live_notify_status(qs->q); /* NOMEM: at once, without the order */
     }
-    r->dirty.len = 0;
-    for (size_t i = 0; i < notify.len; i++)
-        live_notify_status(notify.data[i]);
-    vec_free(&notify);
+    /* callbacks last, every status set; they cannot change demand (a close
+     * waits for live_free_closed), so the list stays as it is */
+    r->dirty = NULL;
+    for (struct src_query *qs = list, *next; qs; qs = next) {
+        next = qs->next_dirty;
+        qs->dirty = false;
+        qs->prev_dirty = qs->next_dirty = NULL;
+        live_notify_status(qs->q);
+    }
 }
 
 /* ---- retry, eager, detach ------------------------------------------------------------------- */
@@ -774,6 +795,7 @@ static void plan_drop_params(struct src_registry *r, struct src_plan *pl)
         }
         if (p->acq)
             acq_leave(r, p->acq, p->acq_slot);
+        release_kept(r, p);
         ordered_free(p);
         value_release(&p->key);
         mem_free(p->errmsg);
@@ -911,6 +933,7 @@ static void reacquire(struct src_param *p, void *ctx)
     p->failed = false;
     mem_free(p->errmsg);
     p->errmsg = NULL;
+    release_kept(r, p);
     if (p->ord) { /* the boundary is void: from the start again */
         p->ord->has_cov = p->ord->all = p->ord->done = false;
         p->ord->step = ORD_PAGE;

@@ -50,6 +50,7 @@ void ordered_free(struct src_param *p)
         return;
     value_release(&p->ord->cov);
     value_release(&p->ord->tie);
+    vec_free(&p->ord->kept); /* released by the caller */
     mem_free(p->ord);
     p->ord = NULL;
 }

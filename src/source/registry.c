@@ -68,7 +68,6 @@ void src_registry_free(struct src_registry *r)
     while (r->sources.len)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
-    vec_free(&r->dirty);
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);
@@ -167,7 +166,7 @@ int ldb_request_settle(ldb_request *req, int rc, const char *msg)
 
 bool src_pump_wanted(const struct src_registry *r)
 {
-    return atomic_load(&r->nqueued) > 0 || r->work || r->dirty.len > 0;
+    return atomic_load(&r->nqueued) > 0 || r->work || r->dirty != NULL;
 }
 
 bool src_in_provider(const struct src_registry *r) { return r->in_provider > 0; }

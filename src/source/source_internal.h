@@ -135,6 +135,10 @@ struct src_order {
     bool holding;               /* it holds its query until done */
     bool recheck;               /* a write may have emptied part of the window */
     bool txn_hold;              /* held while a sync transaction applies */
+    /* settled steps, kept acquired while the window lives: a provider
+     * that feeds changes of what its loaded requests ask for keeps
+     * feeding the window (released when it goes, or by a FULL) */
+    VEC(ldb_request *) kept;
 };
 
 struct src_owner {
@@ -164,7 +168,9 @@ struct src_query {
     struct src_owner *owners;
     uint32_t uncovered, failed; /* its own owners (valid when not dirty) */
     const char *errmsg;         /* borrowed from a failed param */
-    bool dirty;
+    bool dirty;                 /* on the registry's dirty list (intrusive:
+                                   marking one never fails) */
+    struct src_query *prev_dirty, *next_dirty;
 };
 
 /* ---- the source, the registry ---- */
@@ -212,7 +218,7 @@ struct src_registry {
     struct src_env env;
     VEC(ldb_source *) sources;
     ptrmap queries;             /* ldb_live * -> struct src_query * */
-    VEC(struct src_query *) dirty;
+    struct src_query *dirty;    /* statuses to recompute (src_query.next_dirty) */
     uint64_t next_id;
     uint32_t in_provider;
     bool pumping;

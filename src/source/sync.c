@@ -45,7 +45,6 @@ struct ldb_sync {
     value *cur;                /* the row being set (owned values) */
     VEC(struct sync_op) ops;
     ldb_receipt *receipt;      /* the core's reference, or NULL */
-    int err;                   /* a setter failed: the commit fails */
     bool truncates;            /* has a SYNC_TRUNCATE: starts a replay */
     uint64_t session;          /* its source's session at begin */
 };
@@ -123,16 +122,15 @@ int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out)
     return LDB_OK;
 }
 
+/* A failed call changes nothing: the program may repeat it. */
 static int set(ldb_sync *t, int col, int rc, value v)
 {
-    if (!t)
-        return LDB_MISUSE;
-    if (col < 0 || (uint32_t)col >= t->ncols) {
+    if (!t || col < 0 || (uint32_t)col >= t->ncols) {
         value_release(&v);
-        return t->err = LDB_RANGE;
+        return t ? LDB_RANGE : LDB_MISUSE;
     }
     if (rc)
-        return t->err = rc;
+        return rc;
     value_release(&t->cur[col]);
     t->cur[col] = v;
     return LDB_OK;
@@ -163,7 +161,7 @@ static int add_op(ldb_sync *t, enum sync_kind kind)
     value *fresh = mem_calloc(t->ncols, sizeof *fresh);
     if (!fresh || vec_push(&t->ops, ((struct sync_op){ (uint8_t)kind, t->cur }))) {
         mem_free(fresh);
-        return t->err = LDB_NOMEM;
+        return LDB_NOMEM;
     }
     t->cur = fresh;
     return LDB_OK;
@@ -194,11 +192,6 @@ int ldb_sync_commit(ldb_sync *t, ldb_receipt **receipt)
         *receipt = NULL;
     if (!t)
         return LDB_MISUSE;
-    if (t->err) {
-        int rc = t->err;
-        sync_free(t);
-        return rc;
-    }
     /* the caller's reference (dropped here if it wants no receipt) and
      * the transaction's */
     ldb_receipt *rec = mem_calloc(1, sizeof *rec);

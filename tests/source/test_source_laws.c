@@ -620,7 +620,106 @@ static void allocation_failure_at_every_point(void)
     CHECKF(0, "the scenario never ran without a failure");
 }
 
-TEST_MAIN(T(retention_keeps_exactly_owned_rows), T(allocation_failure_at_every_point), T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
+/* ---- re-entrant calls ---- */
+
+struct closer {
+    ldb_live *victims[2];
+    int calls;
+};
+
+static void close_on_ready(void *ctx, ldb_live *q, int st, const char *msg)
+{
+    struct closer *c = ctx;
+    (void)q;
+    (void)msg;
+    if (st != LDB_STATUS_READY)
+        return;
+    c->calls++;
+    ldb_live_close(c->victims[0]);
+    ldb_live_close(c->victims[1]);
+}
+
+/* A status callback closes its own query and another one with a
+ * request in flight: both go once, their demand is released once. */
+static void status_callback_closes_queries(void)
+{
+    struct prov p;
+    prov_open(&p, LDB_SOURCE_ON_DEMAND);
+    ldb_live *a, *b;
+    CHECK(ldb_live_open(p.db, OWNER1, NULL, NULL, &a) == LDB_OK);
+    CHECK(ldb_live_open(p.db, "SELECT id FROM issues WHERE owner = 2", NULL, NULL, &b) == LDB_OK);
+    struct closer c = { { a, b }, 0 };
+    CHECK(ldb_live_set_status_callback(a, close_on_ready, &c) == LDB_OK);
+    CHECK(p.n == 2);
+    CHECK(ldb_live_retry(a) == LDB_OK); /* nothing failed: a no-op */
+    ldb_request_settle(p.req[0], LDB_OK, NULL);
+    CHECK(c.calls == 1);
+    CHECK(p.unloaded[0] == 1 && p.unloaded[1] == 1 && p.aborts == 1);
+    ldb_source_stats st;
+    ldb_source_stats_get(p.src, &st);
+    CHECK(st.demands == 0 && st.requests_live == 0);
+    int rows[] = { 1 };
+    CHECK(serve(&p, p.req[1], rows, 1, false) == LDB_RECEIPT_ABORTED);
+    prov_close(&p);
+}
+
+struct sync_prov {
+    ldb *db;
+    ldb_source *src;
+    int loads, unloads, refused;
+};
+
+/* load_subset that answers at once, from inside the callback. */
+static int load_now(void *ctx, ldb_request *r)
+{
+    struct sync_prov *p = ctx;
+    p->loads++;
+    ldb_sync *t;
+    CHECK(ldb_sync_begin(p->src, r, &t) == LDB_OK);
+    for (int id = 1; id <= 3; id++) {
+        ldb_sync_int64(t, 0, id);
+        ldb_sync_int64(t, 1, 1);
+        ldb_sync_upsert(t);
+    }
+    ldb_receipt *rc;
+    CHECK(ldb_sync_commit(t, &rc) == LDB_OK);
+    /* inside a provider callback it waits for the callback's end */
+    CHECK(ldb_receipt_state(rc) == LDB_RECEIPT_PENDING);
+    ldb_receipt_free(rc);
+    CHECK(ldb_request_settle(r, LDB_OK, NULL) == LDB_OK);
+    return LDB_OK;
+}
+
+static void unload_refuses(void *ctx, ldb_request *r)
+{
+    struct sync_prov *p = ctx;
+    (void)r;
+    p->unloads++;
+    p->refused += ldb_source_detach(p->src) == LDB_MISUSE;
+    p->refused += ldb_source_poll(p->db) == LDB_MISUSE;
+}
+
+/* A provider that answers inside load_subset: READY when the open returns. */
+static void synchronous_provider_is_ready_at_open(void)
+{
+    struct sync_prov p = { 0 };
+    CHECK(ldb_open(NULL, &p.db) == LDB_OK);
+    EXEC(p.db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, title TEXT)");
+    ldb_provider v = { load_now, unload_refuses, NULL, NULL };
+    CHECK(ldb_source_attach(p.db, "issues", LDB_SOURCE_ON_DEMAND, &v, &p, &p.src) == LDB_OK);
+    struct watch w;
+    memset(&w, 0, sizeof w);
+    ldb_live *q;
+    CHECK(ldb_live_open(p.db, OWNER1, on_change, &w, &q) == LDB_OK);
+    CHECK(p.loads == 1 && ldb_live_status(q, NULL) == LDB_STATUS_READY);
+    CHECKF(ldb_live_count(q) == 3 && w.batches == 1, "%lld rows, %d batches (an empty open has none)", (long long)ldb_live_count(q), w.batches);
+    ldb_live_close(q);
+    CHECK(p.unloads == 1 && p.refused == 2);
+    ldb_close(p.db);
+}
+
+TEST_MAIN(T(status_callback_closes_queries), T(synchronous_provider_is_ready_at_open),
+          T(retention_keeps_exactly_owned_rows), T(allocation_failure_at_every_point), T(replay_publishes_one_batch), T(replay_failure_keeps_result_until_retry),
           T(replay_failure_of_retired_demand_stops_gating), T(stale_settlement_readies_nothing),
           T(applied_settlement_from_a_thread), T(stop_fails_queries_and_start_asks_again),
           T(provider_callbacks_are_refused_writes), T(failing_load_is_never_unloaded),
