@@ -579,8 +579,9 @@ LDB_API int ldb_create_aggregate(ldb *db, const char *name, int nargs, const ldb
 /*
  * A source makes a table a local cache of rows kept elsewhere (a server,
  * PostgreSQL, an API). The program attaches a provider to the table; from
- * then on user SQL cannot write it (LDB_ERROR "may not be modified") and
- * its rows come only from the provider's sync transactions. Live queries
+ * then on user SQL cannot write it (LDB_ERROR "cannot modify table t: a
+ * source loads it, ...") and its rows come only from the provider's sync
+ * transactions. Live queries
  * drive the loading: each scan of the table in a live query is demand,
  * which livedb turns into requests to the provider, grouped and shared
  * (docs/ARCHITECTURE.md, "Demand plane").

@@ -368,10 +368,17 @@ void live_set_status(ldb_live *q, int status, const char *msg)
     q->status = status;
 }
 
+/* The message of an ERROR, never NULL (live_set_status may have had no
+ * memory to copy it). */
+static const char *error_msg(const ldb_live *q)
+{
+    return q->status_msg ? q->status_msg : "loading failed (its message was lost: out of memory)";
+}
+
 int live_status(const ldb_live *q, const char **msg)
 {
     if (msg)
-        *msg = q->status == LDB_STATUS_ERROR ? q->status_msg : NULL;
+        *msg = q->status == LDB_STATUS_ERROR ? error_msg(q) : NULL;
     return q->status;
 }
 
@@ -391,6 +398,6 @@ void live_notify_status(ldb_live *q)
     struct live_registry *reg = q->reg;
     bool outer = reg->publishing;
     reg->publishing = true;
-    q->sfn(q->sctx, q, q->status, q->status == LDB_STATUS_ERROR ? q->status_msg : NULL);
+    q->sfn(q->sctx, q, q->status, q->status == LDB_STATUS_ERROR ? error_msg(q) : NULL);
     reg->publishing = outer;
 }
