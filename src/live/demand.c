@@ -314,7 +314,7 @@ const struct live_demand *live_demands(const ldb_live *q, uint32_t *n)
 {
     struct live_program *prog = program_of(q);
     *n = 0;
-    if (!prog)
+    if (!prog || prog->demands.len == 0)
         return NULL;
     /* the points are in level order: the root's, then each child's */
     uint32_t level = level_of(q), i = 0, len = (uint32_t)prog->demands.len;
