@@ -805,28 +805,12 @@ static void plan_drop_params(struct src_registry *r, struct src_plan *pl)
     pl->nparams = 0;
 }
 
-/* An ordered window that holds its query, or NULL. */
-static struct src_param *holding_window(const ldb_source *s)
-{
-    uint32_t pos = 0;
-    uint64_t *slot, hash;
-    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
-        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
-        uint32_t ppos = 0;
-        uint64_t *ps = pl->order_col >= 0 ? hmap_next(&pl->params, &ppos, &hash) : NULL;
-        struct src_param *p = ps ? (struct src_param *)(uintptr_t)*ps : NULL;
-        if (p && p->ord->holding)
-            return p;
-    }
-    return NULL;
-}
-
 void demand_detach(ldb_source *s)
 {
     struct src_registry *r = s->reg;
     /* windows first, one at a time: their publication's callbacks may
      * close queries, which changes the plans */
-    for (struct src_param *p; (p = holding_window(s));) {
+    for (struct src_param *p; (p = ordered_holding(s));) {
         p->ord->holding = false;
         live_unhold(p->plan->q);
     }

@@ -243,98 +243,91 @@ static void recheck(struct src_registry *r, struct src_param *p)
     vec_free(&s.v);
 }
 
-static struct src_param *param_of_plan(const struct src_plan *pl)
-{
-    uint32_t pos = 0;
-    uint64_t *slot, hash;
-    slot = hmap_next(&pl->params, &pos, &hash);
-    return slot ? (struct src_param *)(uintptr_t)*slot : NULL;
-}
-
-static void mark(struct src_registry *r, ldb_source *s, ldb_live *q)
+/* The first param of an ordered plan of s for which fn says true (fn
+ * must not change s's plans), or NULL; with an fn that always says false,
+ * a walk over them all. */
+static struct src_param *find_ordered(const ldb_source *s,
+                                      bool (*fn)(struct src_param *p, void *ctx), void *ctx)
 {
     uint32_t pos = 0;
     uint64_t *slot, hash;
     while ((slot = hmap_next(&s->plans, &pos, &hash))) {
         struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
-        struct src_param *p = pl->order_col >= 0 && (!q || pl->q == q) ? param_of_plan(pl) : NULL;
-        if (p && p->ord->done) {
-            p->ord->recheck = true;
-            r->work = true;
-        }
+        uint32_t ppos = 0;
+        uint64_t *ps = pl->order_col >= 0 ? hmap_next(&pl->params, &ppos, &hash) : NULL;
+        struct src_param *p = ps ? (struct src_param *)(uintptr_t)*ps : NULL;
+        if (p && fn(p, ctx))
+            return p;
     }
+    return NULL;
+}
+
+/* ldb_live *ctx (NULL: any query): a done window re-checks. */
+static bool mark(struct src_param *p, void *q)
+{
+    if (p->ord->done && (!q || p->plan->q == q)) {
+        p->ord->recheck = true;
+        p->plan->src->reg->work = true;
+    }
+    return false;
 }
 
 void ordered_window_moved(struct src_registry *r, ldb_live *q)
 {
     for (size_t i = 0; i < r->sources.len; i++)
-        mark(r, r->sources.data[i], q);
+        find_ordered(r->sources.data[i], mark, q);
     ordered_recheck(r); /* now: the move must see the hold before it publishes */
 }
 
-void ordered_source_wrote(ldb_source *s) { mark(s->reg, s, NULL); }
+void ordered_source_wrote(ldb_source *s) { find_ordered(s, mark, NULL); }
 
-/* Calls fn on the param of every ordered plan of s. */
-static void each_ordered(ldb_source *s, void (*fn)(struct src_param *p))
+static bool txn_hold(struct src_param *p, void *ctx)
 {
-    uint32_t pos = 0;
-    uint64_t *slot, hash;
-    while ((slot = hmap_next(&s->plans, &pos, &hash))) {
-        struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
-        struct src_param *p = pl->order_col >= 0 ? param_of_plan(pl) : NULL;
-        if (p)
-            fn(p);
-    }
-}
-
-static void txn_hold(struct src_param *p)
-{
+    (void)ctx;
     p->ord->txn_hold = true;
     live_hold(p->plan->q);
+    return false;
 }
 
-static void txn_unhold(struct src_param *p)
+static bool txn_held(struct src_param *p, void *ctx)
 {
-    if (p->ord->txn_hold) {
-        p->ord->txn_hold = false;
-        live_unhold(p->plan->q); /* publishes the write, unless a repair holds it */
-    }
+    (void)ctx;
+    return p->ord->txn_hold;
 }
 
-void ordered_txn_begin(ldb_source *s) { each_ordered(s, txn_hold); }
+void ordered_txn_begin(ldb_source *s) { find_ordered(s, txn_hold, NULL); }
 
 void ordered_txn_end(ldb_source *s)
 {
     ordered_recheck(s->reg); /* a repair takes its hold before the write publishes */
     /* one at a time: a callback may close a query (its plan goes) */
-    for (bool again = true; again;) {
-        again = false;
-        uint32_t pos = 0;
-        uint64_t *slot, hash;
-        while (!again && (slot = hmap_next(&s->plans, &pos, &hash))) {
-            struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
-            struct src_param *p = pl->order_col >= 0 ? param_of_plan(pl) : NULL;
-            if (p && p->ord->txn_hold) {
-                txn_unhold(p);
-                again = true;
-            }
-        }
+    for (struct src_param *p; (p = find_ordered(s, txn_held, NULL));) {
+        p->ord->txn_hold = false;
+        live_unhold(p->plan->q); /* publishes the write, unless a repair holds it */
     }
+}
+
+static bool holding(struct src_param *p, void *ctx)
+{
+    (void)ctx;
+    return p->ord->holding;
+}
+
+struct src_param *ordered_holding(const ldb_source *s) { return find_ordered(s, holding, NULL); }
+
+/* struct src_registry *ctx: runs a re-check asked for (it only queues
+ * requests and takes holds: the plans stay as they are). */
+static bool run_recheck(struct src_param *p, void *r)
+{
+    if (p->ord->recheck)
+        recheck(r, p);
+    return false;
 }
 
 void ordered_recheck(struct src_registry *r)
 {
-    for (size_t i = 0; i < r->sources.len; i++) {
-        ldb_source *s = r->sources.data[i];
-        uint32_t pos = 0;
-        uint64_t *slot, hash;
-        while ((slot = hmap_next(&s->plans, &pos, &hash))) {
-            struct src_plan *pl = (struct src_plan *)(uintptr_t)*slot;
-            struct src_param *p = pl->order_col >= 0 ? param_of_plan(pl) : NULL;
-            if (p && p->ord->recheck)
-                recheck(r, p);
-        }
-    }
+    for (size_t i = 0; i < r->sources.len; i++)
+        find_ordered(r->sources.data[i], run_recheck, r);
 }
 
 /* ---- the request's part ------------------------------------------------------------------------ */

@@ -294,6 +294,8 @@ void ordered_recheck(struct src_registry *r);
  * write that empties part of one publishes only with its repair. */
 void ordered_txn_begin(ldb_source *s);
 void ordered_txn_end(ldb_source *s);
+/* An ordered window of s that holds its query, or NULL. */
+struct src_param *ordered_holding(const ldb_source *s);
 
 /* retain.c */
 bool pred_match(const struct ldb_pred *p, const struct table *t, const value *vals);
