@@ -911,6 +911,147 @@ LDB_API int ldb_live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ct
  * or inside a callback. */
 LDB_API int ldb_live_retry(ldb_live *q);
 
+/* ---- optimistic transactions ------------------------------------------------
+ *
+ * A local-first program writes before the server agrees. An optimistic
+ * transaction runs ordinary SQL writes (INSERT, UPDATE, DELETE; on local
+ * tables and on sourced tables alike) and commits them into a pending
+ * layer over the synced state. The visible state is the synced state with
+ * every pending optimistic transaction re-applied in commit order; every
+ * read sees it: one-shot SELECTs, live queries, includes and materialized
+ * views (no read sees the synced state alone; a mutation's before-row is
+ * the visible row the transaction replaced).
+ *
+ * Each row an optimistic transaction wrote (its net change per primary key)
+ * is one mutation: INSERT (no row before), UPDATE (same key before and
+ * after; a primary key change is a DELETE and an INSERT) or DELETE.
+ * Re-applying a mutation over a synced state that changed underneath:
+ * INSERT puts its row (over a synced row of the same key too); UPDATE puts
+ * the columns it changed onto the row there now, and no longer applies
+ * when there is no row (its transaction is rejected); DELETE removes the
+ * row if there is one. A re-applied row that breaks a UNIQUE or NOT NULL
+ * constraint rejects the latest transaction that wrote it.
+ *
+ * Resolution. An optimistic transaction stays pending until
+ * - a sync transaction that carries the server's version is applied with
+ *   ldb_sync_confirm: the server's rows replace the synced rows and the
+ *   optimistic transaction is dropped in the same commit (rows it wrote
+ *   that the sync transaction does not carry keep its values as synced);
+ *   when the server's rows equal the optimistic ones nothing is published;
+ * - ldb_optimistic_confirm: the server accepted it as written; its rows
+ *   become synced;
+ * - ldb_optimistic_reject: its effects are removed, the later pending
+ *   transactions are re-applied over what is left (one that no longer
+ *   applies is rejected too, with a message saying why), and every live
+ *   result changes by exactly the difference, in one commit.
+ * Sync writes under pending rows change the synced state underneath;
+ * livedb recomputes the visible rows of the keys they touched (work in
+ * proportion to those keys and the mutations pending on them) and
+ * publishes the difference as one commit.
+ *
+ * While optimistic writes to a table are pending, ordinary SQL writes to
+ * it are refused (LDB_ERROR; write it in an optimistic transaction): their
+ * statements read the visible state, so they could not be re-applied.
+ * DDL inside an optimistic transaction is refused at commit, and so is a
+ * write to a table without a declared PRIMARY KEY (mutations address rows
+ * by key). Materialized views' own tables are not mutations.
+ *
+ * Threads: ldb_optimistic_begin/commit run under the database's mutex like
+ * ldb_exec. A handle (ldb_optimistic) is immutable but for its state; its
+ * accessors, ldb_optimistic_confirm/reject/free and ldb_sync_confirm take
+ * no database lock and may be called from any thread. Confirmations and
+ * rejections join the queue of sources' transactions and settlements, in
+ * order, and are applied at the next dispatch point (at once when made on
+ * the thread that committed the optimistic transaction, outside
+ * callbacks).
+ */
+typedef struct ldb_optimistic ldb_optimistic;
+
+/* Opens an optimistic transaction on db (as BEGIN does): SQL writes made
+ * with ldb_exec / ldb_step until ldb_optimistic_commit belong to it, and
+ * are visible at once to reads inside it. ROLLBACK (SQL) discards it;
+ * COMMIT (SQL) is refused (LDB_MISUSE). LDB_MISUSE inside a transaction or
+ * a callback. */
+LDB_API int ldb_optimistic_begin(ldb *db);
+
+/*
+ * The mutation callback: the program hands o's mutations to its upstream
+ * (for instance, queues them for a network thread). It runs inside
+ * ldb_optimistic_commit, after every live result shows the write, with
+ * db's mutex held. It must not start loads or wait for readiness: opening
+ * live queries, moving windows, ldb_source_poll, ldb_live_retry, source
+ * attach/detach/stop/start, SQL writes and transaction control get
+ * LDB_MISUSE there. Reading is allowed, and so are ldb_optimistic_reject /
+ * confirm (applied when the commit returns). o is borrowed for the call
+ * (ldb_optimistic_ref keeps it).
+ */
+typedef void (*ldb_mutation_fn)(void *ctx, ldb_optimistic *o);
+
+/*
+ * Commits the open optimistic transaction into the pending layer: its
+ * changes are published to live queries as one commit, send(ctx, o) runs
+ * (NULL: none), and *out (may be NULL) gets a reference the caller owns
+ * (ldb_optimistic_free). A transaction that wrote nothing commits and
+ * resolves at once (CONFIRMED, no mutations). On failure the transaction
+ * stays open, unchanged (fix it or ROLLBACK): LDB_MISUSE outside an
+ * optimistic transaction or inside a callback, LDB_ERROR for DDL or a
+ * table without a declared PRIMARY KEY, LDB_NOMEM.
+ */
+LDB_API int ldb_optimistic_commit(ldb *db, ldb_mutation_fn send, void *ctx,
+                                  ldb_optimistic **out);
+
+#define LDB_OPTIMISTIC_PENDING 0
+#define LDB_OPTIMISTIC_CONFIRMED 1
+#define LDB_OPTIMISTIC_REJECTED 2
+/* The state (atomic, any thread); for REJECTED, why (valid while the
+ * handle is). */
+LDB_API int ldb_optimistic_state(const ldb_optimistic *o);
+LDB_API const char *ldb_optimistic_error(const ldb_optimistic *o);
+/* A number unique within the database, increasing in commit order. */
+LDB_API uint64_t ldb_optimistic_id(const ldb_optimistic *o);
+/* Another reference (each needs one ldb_optimistic_free). Freeing the
+ * last reference does not resolve the transaction. */
+LDB_API void ldb_optimistic_ref(ldb_optimistic *o);
+LDB_API void ldb_optimistic_free(ldb_optimistic *o);
+
+/*
+ * Mutations, i in 0..ldb_optimistic_count-1, in the order of their first
+ * write, grouped by table. Everything returned is borrowed from o, valid
+ * while a reference is held, from any thread: the values are o's own
+ * copies. before is NULL for INSERT, after NULL for DELETE, col in
+ * 0..ldb_optimistic_columns-1 (declared columns).
+ */
+#define LDB_MUTATION_INSERT 1
+#define LDB_MUTATION_UPDATE 2
+#define LDB_MUTATION_DELETE 3
+LDB_API int ldb_optimistic_count(const ldb_optimistic *o);
+LDB_API int ldb_optimistic_kind(const ldb_optimistic *o, int i);
+LDB_API const char *ldb_optimistic_table(const ldb_optimistic *o, int i);
+LDB_API int ldb_optimistic_columns(const ldb_optimistic *o, int i);
+LDB_API const ldb_value *ldb_optimistic_before(const ldb_optimistic *o, int i, int col);
+LDB_API const ldb_value *ldb_optimistic_after(const ldb_optimistic *o, int i, int col);
+
+/*
+ * Resolution (see above). Any thread. LDB_OK once queued (the outcome is
+ * ldb_optimistic_state, and the resolution callback); a transaction already
+ * resolved when the item is applied stays as it is. LDB_MISUSE for NULL
+ * or a handle whose database is closed; LDB_NOMEM (nothing queued).
+ * msg (copied; may be NULL) is what ldb_optimistic_error will say.
+ */
+LDB_API int ldb_optimistic_confirm(ldb_optimistic *o);
+LDB_API int ldb_optimistic_reject(ldb_optimistic *o, const char *msg);
+/* When t is applied, o is confirmed by it in the same commit (see above);
+ * if t fails or is dropped, o stays pending. Takes a reference to o. */
+LDB_API int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o);
+
+/* Called once per optimistic transaction of db when it resolves
+ * (confirmed, or rejected: also those rejected because an earlier one was),
+ * after the live results show it, at the dispatch point that resolved it.
+ * o is borrowed for the call. Same rules as a provider callback. NULL fn:
+ * none. */
+typedef void (*ldb_resolved_fn)(void *ctx, ldb_optimistic *o, int state);
+LDB_API int ldb_set_resolved_callback(ldb *db, ldb_resolved_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
