@@ -428,6 +428,18 @@ int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, siz
     return LDB_OK;
 }
 
+/* Rows of t changed outside its sync transactions: its ordered windows
+ * re-check (an optimistic delete may leave one short of rows). */
+static void table_wrote(struct src_registry *r, const struct table *t, const struct table **last)
+{
+    if (t == *last)
+        return;
+    *last = t;
+    ldb_source *s = src_of_table(r, t);
+    if (s)
+        ordered_source_wrote(s);
+}
+
 ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x)
 {
     ldb_optimistic *h = x->h;
@@ -445,8 +457,10 @@ ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x)
     else
         r->opt.head = x;
     r->opt.tail = x;
+    const struct table *last = NULL;
     for (uint32_t i = 0; i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
+        table_wrote(r, k->ot->t, &last);
         if (k->chain.len == 0)
             k->ot->t->pending++;
         k->chain.data[k->chain.len++] = &x->muts[i]; /* room reserved */
@@ -807,8 +821,11 @@ static void resolve_txn(struct src_registry *r, struct opt_txn *x)
 void opt_step_end(struct src_registry *r, bool ok)
 {
     struct opt_layer *L = &r->opt;
+    const struct table *last = NULL;
     for (size_t i = 0; i < L->touched.len; i++) {
         struct opt_key *k = L->touched.data[i];
+        if (ok)
+            table_wrote(r, k->ot->t, &last);
         if (ok && k->nset) {
             row_release(k->base);
             k->base = k->nbase;

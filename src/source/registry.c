@@ -107,8 +107,9 @@ static void queue_append(struct src_registry *r, struct src_item *it)
 
 int queue_push(struct src_registry *r, struct src_item *it)
 {
-    queue_append(r, it);
+    /* read before it is queued: the core may apply and free it at once */
     pthread_t home = it->src ? it->src->home : it->opt->home;
+    queue_append(r, it);
     if (pthread_equal(pthread_self(), home)) {
         /* the end of this outermost call is a dispatch point */
         r->env.lock(r->env.ctx);
@@ -228,7 +229,7 @@ void src_pump(struct src_registry *r)
 
 /* ---- attach and detach -------------------------------------------------------------------- */
 
-static ldb_source *attached(const struct src_registry *r, const struct table *t)
+ldb_source *src_of_table(const struct src_registry *r, const struct table *t)
 {
     for (size_t i = 0; i < r->sources.len; i++)
         if (r->sources.data[i]->table == t)
@@ -253,7 +254,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
              (mode & ~LDB_SOURCE_RETAIN_OWNED) != LDB_SOURCE_ON_DEMAND)
         why = "the mode must be LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND, maybe with "
               "LDB_SOURCE_RETAIN_OWNED";
-    else if (attached(r, t))
+    else if (src_of_table(r, t))
         why = "the table already has a source";
     else if (t->readonly)
         why = "the table is a materialized view's";

@@ -314,6 +314,8 @@ struct src_registry {
 
 /* registry.c */
 int queue_push(struct src_registry *r, struct src_item *it);
+/* The source of table t, or NULL. */
+ldb_source *src_of_table(const struct src_registry *r, const struct table *t);
 void provider_enter(struct src_registry *r);
 void provider_leave(struct src_registry *r);
 
