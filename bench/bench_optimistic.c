@@ -21,6 +21,10 @@
  *     opt_reject   the optimistic write, then ldb_optimistic_reject
  *     *_pending100 the same with 100 optimistic transactions pending on
  *                  other keys (not in the window, never the timed key)
+ *     opt_insert   list only: an optimistic INSERT of a new open issue that
+ *                  enters the top of the window, confirmed by the server's
+ *                  equal row (TanStack's anchor case); local.list.insert
+ *                  is the same INSERT on the local table
  * Lines (stat: median, p95 in us; changes: live changes per operation):
  *     bench local.<workload>.<case>.<n>.<stat>
  *     bench <workload>.opt_{confirm,write,reject}[_pending100].<n>.<stat>
@@ -28,8 +32,8 @@
  *     bench ratio.<workload>.pending100_{confirm,reject}.<n> <x> x   (flat: ~1)
  *     bench opt_vs_tanstack_anchor <x> x
  * The anchor is TanStack DB's optimistic insert shown in its live list,
- * ~55-58 us; the ratio takes 56 us against list.opt_confirm at the first
- * size (the write and its confirmation, more than TanStack's figure does).
+ * ~55-58 us; the ratio takes 56 us against list.opt_insert at the first
+ * size (the insert and its confirmation, more than TanStack's figure does).
  */
 #include "bench_util.h"
 
@@ -81,6 +85,7 @@ struct world {
     int64_t pending_key[PENDING];
     bool *pending;           /* pending[id]: a key of pending_key */
     uint64_t rng, title_seq;
+    int64_t next_id, next_created; /* inserted issues: new keys, newest */
 };
 
 static void step_done(ldb *db, ldb_stmt *s)
@@ -108,6 +113,8 @@ static void make_world(struct world *w, int n)
 {
     memset(w, 0, sizeof *w);
     w->n = n;
+    w->next_id = n;
+    w->next_created = (int64_t)1 << 60; /* after every generated issue */
     w->rng = SEED ^ 0x0b7;
     w->rows = calloc((size_t)n + 1, sizeof *w->rows);
     w->pending = calloc((size_t)n + 1, sizeof *w->pending);
@@ -132,8 +139,7 @@ static void make_world(struct world *w, int n)
     if (ldb_prepare(w->db, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)", -1, &w->ins, NULL) !=
         LDB_OK)
         die(w->db, "prepare");
-    bench_issues(n, SEED, insert_issue, w);
-    ldb_finalize(w->ins);
+    bench_issues(n, SEED, insert_issue, w); /* w->ins stays for inserted issues */
     run(w->db, "COMMIT");
     if (ldb_prepare(w->db, "UPDATE issues SET title = ? WHERE id = ?", -1, &w->upd, NULL) !=
         LDB_OK)
@@ -143,6 +149,7 @@ static void make_world(struct world *w, int n)
 static void free_world(struct world *w)
 {
     ldb_finalize(w->upd);
+    ldb_finalize(w->ins);
     ldb_close(w->db);
     free(w->rows);
     free(w->pending);
@@ -227,9 +234,50 @@ static void sync_confirm(struct world *w, int64_t id, const char *title, ldb_opt
         die(w->db, "ldb_sync_commit");
 }
 
+/* A new open issue, newest of all (it enters the list's window). */
+static int64_t insert_new(struct world *w, const char *title)
+{
+    int64_t id = ++w->next_id;
+    ldb_bind_int64(w->ins, 1, id);
+    ldb_bind_text(w->ins, 2, title, -1);
+    ldb_bind_text(w->ins, 3, "open", -1);
+    ldb_bind_int64(w->ins, 4, 1);
+    ldb_bind_int64(w->ins, 5, ++w->next_created);
+    ldb_bind_int64(w->ins, 6, 1);
+    step_done(w->db, w->ins);
+    return id;
+}
+
+static ldb_optimistic *opt_insert(struct world *w, const char *title, int64_t *id)
+{
+    ldb_optimistic *o;
+    if (ldb_optimistic_begin(w->db) != LDB_OK)
+        die(w->db, "ldb_optimistic_begin");
+    *id = insert_new(w, title);
+    if (ldb_optimistic_commit(w->db, NULL, NULL, &o) != LDB_OK)
+        die(w->db, "ldb_optimistic_commit");
+    return o;
+}
+
+/* The server's copy of an inserted issue, confirming o. */
+static void sync_confirm_insert(struct world *w, int64_t id, const char *title,
+                                ldb_optimistic *o)
+{
+    ldb_sync *t;
+    if (ldb_sync_begin(w->src, NULL, &t) != LDB_OK)
+        die(NULL, "ldb_sync_begin");
+    if (ldb_sync_int64(t, 0, id) || ldb_sync_text(t, 1, title, -1) ||
+        ldb_sync_text(t, 2, "open", -1) || ldb_sync_int64(t, 3, 1) ||
+        ldb_sync_int64(t, 4, w->next_created) || ldb_sync_int64(t, 5, 1) ||
+        ldb_sync_insert(t) || ldb_sync_confirm(t, o))
+        die(NULL, "building the sync transaction");
+    if (ldb_sync_commit(t, NULL) != LDB_OK)
+        die(w->db, "ldb_sync_commit");
+}
+
 /* ---- timing ------------------------------------------------------------------------ */
 
-enum op { LOCAL, CONFIRM, REJECT };
+enum op { LOCAL, CONFIRM, REJECT, LOCAL_INSERT, INSERT_CONFIRM };
 
 struct stats {
     double median, p95, changes;
@@ -265,6 +313,13 @@ static struct stats time_ops(struct world *w, enum op op, bool list, int reps)
         if (op == LOCAL) {
             update_title(w, id, title);
             t1 = bench_ns();
+        } else if (op == LOCAL_INSERT) {
+            insert_new(w, title);
+            t1 = bench_ns();
+        } else if (op == INSERT_CONFIRM) {
+            o = opt_insert(w, title, &id);
+            t1 = bench_ns();
+            sync_confirm_insert(w, id, title, o);
         } else {
             o = opt_write(w, id, title);
             t1 = bench_ns();
@@ -279,7 +334,7 @@ static struct stats time_ops(struct world *w, enum op op, bool list, int reps)
             write[i - warm] = (double)(t1 - t0) / 1000.0;
         }
         if (o) {
-            int want = op == CONFIRM ? LDB_OPTIMISTIC_CONFIRMED : LDB_OPTIMISTIC_REJECTED;
+            int want = op == REJECT ? LDB_OPTIMISTIC_REJECTED : LDB_OPTIMISTIC_CONFIRMED;
             if (ldb_optimistic_state(o) != want) {
                 const char *why = ldb_optimistic_error(o);
                 fprintf(stderr, "bench_optimistic: issue %lld: state %d, not %d (%s)\n",
@@ -330,7 +385,7 @@ static void print_ratio(const char *wl, const char *name, int n, double x)
 struct workload {
     const char *name, *sql, *local_case;
     bool list;
-    struct stats local;
+    struct stats local, local_insert; /* local_insert: list only */
 };
 
 static ldb_live *open_query(struct world *w, const struct workload *wl)
@@ -388,8 +443,15 @@ static void optimistic_cases(struct world *w, const struct workload *wl, int rep
     print_ratio(wl->name, "opt_reject_vs_local", n, reject.median / wl->local.median);
     print_ratio(wl->name, "pending100_confirm", n, confirm_p.median / confirm.median);
     print_ratio(wl->name, "pending100_reject", n, reject_p.median / reject.median);
-    if (wl->list && *anchor == 0)
-        *anchor = confirm.median;
+    if (wl->list) {
+        ldb_live *lq = open_query(w, wl);
+        struct stats ins = time_ops(w, INSERT_CONFIRM, true, reps);
+        close_query(lq);
+        print_stats("", wl->name, "opt_insert", n, &ins, true);
+        print_ratio(wl->name, "opt_insert_vs_local", n, ins.median / wl->local_insert.median);
+        if (*anchor == 0)
+            *anchor = ins.median;
+    }
 }
 
 static void run_size(int n, int reps, bool want[2], double *anchor)
@@ -408,8 +470,16 @@ static void run_size(int n, int reps, bool want[2], double *anchor)
             continue;
         ldb_live *q = open_query(&w, &wls[i]);
         wls[i].local = time_ops(&w, LOCAL, wls[i].list, reps);
+        if (wls[i].list) {
+            wls[i].local_insert = time_ops(&w, LOCAL_INSERT, true, reps);
+            char sql[80]; /* the window's rows are the generated ones again */
+            snprintf(sql, sizeof sql, "DELETE FROM issues WHERE id > %d", n);
+            run(w.db, sql);
+        }
         close_query(q);
         print_stats("local.", wls[i].name, wls[i].local_case, n, &wls[i].local, false);
+        if (wls[i].list)
+            print_stats("local.", wls[i].name, "insert", n, &wls[i].local_insert, false);
     }
     attach_source(&w);
     for (int i = 0; i < 2; i++)
