@@ -854,6 +854,18 @@ LDB_API int ldb_sync_upsert(ldb_sync *t);
 LDB_API int ldb_sync_update(ldb_sync *t);
 LDB_API int ldb_sync_delete(ldb_sync *t);
 /*
+ * Rows set after this call are for s's table: one transaction may write
+ * the tables of several sources of the database (a server transaction
+ * that spans tables), applied as one atomic commit. s must stay attached
+ * until t is committed or abandoned; t is dropped (ABORTED) if any source
+ * it writes is detached or stopped before it applies. Values set and not
+ * yet added as a row are discarded. The first source (ldb_sync_begin's)
+ * owns the request, the receipt and the queue position; a truncate is
+ * only for it (LDB_MISUSE otherwise). LDB_MISUSE for a source of another
+ * database, LDB_NOMEM (nothing changed).
+ */
+LDB_API int ldb_sync_source(ldb_sync *t, ldb_source *s);
+/*
  * Truncate (law 9): everything the source gave is void. The table's rows
  * are deleted by this transaction (the rows that follow in it, and later
  * transactions, fill it again), and every demand on the source is

@@ -300,7 +300,8 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
     return LDB_OK;
 }
 
-/* Takes s's items out of the queue (they are dropped: ABORTED). */
+/* Takes s's items out of the queue, and transactions that also write
+ * s's table (they are dropped: ABORTED). */
 static void queue_forget(struct src_registry *r, ldb_source *s)
 {
     struct src_item *mine = NULL, **tail = &mine;
@@ -309,7 +310,7 @@ static void queue_forget(struct src_registry *r, ldb_source *s)
     r->tail = NULL;
     while (*pp) {
         struct src_item *it = *pp;
-        if (it->src == s) {
+        if (it->src == s || (it->txn && sync_writes(it->txn, s))) {
             *pp = it->next;
             it->next = NULL;
             *tail = it;
@@ -323,7 +324,7 @@ static void queue_forget(struct src_registry *r, ldb_source *s)
     pthread_mutex_unlock(&r->qmu);
     while (mine) {
         struct src_item *next = mine->next;
-        atomic_fetch_sub(&s->queued, 1);
+        atomic_fetch_sub(&mine->src->queued, 1);
         item_free(mine);
         mine = next;
     }

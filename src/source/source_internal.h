@@ -392,6 +392,8 @@ bool retain_sweep(struct src_registry *r);
 /* Applies (or drops) a queued transaction; frees it. */
 void sync_apply(struct src_registry *r, struct ldb_sync *t);
 void sync_drop(struct ldb_sync *t, int state);
+/* Whether t writes s's table (its first source or another). */
+bool sync_writes(const struct ldb_sync *t, const ldb_source *s);
 
 enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE, SYNC_TRUNCATE };
 

@@ -26,7 +26,15 @@
 
 struct sync_op {
     uint8_t kind;
-    value *vals;               /* ncols values (owned) */
+    ldb_source *src;           /* the table it writes */
+    value *vals;               /* src->ncols values (owned) */
+    uint64_t written;          /* rows it changed, once applied */
+};
+
+/* A source other than the first that the transaction writes. */
+struct sync_member {
+    ldb_source *src;
+    uint64_t session;          /* its session when joined */
 };
 
 struct ldb_receipt {
@@ -37,9 +45,11 @@ struct ldb_receipt {
 };
 
 struct ldb_sync {
-    ldb_source *src;
+    ldb_source *src;           /* the first source: its queue slot, request */
+    ldb_source *to;            /* the source of the row being set */
+    VEC(struct sync_member) members;
     ldb_request *req;          /* a reference, or NULL */
-    uint32_t ncols;
+    uint32_t ncols;            /* to->ncols */
     value *cur;                /* the row being set (owned values) */
     VEC(struct sync_op) ops;
     ldb_receipt *receipt;      /* the core's reference, or NULL */
@@ -91,8 +101,9 @@ static void sync_free(ldb_sync *t)
 {
     free_row(t->cur, t->ncols);
     for (size_t i = 0; i < t->ops.len; i++)
-        free_row(t->ops.data[i].vals, t->ncols);
+        free_row(t->ops.data[i].vals, t->ops.data[i].src->ncols);
     vec_free(&t->ops);
+    vec_free(&t->members);
     for (size_t i = 0; i < t->confirms.len; i++)
         ldb_optimistic_free(t->confirms.data[i]);
     vec_free(&t->confirms);
@@ -113,7 +124,7 @@ int ldb_sync_begin(ldb_source *s, ldb_request *req, ldb_sync **out)
         mem_free(t);
         return LDB_NOMEM;
     }
-    t->src = s;
+    t->src = t->to = s;
     t->ncols = s->ncols;
     t->session = atomic_load(&s->session);
     if (req) {
@@ -161,7 +172,7 @@ static int add_op(ldb_sync *t, enum sync_kind kind)
     if (!t)
         return LDB_MISUSE;
     value *fresh = mem_calloc(t->ncols, sizeof *fresh);
-    if (!fresh || vec_push(&t->ops, ((struct sync_op){ (uint8_t)kind, t->cur }))) {
+    if (!fresh || vec_push(&t->ops, ((struct sync_op){ (uint8_t)kind, t->to, t->cur, 0 }))) {
         mem_free(fresh);
         return LDB_NOMEM;
     }
@@ -174,8 +185,37 @@ int ldb_sync_upsert(ldb_sync *t) { return add_op(t, SYNC_UPSERT); }
 int ldb_sync_update(ldb_sync *t) { return add_op(t, SYNC_UPDATE); }
 int ldb_sync_delete(ldb_sync *t) { return add_op(t, SYNC_DELETE); }
 
+static bool member(const ldb_sync *t, const ldb_source *s)
+{
+    for (size_t i = 0; i < t->members.len; i++)
+        if (t->members.data[i].src == s)
+            return true;
+    return s == t->src;
+}
+
+int ldb_sync_source(ldb_sync *t, ldb_source *s)
+{
+    if (!t || !s || s->reg != t->src->reg)
+        return LDB_MISUSE;
+    if (s == t->to)
+        return LDB_OK;
+    value *fresh = mem_calloc(s->ncols, sizeof *fresh);
+    if (!fresh || (!member(t, s) &&
+                   vec_push(&t->members, ((struct sync_member){ s, atomic_load(&s->session) })))) {
+        mem_free(fresh);
+        return LDB_NOMEM;
+    }
+    free_row(t->cur, t->ncols);
+    t->cur = fresh;
+    t->to = s;
+    t->ncols = s->ncols;
+    return LDB_OK;
+}
+
 int ldb_sync_truncate(ldb_sync *t)
 {
+    if (t && t->to != t->src)
+        return LDB_MISUSE; /* a replay belongs to the transaction's first source */
     int rc = add_op(t, SYNC_TRUNCATE);
     if (!rc)
         t->truncates = true;
@@ -309,7 +349,7 @@ static int write_row(struct src_registry *r, struct table *tab, row *old, const 
     }
 }
 
-static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64_t *written,
+static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *written,
                     char *msg, size_t n)
 {
     struct table *tab = s->table;
@@ -354,14 +394,18 @@ static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64
 
 static int apply_ops(ldb_sync *t, uint64_t *written, char *msg, size_t n)
 {
-    ldb_source *s = t->src;
-    value *vals = mem_calloc(t->ncols, sizeof *vals);
+    uint32_t most = t->src->ncols;
+    for (size_t i = 0; i < t->members.len; i++)
+        most = t->members.data[i].src->ncols > most ? t->members.data[i].src->ncols : most;
+    value *vals = mem_calloc(most, sizeof *vals);
     if (!vals)
         return fail(NULL, msg, n, LDB_NOMEM, "out of memory");
     int rc = LDB_OK;
     for (size_t i = 0; !rc && i < t->ops.len; i++) {
-        rc = apply_op(s, &t->ops.data[i], vals, written, msg, n);
-        for (uint32_t c = 0; c < t->ncols; c++) {
+        struct sync_op *op = &t->ops.data[i];
+        rc = apply_op(op->src, op, vals, &op->written, msg, n);
+        *written += op->written;
+        for (uint32_t c = 0; c < op->src->ncols; c++) {
             value_release(&vals[c]);
             vals[c] = value_null();
         }
@@ -369,6 +413,25 @@ static int apply_ops(ldb_sync *t, uint64_t *written, char *msg, size_t n)
     mem_free(vals);
     return rc;
 }
+
+/* Each source the transaction writes: its first, then the others. */
+static ldb_source *source_at(const ldb_sync *t, size_t i)
+{
+    return i == 0 ? t->src : i <= t->members.len ? t->members.data[i - 1].src : NULL;
+}
+
+/* Whether a source it writes went away or began a new session since. */
+static bool members_gone(const ldb_sync *t)
+{
+    for (size_t i = 0; i < t->members.len; i++) {
+        const struct sync_member *m = &t->members.data[i];
+        if (atomic_load(&m->src->detached) || m->session != atomic_load(&m->src->session))
+            return true;
+    }
+    return false;
+}
+
+bool sync_writes(const ldb_sync *t, const ldb_source *s) { return member(t, s); }
 
 void sync_drop(ldb_sync *t, int state)
 {
@@ -384,15 +447,41 @@ static bool request_live(const ldb_sync *t)
     return !t->req || (t->req->current && !ldb_request_aborted(t->req));
 }
 
+/* The transaction's one storage statement: its rows, its confirmations,
+ * the visible rows recomputed over them. */
+static int apply_statement(struct src_registry *r, ldb_sync *t, char *msg, size_t n,
+                           uint64_t *written)
+{
+    struct store *st = r->env.store;
+    int rc = store_stmt_begin(st);
+    if (rc)
+        return fail(st, msg, n, rc, NULL);
+    store_enter_internal(st);
+    rc = apply_ops(t, written, msg, n);
+    for (size_t i = 0; !rc && i < t->confirms.len; i++)
+        if ((rc = opt_mark(r, t->confirms.data[i], OPT_CONFIRM, NULL)))
+            snprintf(msg, n, "out of memory");
+    if (!rc) /* the visible rows over what changed beneath them */
+        rc = opt_settle(r, msg, n);
+    store_leave_internal(st);
+    struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
+    int end = store_stmt_end(st, rc);
+    intr_swap(scope);
+    if (!rc && end)
+        rc = fail(st, msg, n, end, NULL);
+    opt_step_end(r, rc == LDB_OK);
+    r->env.wrote(r->env.ctx);
+    return rc;
+}
+
 void sync_apply(struct src_registry *r, ldb_sync *t)
 {
     ldb_source *s = t->src;
     if (atomic_load(&s->detached) || t->session != atomic_load(&s->session) ||
-        !request_live(t)) {
+        members_gone(t) || !request_live(t)) {
         sync_drop(t, LDB_RECEIPT_ABORTED);
         return;
     }
-    struct store *st = r->env.store;
     char msg[200] = "";
     uint64_t written = 0;
     /* a truncate's deletes and the rows after it stay private (law 9) */
@@ -403,44 +492,26 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         sync_free(t);
         return;
     }
-    ordered_txn_begin(s);
-    int rc = store_stmt_begin(st);
-    if (rc) {
-        snprintf(msg, sizeof msg, "%s", store_errmsg(st));
-    } else {
-        store_enter_internal(st);
-        rc = apply_ops(t, &written, msg, sizeof msg);
-        for (size_t i = 0; !rc && i < t->confirms.len; i++)
-            if ((rc = opt_mark(r, t->confirms.data[i], OPT_CONFIRM, NULL)))
-                snprintf(msg, sizeof msg, "out of memory");
-        if (!rc) /* the visible rows over what changed beneath them */
-            rc = opt_settle(r, msg, sizeof msg);
-        store_leave_internal(st);
-        struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
-        int end = store_stmt_end(st, rc);
-        intr_swap(scope);
-        if (!rc && end) {
-            rc = end;
-            snprintf(msg, sizeof msg, "%s", store_errmsg(st));
-        }
-        opt_step_end(r, rc == LDB_OK);
-        r->env.wrote(r->env.ctx);
-    }
-    if (!rc && written)
-        ordered_source_wrote(s); /* a window's prefix may have lost rows */
+    for (size_t i = 0; source_at(t, i); i++)
+        ordered_txn_begin(source_at(t, i));
+    int rc = apply_statement(r, t, msg, sizeof msg, &written);
+    for (size_t i = 0; !rc && written && source_at(t, i); i++)
+        ordered_source_wrote(source_at(t, i)); /* a window's prefix may have lost rows */
     if (t->truncates) {
         if (!rc)
             demand_replay_start(s); /* every logical demand acquired again */
         else if (started)
             demand_replay_cancel(s);
     }
-    ordered_txn_end(s);
+    for (size_t i = 0; source_at(t, i); i++)
+        ordered_txn_end(source_at(t, i));
     if (rc) {
         s->st.txns_aborted++;
         receipt_done(t->receipt, LDB_RECEIPT_FAILED, rc, msg[0] ? msg : ldb_errstr(rc));
     } else {
         s->st.txns_applied++;
-        s->st.rows_written += written;
+        for (size_t i = 0; i < t->ops.len; i++)
+            t->ops.data[i].src->st.rows_written += t->ops.data[i].written;
         receipt_done(t->receipt, LDB_RECEIPT_APPLIED, LDB_OK, NULL);
     }
     sync_free(t);
