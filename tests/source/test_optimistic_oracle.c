@@ -144,6 +144,8 @@ struct world {
     bool mv[NMV];
     int step, counter;
     int resolved_now; /* resolution callbacks during this step */
+    struct otx *committing; /* being committed: not yet in all[] */
+    ldb_optimistic *committing_h; /* the handle its resolution named */
     char fail[600];   /* the first mismatch seen inside a callback */
 };
 
@@ -566,8 +568,14 @@ static void on_resolved(void *ctx, ldb_optimistic *o, int state)
                      (unsigned long long)w->all[i]->id, state, w->all[i]->state);
         return;
     }
-    if (!w->fail[0])
+    if (w->committing) { /* a transaction that wrote nothing resolves at once */
+        w->committing->resolved++;
+        w->committing_h = o;
+        if (state != LDB_OPTIMISTIC_CONFIRMED && !w->fail[0])
+            snprintf(w->fail, sizeof w->fail, "a transaction resolved in its commit as %d", state);
+    } else if (!w->fail[0]) {
         snprintf(w->fail, sizeof w->fail, "resolution of an unknown handle");
+    }
 }
 
 static void initial_rows(struct world *w, int tab)
@@ -1114,8 +1122,11 @@ static void step_optimistic(struct world *w)
         goto rollback;
     }
     struct otx *o = tb_mutations(w, b);
+    w->committing = o;
     int rc = ldb_optimistic_commit(w->db, on_send, o, &o->h);
+    w->committing = NULL;
     CHECKF(rc == LDB_OK, "step %d: commit: rc %d: %s", w->step, rc, ldb_errmsg(w->db));
+    CHECK(!o->resolved || w->committing_h == o->h);
     o->id = ldb_optimistic_id(o->h);
     CHECK(w->nall == 0 || o->id > w->all[w->nall - 1]->id);
     w->all[w->nall++] = o;
