@@ -177,7 +177,7 @@ test-sanitize:
 
 # The tests that run threads (one handle from several threads, interrupts
 # from another thread, source providers on worker threads), under ThreadSanitizer in build/tsan/.
-TSAN_TESTS := test_api_threads test_sql_regress test_source_laws test_source_threads \
+TSAN_TESTS := test_api_threads test_sql_regress test_source_laws test_source_threads test_optimistic \
               test_source_basic
 test-tsan:
 	@$(MAKE) --no-print-directory O=build/tsan OPT=-O1 CFLAGS="-O1 -g -fsanitize=thread" \

@@ -929,8 +929,10 @@ LDB_API int ldb_live_retry(ldb_live *q);
  * INSERT puts its row (over a synced row of the same key too); UPDATE puts
  * the columns it changed onto the row there now, and no longer applies
  * when there is no row (its transaction is rejected); DELETE removes the
- * row if there is one. A re-applied row that breaks a UNIQUE or NOT NULL
- * constraint rejects the latest transaction that wrote it.
+ * row if there is one. A re-applied row that breaks a UNIQUE constraint
+ * rejects the latest transaction that wrote it (or the other row's, when
+ * that one is optimistic); a synced row always wins over an optimistic
+ * one it collides with.
  *
  * Resolution. An optimistic transaction stays pending until
  * - a sync transaction that carries the server's version is applied with
@@ -1045,7 +1047,8 @@ LDB_API int ldb_optimistic_reject(ldb_optimistic *o, const char *msg);
 LDB_API int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o);
 
 /* Called once per optimistic transaction of db when it resolves
- * (confirmed, or rejected: also those rejected because an earlier one was),
+ * (confirmed, or rejected: also those rejected because an earlier one was;
+ * not for one that wrote nothing),
  * after the live results show it, at the dispatch point that resolved it.
  * o is borrowed for the call. Same rules as a provider callback. NULL fn:
  * none. */

@@ -14,6 +14,10 @@
  * user asks for the tickets of the users it shows (one grouped request),
  * and an event loop polls the source queue's fd until the query is READY;
  * then a change made at the source arrives through the provider's feed.
+ * Last, optimistic writes: one shows at once, goes "upstream" (the
+ * mutation callback prints what a program would send), comes back through
+ * the feed and is confirmed without a second batch; another is rejected
+ * by the server and vanishes exactly.
  */
 #include "livedb.h"
 #include "thread_provider.h"
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static void print_row(const ldb_row *r)
 {
@@ -139,6 +144,61 @@ static int tickets_ready(void) { return tickets_status == LDB_STATUS_READY; }
 static int feed_batches_expected;
 static int feed_arrived(void) { return batches_seen >= feed_batches_expected; }
 
+/* ---- optimistic writes ------------------------------------------------------------- */
+
+/* The mutation callback: what a program would send to its server. */
+static void send_upstream(void *ctx, ldb_optimistic *o)
+{
+    (void)ctx;
+    for (int i = 0; i < ldb_optimistic_count(o); i++) {
+        static const char *kinds[] = { "?", "INSERT", "UPDATE", "DELETE" };
+        char id[32], status[32];
+        int k = ldb_optimistic_kind(o, i);
+        ldb_value_format(ldb_optimistic_after(o, i, 0), id, sizeof id);
+        ldb_value_format(ldb_optimistic_after(o, i, 3), status, sizeof status);
+        printf("  upstream <- #%llu %s %s id=%s status=%s\n",
+               (unsigned long long)ldb_optimistic_id(o), kinds[k], ldb_optimistic_table(o, i), id,
+               status);
+    }
+}
+
+static ldb_optimistic *write_optimistically(ldb *db, const char *sql)
+{
+    ldb_optimistic *o = NULL;
+    printf("\noptimistic: %s\n", sql);
+    if (ldb_optimistic_begin(db) != LDB_OK || ldb_exec(db, sql, NULL, NULL) != LDB_OK ||
+        ldb_optimistic_commit(db, send_upstream, NULL, &o) != LDB_OK) {
+        fprintf(stderr, "error: %s\n", ldb_errmsg(db));
+        exit(1);
+    }
+    return o;
+}
+
+static void optimistic_writes(ldb *db, tp_provider *p)
+{
+    ldb_optimistic *o = write_optimistically(
+        db, "UPDATE tickets SET status = 'closed' WHERE id = 1");
+    printf("at the source: the server applies it; its feed brings the row back\n");
+    tp_upsert(p, (tp_value[]){ TP_INT(1), TP_INT(1), TP_TEXT("Login fails"),
+                               TP_TEXT("closed") });
+    ldb_optimistic_confirm(o);
+    int before = batches_seen;
+    usleep(50 * 1000);
+    ldb_source_poll(db);
+    printf("  confirmed (%s): %d batches published\n",
+           ldb_optimistic_state(o) == LDB_OPTIMISTIC_CONFIRMED ? "state CONFIRMED" : "pending",
+           batches_seen - before);
+    ldb_optimistic_free(o);
+
+    o = write_optimistically(db, "UPDATE tickets SET status = 'wontfix' WHERE id = 6");
+    printf("the server refuses it\n");
+    ldb_optimistic_reject(o, "status wontfix needs a maintainer");
+    printf("  state %s: %s\n",
+           ldb_optimistic_state(o) == LDB_OPTIMISTIC_REJECTED ? "REJECTED" : "?",
+           ldb_optimistic_error(o));
+    ldb_optimistic_free(o);
+}
+
 static void on_demand_sources(ldb *db)
 {
     printf("\n-- on-demand sources: tickets are served by a provider thread\n");
@@ -175,6 +235,7 @@ static void on_demand_sources(ldb *db)
     tp_upsert(p, (tp_value[]){ TP_INT(2), TP_INT(2), TP_TEXT("Export to CSV"),
                                TP_TEXT("closed") });
     event_loop(db, feed_arrived);
+    optimistic_writes(db, p);
     ldb_live_close(q);
 }
 

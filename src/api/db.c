@@ -165,6 +165,8 @@ void ldb_progress_handler(ldb *db, int n, int (*fn)(void *ctx), void *ctx)
 
 int db_write_begin(ldb *db)
 {
+    if (db_mutation_refusal(db))
+        return db_error(db, LDB_MISUSE, NULL, -1, "%s", db_mutation_refusal(db));
     if (live_in_callback(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query callback cannot write to the database");
@@ -248,7 +250,7 @@ void ldb_close(ldb *db)
     if (!db)
         return;
     db_lock(db);
-    if (live_in_callback(db->live) || src_in_provider(db->src)) {
+    if (live_in_callback(db->live) || src_in_provider(db->src) || db->in_mutation) {
         /* the callback's caller still uses db */
         db_error(db, LDB_MISUSE, NULL, -1,
                  "ldb_close cannot be called from inside a live query or provider callback; "

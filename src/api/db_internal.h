@@ -8,6 +8,8 @@
  *   db_live.c      live queries (ldb_live_*)
  *   db_mv.c        CREATE/DROP/EXPLAIN MATERIALIZED VIEW, ldb_mv_stats_get
  *   db_aggregate.c user-defined aggregates (ldb_create_aggregate)
+ *   db_source.c    sources, readiness, the dispatch point
+ *   db_optimistic.c optimistic transactions (begin, commit, callbacks)
  *
  * Every change to the database goes through db_write_begin/db_write_end,
  * which wrap storage's statement (store_stmt_begin/end): statement
@@ -54,7 +56,17 @@ struct ldb {
     struct mv_registry *mv;    /* materialized views (src/mv) */
     struct func_registry funcs; /* ldb_create_aggregate (db_aggregate.c) */
     struct pragma_table pragmas;
+    bool optimistic;           /* the open transaction is optimistic */
+    uint32_t in_mutation;      /* inside a mutation callback (ldb_mutation_fn) */
 };
+
+/* Why nothing may start loads, wait for readiness or write here: inside
+ * a mutation callback (livedb.h, ldb_mutation_fn), or NULL. */
+static inline const char *db_mutation_refusal(const ldb *db)
+{
+    return db->in_mutation ? "not allowed inside an optimistic transaction's mutation callback"
+                           : NULL;
+}
 
 enum stmt_state { ST_READY, ST_RUNNING, ST_DONE };
 

@@ -57,6 +57,8 @@ static int open_stmt(ldb_stmt *s, ldb_change_fn fn, void *ctx, ldb_live **out)
     if (src_in_provider(db->src))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a live query cannot be opened from inside a source provider callback");
+    if (db_mutation_refusal(db))
+        return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_open: %s", db_mutation_refusal(db));
     ldb_stmt *own;
     int rc = db_prepare_live(db, s->ast->sql, (int)s->ast->sql_len, &own, NULL);
     if (rc)
@@ -134,6 +136,9 @@ static int set_window(ldb_live *q, int64_t offset, int64_t limit)
     if (src_in_provider(db->src))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a window cannot move from inside a source provider callback");
+    if (db_mutation_refusal(db))
+        return db_error(db, LDB_MISUSE, NULL, -1, "ldb_live_set_window: %s",
+                        db_mutation_refusal(db));
     struct eval_error err;
     memset(&err, 0, sizeof err);
     /* the window's loading is never stopped halfway: the query would be lost */

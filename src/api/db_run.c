@@ -361,6 +361,12 @@ static int run_txn(ldb_stmt *s)
     if (src_in_provider(s->db->src))
         return db_error(s->db, LDB_MISUSE, NULL, -1,
                         "a source provider callback cannot control transactions");
+    if (db_mutation_refusal(s->db))
+        return db_error(s->db, LDB_MISUSE, NULL, -1, "%s", db_mutation_refusal(s->db));
+    if (s->db->optimistic && (st->kind == AST_STMT_COMMIT || st->kind == AST_STMT_BEGIN))
+        return db_error(s->db, LDB_MISUSE, s->ast, st->off,
+                        "an optimistic transaction is open: commit it with "
+                        "ldb_optimistic_commit, or ROLLBACK");
     s->db->epoch++;
     struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
     switch (st->kind) {
@@ -374,6 +380,10 @@ static int run_txn(ldb_stmt *s)
     default: rc = store_release(store, st->u.savepoint.str); break;
     }
     intr_swap(scope);
+    if (s->db->optimistic && !store_in_transaction(store)) { /* rolled back */
+        s->db->optimistic = false;
+        store_set_optimistic(store, false);
+    }
     if (rc == LDB_NOMEM || rc == LDB_INTERRUPT) /* not about a place in the text */
         return db_error(s->db, rc, NULL, -1, "%s", ldb_errstr(rc));
     return rc ? db_error(s->db, rc, s->ast, st->off, "%s", store_errmsg(store)) : LDB_DONE;

@@ -43,6 +43,8 @@ void db_dispatch(ldb *db)
 /* Why a call that changes sources or demand cannot run now, or NULL. */
 static const char *busy(ldb *db)
 {
+    if (db_mutation_refusal(db))
+        return db_mutation_refusal(db);
     if (src_in_provider(db->src))
         return "not allowed inside a source provider callback";
     if (live_in_callback(db->live))
@@ -125,7 +127,9 @@ int ldb_source_poll(ldb *db)
         return LDB_MISUSE;
     db_lock(db);
     int rc = LDB_OK;
-    if (db->depth > 1 || !can_dispatch(db))
+    if (db_mutation_refusal(db))
+        rc = db_error(db, LDB_MISUSE, NULL, -1, "ldb_source_poll: %s", db_mutation_refusal(db));
+    else if (db->depth > 1 || !can_dispatch(db))
         rc = db_error(db, LDB_MISUSE, NULL, -1,
                       "ldb_source_poll: not allowed inside a callback, a transaction or a "
                       "running statement");

@@ -54,6 +54,7 @@ int src_registry_new(const struct src_env *env, struct src_registry **out)
 
 static void item_free(struct src_item *it)
 {
+    ldb_optimistic_free(it->opt);
     if (it->txn)
         sync_drop(it->txn, LDB_RECEIPT_ABORTED);
     ldb_request_unref(it->req);
@@ -68,6 +69,7 @@ void src_registry_free(struct src_registry *r)
     while (r->sources.len)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
+    opt_free(r);
     if (r->fd >= 0)
         close(r->fd);
     pthread_mutex_destroy(&r->qmu);
@@ -88,9 +90,8 @@ static void signal_fd(struct src_registry *r)
     }
 }
 
-int queue_push(struct src_registry *r, struct src_item *it)
+static void queue_append(struct src_registry *r, struct src_item *it)
 {
-    ldb_source *s = it->src;
     pthread_mutex_lock(&r->qmu);
     if (r->tail)
         r->tail->next = it;
@@ -98,10 +99,18 @@ int queue_push(struct src_registry *r, struct src_item *it)
         r->head = it;
     r->tail = it;
     atomic_fetch_add(&r->nqueued, 1);
-    atomic_fetch_add(&s->queued, 1);
+    if (it->src)
+        atomic_fetch_add(&it->src->queued, 1);
     signal_fd(r);
     pthread_mutex_unlock(&r->qmu);
-    if (pthread_equal(pthread_self(), s->home)) {
+}
+
+int queue_push(struct src_registry *r, struct src_item *it)
+{
+    /* read before it is queued: the core may apply and free it at once */
+    pthread_t home = it->src ? it->src->home : it->opt->home;
+    queue_append(r, it);
+    if (pthread_equal(pthread_self(), home)) {
         /* the end of this outermost call is a dispatch point */
         r->env.lock(r->env.ctx);
         r->env.unlock(r->env.ctx);
@@ -180,10 +189,18 @@ static bool drain(struct src_registry *r)
     bool any = it != NULL;
     while (it) {
         struct src_item *next = it->next;
-        atomic_fetch_sub(&it->src->queued, 1);
+        it->next = NULL;
+        if (it->src)
+            atomic_fetch_sub(&it->src->queued, 1);
         if (it->txn) {
             sync_apply(r, it->txn);
             it->txn = NULL;
+        } else if (it->opt) {
+            if (opt_resolve(r, it) == LDB_NOMEM) {
+                queue_append(r, it); /* tried again at the next round */
+                it = next;
+                continue;
+            }
         } else {
             demand_settle(r, it->req, it->rc, it->msg);
         }
@@ -212,7 +229,7 @@ void src_pump(struct src_registry *r)
 
 /* ---- attach and detach -------------------------------------------------------------------- */
 
-static ldb_source *attached(const struct src_registry *r, const struct table *t)
+ldb_source *src_of_table(const struct src_registry *r, const struct table *t)
 {
     for (size_t i = 0; i < r->sources.len; i++)
         if (r->sources.data[i]->table == t)
@@ -237,7 +254,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
              (mode & ~LDB_SOURCE_RETAIN_OWNED) != LDB_SOURCE_ON_DEMAND)
         why = "the mode must be LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND, maybe with "
               "LDB_SOURCE_RETAIN_OWNED";
-    else if (attached(r, t))
+    else if (src_of_table(r, t))
         why = "the table already has a source";
     else if (t->readonly)
         why = "the table is a materialized view's";

@@ -69,4 +69,16 @@ void src_stats(const ldb_source *s, ldb_source_stats *out);
 /* ldb_live_retry: new requests for q's (a root's whole tree's) failed demand. */
 void src_retry(struct src_registry *r, ldb_live *q);
 
+/* Optimistic transactions (optimistic.c). The API opens the transaction
+ * (store_set_optimistic) and, at ldb_optimistic_commit, before storage
+ * commits: src_opt_prepare records its net change as mutations (LDB_ERROR
+ * with msg for DDL or a table without a declared key; LDB_NOMEM), then
+ * src_opt_install once the store committed (returns the program's
+ * reference) or src_opt_cancel if it did not. */
+struct opt_txn;
+int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, size_t n);
+ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x);
+void src_opt_cancel(struct src_registry *r, struct opt_txn *x);
+void src_set_resolved_callback(struct src_registry *r, ldb_resolved_fn fn, void *ctx);
+
 #endif

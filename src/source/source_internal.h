@@ -6,6 +6,7 @@
  *   demand.c    plans, parameters, owners, acquisitions, readiness
  *   request.c   requests: predicate trees, SQL text, accessors
  *   sync.c      sync transactions, receipts, applying them
+ *   optimistic.c  optimistic transactions: the pending layer, resolution
  *
  * Demand is kept at three levels (seed 000, "Demand grouping and
  * ownership"):
@@ -203,14 +204,93 @@ struct ldb_source {
     ldb_source_stats st;
 };
 
-/* A queued item: a sync transaction, or a settlement. */
+/* ---- optimistic transactions (optimistic.c) ---- */
+
+/* The public handle: one allocation shared by the program and the core
+ * (refs); immutable after commit but for state (and msg, written once
+ * before state). */
+struct opt_pubmut {
+    int kind;                   /* LDB_MUTATION_* */
+    uint32_t ncols;
+    const char *table;          /* owned copy */
+    value *before, *after;      /* ncols private copies each, or NULL */
+};
+
+struct ldb_optimistic {
+    atomic_int refs;            /* any thread */
+    atomic_int state;           /* any thread */
+    atomic_bool orphan;         /* its database closed (any thread) */
+    uint64_t id;
+    struct src_registry *reg;
+    pthread_t home;             /* the committing thread */
+    char *msg;                  /* REJECTED: why (owned) */
+    uint32_t nmut;
+    struct opt_pubmut *muts;    /* owned */
+    struct opt_txn *txn;        /* the core's record while pending (mutex) */
+};
+
+enum opt_fate { OPT_KEEP, OPT_CONFIRM, OPT_REJECT };
+
+struct opt_key;
+struct opt_mut {
+    struct opt_txn *txn;
+    struct opt_key *key;
+    uint8_t kind;               /* LDB_MUTATION_* */
+    row *before, *after;        /* references, or NULL */
+};
+
+struct opt_txn {
+    ldb_optimistic *h;          /* the core's reference */
+    struct opt_txn *prev, *next; /* the pending list, in commit order */
+    uint32_t nmut;
+    struct opt_mut *muts;       /* owned */
+    uint8_t fate;               /* enum opt_fate: decided in the step */
+    char *why;                  /* OPT_REJECT: the message (owned) */
+};
+
+/* One overlaid row: a key some pending transaction wrote. */
+struct opt_table;
+struct opt_key {
+    struct opt_table *ot;
+    row *keyrow;                /* a row with the key (a reference) */
+    row *base;                  /* the synced row (a reference), or NULL */
+    bool unknown;               /* a truncate voided the base: taken to be
+                                   the first mutation's before-row */
+    VEC(struct opt_mut *) chain; /* pending mutations, commit order */
+    /* a step's proposal, installed when its statement commits */
+    bool touched, queued, deferred, synced, nset, nunknown;
+    row *nbase;
+};
+
+struct opt_table {
+    struct table *t;
+    hmap keys;                  /* key hash -> struct opt_key * */
+};
+
+struct opt_layer {
+    VEC(struct opt_table *) tables;
+    struct opt_txn *head, *tail;
+    uint64_t next_id;
+    /* a step (sync transaction or resolution) */
+    VEC(struct opt_key *) touched;
+    VEC(struct opt_key *) work; /* keys to recompute, FIFO from work_at */
+    size_t work_at;
+    VEC(struct opt_txn *) fated;
+    VEC(ldb_optimistic *) notify; /* resolved, to report (references) */
+    VEC(value) scratch;         /* a recomputed row's values (borrowed) */
+    ldb_resolved_fn resolved;
+    void *resolved_ctx;
+};
+
+/* A queued item: a sync transaction, a settlement, or a resolution. */
 struct ldb_sync;
 struct src_item {
     struct src_item *next;
-    ldb_source *src;
-    struct ldb_sync *txn;       /* a commit, or NULL for a settlement */
+    ldb_source *src;            /* NULL for a resolution */
+    struct ldb_sync *txn;       /* a commit, or NULL */
     ldb_request *req;           /* a settlement: its request (a ref) */
-    int rc;
+    ldb_optimistic *opt;        /* a resolution: its handle (a ref) */
+    int rc;                     /* a settlement's code; a resolution's fate */
     char *msg;
 };
 
@@ -228,11 +308,14 @@ struct src_registry {
     struct src_item *head, *tail;
     atomic_uint_fast64_t nqueued;
     int fd;                     /* eventfd, or -1 */
+    struct opt_layer opt;
     bool signaled;
 };
 
 /* registry.c */
 int queue_push(struct src_registry *r, struct src_item *it);
+/* The source of table t, or NULL. */
+ldb_source *src_of_table(const struct src_registry *r, const struct table *t);
 void provider_enter(struct src_registry *r);
 void provider_leave(struct src_registry *r);
 
@@ -308,5 +391,34 @@ bool retain_sweep(struct src_registry *r);
 /* Applies (or drops) a queued transaction; frees it. */
 void sync_apply(struct src_registry *r, struct ldb_sync *t);
 void sync_drop(struct ldb_sync *t, int state);
+
+enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE, SYNC_TRUNCATE };
+
+/* optimistic.c: a step is a sync transaction or a resolution, applied in
+ * one storage statement (internal mode): opt_sync_write, opt_truncate and
+ * opt_mark propose; opt_settle recomputes the visible rows and writes them;
+ * opt_step_end installs (ok) or forgets the proposal, then opt_notify
+ * reports what resolved. */
+struct opt_key *opt_find(const struct src_registry *r, const struct table *t,
+                         const value *cols);
+/* A sync write (op: the sync kind, vals coerced) of an overlaid key k. */
+int opt_sync_write(struct src_registry *r, struct opt_key *k, int op, const value *vals,
+                   char *msg, size_t n);
+/* A truncate of t: overlaid rows' bases become unknown (the truncate
+ * leaves their stored rows to the recomputation). */
+int opt_truncate(struct src_registry *r, const struct table *t);
+int opt_mark(struct src_registry *r, ldb_optimistic *h, enum opt_fate fate, const char *why);
+/* A synced write of t collides with the stored row conflict: if that row
+ * is optimistic, its latest transaction is rejected and the visible rows
+ * recomputed (LDB_OK: try again); LDB_CONSTRAINT if it is not. */
+int opt_yield(struct src_registry *r, const struct table *t, const row *conflict, char *msg,
+              size_t n);
+int opt_settle(struct src_registry *r, char *msg, size_t n);
+void opt_step_end(struct src_registry *r, bool ok);
+void opt_notify(struct src_registry *r);
+/* A queued resolution (item from the queue); LDB_NOMEM: queue it again. */
+int opt_resolve(struct src_registry *r, struct src_item *it);
+/* The registry closes: pending transactions are dropped, handles orphaned. */
+void opt_free(struct src_registry *r);
 
 #endif

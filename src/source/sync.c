@@ -24,8 +24,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum sync_kind { SYNC_INSERT, SYNC_UPSERT, SYNC_UPDATE, SYNC_DELETE, SYNC_TRUNCATE };
-
 struct sync_op {
     uint8_t kind;
     value *vals;               /* ncols values (owned) */
@@ -46,6 +44,7 @@ struct ldb_sync {
     VEC(struct sync_op) ops;
     ldb_receipt *receipt;      /* the core's reference, or NULL */
     bool truncates;            /* has a SYNC_TRUNCATE: starts a replay */
+    VEC(ldb_optimistic *) confirms; /* ldb_sync_confirm (references) */
     uint64_t session;          /* its source's session at begin */
 };
 
@@ -94,6 +93,9 @@ static void sync_free(ldb_sync *t)
     for (size_t i = 0; i < t->ops.len; i++)
         free_row(t->ops.data[i].vals, t->ncols);
     vec_free(&t->ops);
+    for (size_t i = 0; i < t->confirms.len; i++)
+        ldb_optimistic_free(t->confirms.data[i]);
+    vec_free(&t->confirms);
     ldb_request_unref(t->req);
     receipt_unref(t->receipt);
     mem_free(t);
@@ -180,6 +182,16 @@ int ldb_sync_truncate(ldb_sync *t)
     return rc;
 }
 
+int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o)
+{
+    if (!t || !o)
+        return LDB_MISUSE;
+    if (vec_push(&t->confirms, o))
+        return LDB_NOMEM;
+    ldb_optimistic_ref(o);
+    return LDB_OK;
+}
+
 void ldb_sync_abandon(ldb_sync *t)
 {
     if (t)
@@ -251,14 +263,19 @@ static bool same_row(const row *r, const value *vals, uint32_t n)
     return true;
 }
 
-/* Deletes every row of the table (a truncate). */
+/* Deletes every row of the table (a truncate), but for the rows under
+ * pending optimistic writes: their synced versions become unknown. */
 static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
 {
     struct table *tab = s->table;
     VEC(row *) rows = VEC_INIT;
     int rc = vec_reserve(&rows, table_count(tab));
+    if (!rc)
+        rc = opt_truncate(s->reg, tab);
     struct table_scan sc = table_scan_begin(tab);
     for (row *r; !rc && (r = table_scan_next(&sc));) {
+        if (tab->pending && opt_find(s->reg, tab, r->cols))
+            continue;
         row_retain(r);
         rows.data[rows.len++] = r;
     }
@@ -271,6 +288,25 @@ static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
         return fail(s->reg->env.store, msg, n, rc, rc == LDB_NOMEM ? "out of memory" : NULL);
     *written += rows.len;
     return LDB_OK;
+}
+
+/* Inserts vals, or updates old to them. A synced row wins over an
+ * optimistic one it collides with (UNIQUE): that transaction is rejected
+ * and the write tried again. */
+static int write_row(struct src_registry *r, struct table *tab, row *old, const value *vals,
+                     char *msg, size_t n)
+{
+    struct store *st = r->env.store;
+    for (;;) {
+        row *conflict = NULL;
+        int rc = old ? table_update(st, tab, old, vals, &conflict)
+                     : table_insert(st, tab, vals, &conflict);
+        if (rc != LDB_CONSTRAINT || !conflict || !tab->pending)
+            return rc;
+        int yrc = opt_yield(r, tab, conflict, msg, n);
+        if (yrc)
+            return yrc == LDB_CONSTRAINT ? rc : yrc;
+    }
 }
 
 static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64_t *written,
@@ -287,6 +323,9 @@ static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64
     value key[SCHEMA_MAX_KEY];
     for (uint32_t i = 0; i < sc->npk; i++)
         key[i] = vals[sc->pk[i]];
+    struct opt_key *k = tab->pending ? opt_find(s->reg, tab, vals) : NULL;
+    if (k) /* under pending optimistic writes: the synced row changes beneath */
+        return opt_sync_write(s->reg, k, op->kind, vals, msg, n);
     row *old = table_lookup(tab, key);
     if (op->kind != SYNC_DELETE && s->retain && !retain_owned(s, vals)) {
         /* law 11: no demand owns it, so it is not kept (nor its old version) */
@@ -302,12 +341,10 @@ static int apply_op(ldb_source *s, const struct sync_op *op, value *vals, uint64
     else if (old && op->kind == SYNC_INSERT)
         return fail(st, msg, n, LDB_CONSTRAINT,
                     "a sync insert conflicts with a different stored row of the same key");
-    else if (old)
-        rc = table_update(st, tab, old, vals, NULL);
-    else if (op->kind == SYNC_UPDATE)
+    else if (op->kind == SYNC_UPDATE && !old)
         return LDB_OK; /* not loaded here: nothing to update */
     else
-        rc = table_insert(st, tab, vals, NULL);
+        rc = write_row(s->reg, tab, old, vals, msg, n);
     if (rc)
         return fail(st, msg, n, rc, NULL);
     if (op->kind != SYNC_DELETE || old)
@@ -373,6 +410,11 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
     } else {
         store_enter_internal(st);
         rc = apply_ops(t, &written, msg, sizeof msg);
+        for (size_t i = 0; !rc && i < t->confirms.len; i++)
+            if ((rc = opt_mark(r, t->confirms.data[i], OPT_CONFIRM, NULL)))
+                snprintf(msg, sizeof msg, "out of memory");
+        if (!rc) /* the visible rows over what changed beneath them */
+            rc = opt_settle(r, msg, sizeof msg);
         store_leave_internal(st);
         struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
         int end = store_stmt_end(st, rc);
@@ -381,6 +423,7 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
             rc = end;
             snprintf(msg, sizeof msg, "%s", store_errmsg(st));
         }
+        opt_step_end(r, rc == LDB_OK);
         r->env.wrote(r->env.ctx);
     }
     if (!rc && written)
@@ -401,4 +444,5 @@ void sync_apply(struct src_registry *r, ldb_sync *t)
         receipt_done(t->receipt, LDB_RECEIPT_APPLIED, LDB_OK, NULL);
     }
     sync_free(t);
+    opt_notify(r);
 }

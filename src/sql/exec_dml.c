@@ -237,9 +237,12 @@ static int insert_rows(struct inserter *in)
 
 int exec_insert(struct exec *x, const struct bound_insert *ins, struct dml_result *res)
 {
+    memset(res, 0, sizeof *res);
+    int wrc = store_check_writable(x->env.store, ins->table);
+    if (wrc)
+        return store_failure(x, wrc);
     const struct schema *sc = table_schema(ins->table);
     struct inserter in = { x, ins, ins->table, evaluator(x), NULL, NULL, NULL, res };
-    memset(res, 0, sizeof *res);
     in.vals = mem_calloc(sc->nvisible, sizeof *in.vals);
     in.pair = mem_calloc(2 * (size_t)sc->ncols, sizeof *in.pair);
     in.newvals = mem_calloc(sc->nvisible, sizeof *in.newvals);
@@ -411,6 +414,9 @@ static int apply_updates(struct updater *u)
 int exec_update(struct exec *x, const struct bound_update *up, struct dml_result *res)
 {
     memset(res, 0, sizeof *res);
+    int wrc = store_check_writable(x->env.store, up->table);
+    if (wrc)
+        return store_failure(x, wrc);
     struct updater u = { x, up, VEC_INIT, NULL, table_schema(up->table)->nvisible,
                          HMAP_INIT, res };
     int rc = collect_rows(x, up->rows, &u.rows);
@@ -432,6 +438,9 @@ int exec_update(struct exec *x, const struct bound_update *up, struct dml_result
 int exec_delete(struct exec *x, const struct bound_delete *del, struct dml_result *res)
 {
     memset(res, 0, sizeof *res);
+    int wrc = store_check_writable(x->env.store, del->table);
+    if (wrc)
+        return store_failure(x, wrc);
     row_vec rows = VEC_INIT;
     int rc = collect_rows(x, del->rows, &rows);
     for (size_t i = 0; i < rows.len && rc == LDB_OK; i++) {

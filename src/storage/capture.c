@@ -212,6 +212,14 @@ struct store_mark store_mark(const struct store *s)
     return m;
 }
 
+int store_txn_changes(struct store *s, struct delta **out)
+{
+    *out = NULL;
+    if (!store_in_transaction(s))
+        return store_error(s, LDB_MISUSE, "no open transaction");
+    return delta_build(s, 0, s->undo.len, false, out);
+}
+
 int store_changes_since(struct store *s, struct store_mark mark, struct delta **out)
 {
     *out = NULL;

@@ -189,6 +189,9 @@ struct store_mark {
     size_t pos;
 };
 struct store_mark store_mark(const struct store *s);
+/* The consolidated changes of the open transaction so far (caller owns
+ * *out, delta_free). LDB_MISUSE outside a transaction, LDB_NOMEM. */
+int store_txn_changes(struct store *s, struct delta **out);
 /*
  * The consolidated changes made since mark (caller owns *out, delta_free).
  * LDB_MISUSE for a stale mark, LDB_NOMEM.

@@ -255,14 +255,28 @@ static size_t catalog_position(const struct store *s, const struct table *t)
     return i;
 }
 
-int store_check_table(struct store *s, struct table *t)
+int store_check_writable(struct store *s, struct table *t)
 {
     if (t->dropped)
         return store_error(s, LDB_MISUSE, "table %s was dropped", t->name);
-    if (t->readonly && s->internal == 0)
+    if (s->internal)
+        return LDB_OK;
+    if (t->readonly && t->loading != TABLE_LOCAL && !s->optimistic)
+        return store_error(s, LDB_ERROR,
+                           "cannot modify table %s: a source loads it; write it in an "
+                           "optimistic transaction, or with its sync transactions",
+                           t->name);
+    if (t->readonly && t->loading == TABLE_LOCAL)
         return store_error(s, LDB_ERROR, "table %s may not be modified", t->name);
+    if (t->pending && !s->optimistic)
+        return store_error(s, LDB_ERROR,
+                           "cannot modify table %s outside an optimistic transaction while "
+                           "optimistic writes to it are pending",
+                           t->name);
     return LDB_OK;
 }
+
+void store_set_optimistic(struct store *s, bool on) { s->optimistic = on; }
 
 int store_drop_table(struct store *s, struct table *t)
 {
@@ -270,7 +284,7 @@ int store_drop_table(struct store *s, struct table *t)
     if (rc == LDB_OK)
         rc = store_check_drop(s, t);
     if (rc == LDB_OK)
-        rc = store_check_table(s, t);
+        rc = store_check_writable(s, t);
     if (rc != LDB_OK)
         return rc;
     if (store_log_reserve(s))

@@ -157,6 +157,20 @@ bool store_in_explicit_transaction(const struct store *s);
 void store_enter_internal(struct store *s);
 void store_leave_internal(struct store *s);
 
+/* Whether a user statement may write t now (LDB_OK), or why not (LDB_ERROR
+ * or LDB_MISUSE, message set): a dropped table, a materialized view's,
+ * a sourced table outside optimistic mode, a table with pending optimistic
+ * rows outside optimistic mode. Every row write checks it too; a DML
+ * statement asks first so that one matching no row is refused as well. */
+int store_check_writable(struct store *s, struct table *t);
+
+/*
+ * Optimistic mode (the open transaction is an optimistic one, livedb.h):
+ * user writes may then change tables a source loads and tables with
+ * pending optimistic rows (table.pending), which they may not otherwise.
+ */
+void store_set_optimistic(struct store *s, bool on);
+
 /* ---- accounting and checks ---------------------------------------------------- */
 
 /* Bytes of the undo log and pending change capture (not the tables). */

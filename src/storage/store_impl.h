@@ -84,6 +84,7 @@ struct store {
     bool stmt_open;
     bool savepoint_txn;   /* opened by SAVEPOINT: releasing it commits */
     int internal;         /* store_enter_internal depth */
+    bool optimistic;      /* store_set_optimistic */
     int hook_phase;       /* the hook phase running (txn.c), 0 if none */
     uint64_t txn_id;
     uint64_t epoch;       /* bumped by every rollback */
@@ -121,10 +122,6 @@ static inline void store_note_removals(struct store *s, struct table *t)
     t->unsettled_next = s->unsettled;
     s->unsettled = t;
 }
-
-/* A table a change may touch: not dropped, and writable in this mode
- * (read-only tables only in internal mode). Sets the message. */
-int store_check_table(struct store *s, struct table *t);
 
 /* "t.a, t.b": the columns of a key, for constraint messages. */
 void format_key_columns(const struct table *t, const uint32_t *cols, uint32_t n,

@@ -105,6 +105,20 @@ row *table_lookup(const struct table *t, const value *key)
     return v ? (row *)(uintptr_t)*v : NULL;
 }
 
+uint64_t table_key_hash_of(const struct table *t, const value *key)
+{
+    const value *k[INDEX_MAX_PARTS];
+    for (uint32_t i = 0; i < t->schema.npk; i++)
+        k[i] = &key[i];
+    return key_hash_vals(t, k);
+}
+
+bool table_key_matches(const struct table *t, const value *key, const row *r)
+{
+    struct key_probe p = { t, NULL, key };
+    return eq_probe(&p, (uint64_t)(uintptr_t)r);
+}
+
 row *table_lookup_row(const struct table *t, const row *r)
 {
     uint64_t *v = find_slot(t, r, table_key_hash(t, r));

@@ -53,6 +53,9 @@ struct table {
     int64_t rowid_max;         /* largest automatic-key value ever stored */
     bool readonly;             /* user writes rejected (store_enter_internal) */
     uint8_t loading;           /* enum table_loading */
+    uint32_t pending;          /* rows under pending optimistic writes (the
+                                  source layer keeps it): user writes outside
+                                  optimistic mode are refused while nonzero */
     bool dropped;              /* dropped in the open transaction */
     bool unsettled;            /* on the store's list of tables to settle */
     struct table *unsettled_next; /* that list (store_impl.h) */
@@ -117,6 +120,11 @@ size_t table_bytes(const struct table *t);
 row *table_lookup(const struct table *t, const value *key);
 /* The current row with the same primary key as r, or NULL. */
 row *table_lookup_row(const struct table *t, const row *r);
+/* For maps kept beside a table (keyed like its rows): the hash of the
+ * primary key key[0..npk) (key order), as the table hashes it, and
+ * whether row r has that key (under the key columns' collations). */
+uint64_t table_key_hash_of(const struct table *t, const value *key);
+bool table_key_matches(const struct table *t, const value *key, const row *r);
 
 /*
  * Full scan in an unspecified order that is the same between writes.

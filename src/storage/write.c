@@ -14,7 +14,7 @@
 static int check_write(struct store *s, struct table *t)
 {
     int rc = store_ready_to_change(s);
-    return rc != LDB_OK ? rc : store_check_table(s, t);
+    return rc != LDB_OK ? rc : store_check_writable(s, t);
 }
 
 static int type_error(struct store *s, const struct table *t, uint32_t col, const value *v)

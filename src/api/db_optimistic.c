@@ -1,0 +1,121 @@
+/*
+ * db_optimistic.c - optimistic transactions as the program opens and
+ * commits them (livedb.h, "optimistic transactions"). The transaction is
+ * an ordinary storage transaction in optimistic mode (sourced tables and
+ * tables with pending rows writable); at commit its net change becomes
+ * the pending record (src/source/optimistic.c), prepared before storage
+ * commits so that every failure leaves the transaction open and unchanged.
+ * The mutation callback runs after the commit with db->in_mutation set:
+ * everything that could start loads, wait for readiness or write refuses
+ * (db_mutation_refusal).
+ */
+#include "api/db_internal.h"
+
+#include "live/live.h"
+#include "source/source.h"
+
+static const char *why_not_begin(ldb *db)
+{
+    if (db_mutation_refusal(db))
+        return db_mutation_refusal(db);
+    if (live_in_callback(db->live))
+        return "not allowed inside a live query callback";
+    if (src_in_provider(db->src))
+        return "not allowed inside a source provider callback";
+    if (store_in_transaction(db->store))
+        return "a transaction is already open";
+    return NULL;
+}
+
+int ldb_optimistic_begin(ldb *db)
+{
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    db_clear_error(db);
+    const char *why = why_not_begin(db);
+    int rc = why ? db_error(db, LDB_MISUSE, NULL, -1, "ldb_optimistic_begin: %s", why)
+                 : store_begin(db->store);
+    if (!why && rc)
+        db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    if (!rc) {
+        db->optimistic = true;
+        store_set_optimistic(db->store, true);
+        db->epoch++;
+    }
+    db_unlock(db);
+    return rc;
+}
+
+static const char *why_not_commit(ldb *db)
+{
+    if (db_mutation_refusal(db))
+        return db_mutation_refusal(db);
+    if (live_in_callback(db->live))
+        return "not allowed inside a live query callback";
+    if (src_in_provider(db->src))
+        return "not allowed inside a source provider callback";
+    if (!db->optimistic)
+        return "no optimistic transaction is open";
+    if (db->nactive)
+        return "a statement is still running";
+    return NULL;
+}
+
+/* Commits the storage transaction; the record goes in or is dropped. */
+static int commit(ldb *db, ldb_optimistic **h)
+{
+    char msg[256];
+    struct opt_txn *x;
+    int rc = src_opt_prepare(db->src, &x, msg, sizeof msg);
+    if (rc)
+        return db_error(db, rc, NULL, -1, "%s", msg);
+    db->epoch++;
+    struct intr *scope = intr_swap(NULL); /* a commit's hooks must not fail halfway */
+    store_set_optimistic(db->store, false);
+    rc = store_commit(db->store);
+    intr_swap(scope);
+    if (rc) {
+        store_set_optimistic(db->store, true);
+        src_opt_cancel(db->src, x);
+        return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
+    }
+    db->optimistic = false;
+    *h = src_opt_install(db->src, x);
+    return LDB_OK;
+}
+
+int ldb_optimistic_commit(ldb *db, ldb_mutation_fn send, void *ctx, ldb_optimistic **out)
+{
+    if (out)
+        *out = NULL;
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    db_clear_error(db);
+    const char *why = why_not_commit(db);
+    ldb_optimistic *h = NULL;
+    int rc = why ? db_error(db, LDB_MISUSE, NULL, -1, "ldb_optimistic_commit: %s", why)
+                 : commit(db, &h);
+    if (!rc && send) {
+        db->in_mutation++;
+        send(ctx, h);
+        db->in_mutation--;
+    }
+    if (out)
+        *out = h;
+    else
+        ldb_optimistic_free(h);
+    db_unlock(db); /* a dispatch point: resolutions made by send apply now */
+    return rc;
+}
+
+int ldb_set_resolved_callback(ldb *db, ldb_resolved_fn fn, void *ctx)
+{
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    src_set_resolved_callback(db->src, fn, ctx);
+    db_unlock(db);
+    return LDB_OK;
+}
