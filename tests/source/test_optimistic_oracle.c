@@ -36,7 +36,8 @@
  * - each materialized view equals its body;
  * - every handle's state is the model's, each resolved transaction was
  *   reported once to the resolution callback, a rejected one has an
- *   error message; every commit's mutations (accessors) equal the
+ *   error message (one that wrote nothing: CONFIRMED at once, no
+ *   callback); every commit's mutations (accessors) equal the
  *   model's net change per key, in first-write order grouped by table.
  *
  * Readings of the contract the model makes (where the words leave a
@@ -46,7 +47,9 @@
  * avoids the cases where readings differ: it confirms out of order only
  * a transaction whose keys no earlier pending one touches and whose
  * UPDATEs have a synced row, and it gives no write a net change of
- * nothing (an UPDATE back to the same row gets a fresh title/name).
+ * nothing (an UPDATE back to the same row gets a fresh title/name). A
+ * key's first write is the first statement that changed it (an UPDATE to
+ * the values it holds writes nothing).
  *
  * LDB_SEED replays a run (the seed is printed); LDB_LONG=1 runs 20 times
  * as many steps, LDB_TEST_SCALE=k k times as many.
@@ -109,6 +112,7 @@ struct otx {
     struct mut mut[MAXMUT];
     int state;    /* the model's LDB_OPTIMISTIC_ */
     int resolved; /* resolution callbacks seen */
+    int resolved_as; /* the state the last one said */
     int sends;    /* mutation callbacks seen */
     int sent_count;
     int step;     /* the step that committed it */
@@ -144,9 +148,10 @@ struct world {
     bool mv[NMV];
     int step, counter;
     int resolved_now; /* resolution callbacks during this step */
-    struct otx *committing; /* being committed: not yet in all[] */
-    ldb_optimistic *committing_h; /* the handle its resolution named */
     char fail[600];   /* the first mismatch seen inside a callback */
+    /* what the history exercised (printed at its end) */
+    int n_commit, n_empty, n_rollback, n_refused, n_sync, n_sync_confirm, n_confirm, n_reject,
+        n_cascade, n_plain;
 };
 
 static bool val_eq(const struct mval *a, const struct mval *b)
@@ -256,6 +261,7 @@ static void refold(struct world *w)
     memcpy(w->vis, w->synced, sizeof w->vis);
     for (int i = 0; i < w->npending;) {
         if (!txn_applies(w->pending[i], w->vis)) {
+            w->n_cascade++;
             unpend(w, i, LDB_OPTIMISTIC_REJECTED);
             continue;
         }
@@ -563,19 +569,11 @@ static void on_resolved(void *ctx, ldb_optimistic *o, int state)
         if (w->all[i]->h != o)
             continue;
         w->all[i]->resolved++;
-        if (state != w->all[i]->state && !w->fail[0])
-            snprintf(w->fail, sizeof w->fail, "txn %llu resolved as %d, model says %d",
-                     (unsigned long long)w->all[i]->id, state, w->all[i]->state);
+        w->all[i]->resolved_as = state;
         return;
     }
-    if (w->committing) { /* a transaction that wrote nothing resolves at once */
-        w->committing->resolved++;
-        w->committing_h = o;
-        if (state != LDB_OPTIMISTIC_CONFIRMED && !w->fail[0])
-            snprintf(w->fail, sizeof w->fail, "a transaction resolved in its commit as %d", state);
-    } else if (!w->fail[0]) {
-        snprintf(w->fail, sizeof w->fail, "resolution of an unknown handle");
-    }
+    if (!w->fail[0]) /* (one that wrote nothing gets none: it is not in all[] yet) */
+        snprintf(w->fail, sizeof w->fail, "resolution of an unknown handle (state %d)", state);
 }
 
 static void initial_rows(struct world *w, int tab)
@@ -805,9 +803,12 @@ static void check_handles(struct world *w, int resolved_before)
         CHECKF(ldb_optimistic_state(o->h) == o->state, "step %d: txn %llu (step %d) state %d, "
                "model says %d", w->step, (unsigned long long)o->id, o->step,
                ldb_optimistic_state(o->h), o->state);
-        bool done = o->state != LDB_OPTIMISTIC_PENDING;
+        bool done = o->state != LDB_OPTIMISTIC_PENDING && o->nmut; /* empty: no callback */
         CHECKF(o->resolved == done, "step %d: txn %llu (step %d): %d resolution callbacks",
                w->step, (unsigned long long)o->id, o->step, o->resolved);
+        if (done)
+            CHECKF(o->resolved_as == o->state, "step %d: txn %llu resolved as %d, model says %d",
+                   w->step, (unsigned long long)o->id, o->resolved_as, o->state);
         if (o->state == LDB_OPTIMISTIC_REJECTED)
             CHECKF(ldb_optimistic_error(o->h) != NULL, "step %d: rejected txn %llu has no error",
                    w->step, (unsigned long long)o->id);
@@ -885,7 +886,7 @@ static void write_update_key(struct world *w, struct tb *b, int tab, strbuf *sb)
         put_sql(sb, &row.v[c]);
     }
     sb_printf(sb, " WHERE id = %d", k);
-    if (r->on) {
+    if (!row_eq(r, &row, tdefs[tab].ncols)) { /* a write of the same values changes nothing */
         tb_touch(b, tab, k);
         *r = row;
     }
@@ -1100,6 +1101,7 @@ static void refused_commit(struct world *w)
     ldb_optimistic *h = NULL;
     int rc = ldb_optimistic_commit(w->db, NULL, NULL, &h);
     CHECKF(rc == LDB_ERROR, "step %d: commit after %s: rc %d, wanted LDB_ERROR", w->step, sql, rc);
+    w->n_refused++;
 }
 
 static void step_optimistic(struct world *w)
@@ -1122,11 +1124,8 @@ static void step_optimistic(struct world *w)
         goto rollback;
     }
     struct otx *o = tb_mutations(w, b);
-    w->committing = o;
     int rc = ldb_optimistic_commit(w->db, on_send, o, &o->h);
-    w->committing = NULL;
     CHECKF(rc == LDB_OK, "step %d: commit: rc %d: %s", w->step, rc, ldb_errmsg(w->db));
-    CHECK(!o->resolved || w->committing_h == o->h);
     o->id = ldb_optimistic_id(o->h);
     CHECK(w->nall == 0 || o->id > w->all[w->nall - 1]->id);
     w->all[w->nall++] = o;
@@ -1134,12 +1133,15 @@ static void step_optimistic(struct world *w)
     CHECK_INT(o->sent_count, o->nmut);
     check_mutations(w, o);
     o->state = o->nmut ? LDB_OPTIMISTIC_PENDING : LDB_OPTIMISTIC_CONFIRMED;
+    w->n_commit++;
+    w->n_empty += !o->nmut;
     if (o->nmut)
         w->pending[w->npending++] = o;
     refold(w);
     free(b);
     return;
 rollback:
+    w->n_rollback++;
     CHECK_INT(run(w, "ROLLBACK"), LDB_OK);
     free(b);
 }
@@ -1181,6 +1183,7 @@ static void step_sync(struct world *w)
         w->synced[tab][k] = row;
     }
     sync_commit(w, t);
+    w->n_sync++;
     refold(w);
 }
 
@@ -1236,6 +1239,7 @@ static void step_sync_confirm(struct world *w)
     settle_synced(w, o, tab, carried);
     sync_commit(w, t);
     unpend(w, 0, LDB_OPTIMISTIC_CONFIRMED);
+    w->n_sync_confirm++;
     refold(w);
 }
 
@@ -1269,6 +1273,7 @@ static void step_confirm(struct world *w)
     CHECK_INT(ldb_optimistic_confirm(o->h), LDB_OK);
     settle_synced(w, o, -1, none);
     unpend(w, at, LDB_OPTIMISTIC_CONFIRMED);
+    w->n_confirm++;
     refold(w);
 }
 
@@ -1285,6 +1290,7 @@ static void step_reject(struct world *w)
     snprintf(msg, sizeof msg, "server said no to %llu", (unsigned long long)o->id);
     CHECK_INT(ldb_optimistic_reject(o->h, msg), LDB_OK);
     unpend(w, at, LDB_OPTIMISTIC_REJECTED);
+    w->n_reject++;
     refold(w);
     CHECK_STR(ldb_optimistic_error(o->h), msg);
 }
@@ -1322,6 +1328,7 @@ static void step_plain_write(struct world *w)
         CHECKF(rc == LDB_ERROR, "step %d: %s (sourced %d, pending %d): rc %d, wanted LDB_ERROR",
                w->step, sql, w->sourced[tab], table_pending(w, tab), rc);
     } else if (random_write(w, b, tab) == LDB_OK) {
+        w->n_plain++;
         memcpy(w->synced[tab], b->cur[tab], sizeof w->synced[tab]);
         refold(w);
     }
@@ -1359,7 +1366,7 @@ static void history(uint64_t seed, int modes, int steps)
         memcpy(before, w->vis, sizeof before);
         int resolved_before = 0;
         for (int i = 0; i < w->nall; i++)
-            resolved_before += w->all[i]->state != LDB_OPTIMISTIC_PENDING;
+            resolved_before += w->all[i]->state != LDB_OPTIMISTIC_PENDING && w->all[i]->nmut;
         for (int i = 0; i < NQ; i++)
             lq_clear_changes(&w->q[i]);
         w->resolved_now = 0;
@@ -1368,6 +1375,10 @@ static void history(uint64_t seed, int modes, int steps)
         if (w->nall >= MAXTX - 1)
             break;
     }
+    printf("#      %d commits (%d empty), %d rollbacks, %d refused commits, %d sync writes, "
+           "%d sync confirms, %d confirms, %d rejects, %d cascaded rejects, %d plain writes\n",
+           w->n_commit, w->n_empty, w->n_rollback, w->n_refused, w->n_sync, w->n_sync_confirm,
+           w->n_confirm, w->n_reject, w->n_cascade, w->n_plain);
     world_close(w);
     free(w);
 }
