@@ -115,6 +115,9 @@ struct otx {
     int resolved; /* resolution callbacks seen */
     int resolved_as; /* the state the last one said */
     int sends;    /* mutation callbacks seen */
+    int in_send;  /* resolve it from the mutation callback: 1 confirm, 2 reject */
+    int in_send_rc;
+    ldb_optimistic *sent_h; /* the handle the mutation callback got */
     int sent_count;
     int step;     /* the step that committed it */
 };
@@ -141,6 +144,8 @@ struct world {
     ldb_source *src[NT];
     mtable synced[NT];
     mtable vis[NT]; /* the model's visible state */
+    mtable mid[NT]; /* with has_mid: the state a step published first */
+    bool has_mid;
     struct otx *pending[MAXTX];
     int npending;
     struct otx *all[MAXTX];
@@ -268,6 +273,19 @@ static void refold(struct world *w)
         }
         txn_apply(w->pending[i], w->vis);
         i++;
+    }
+}
+
+/* o's mutations become synced (the re-application rules, onto the synced
+ * rows), but for the keys of table skip_tab the server carried. */
+static void settle_synced(struct world *w, struct otx *o, int skip_tab, const bool *carried)
+{
+    for (int i = 0; i < o->nmut; i++) {
+        const struct mut *m = &o->mut[i];
+        if (m->tab == skip_tab && carried[m->key])
+            continue;
+        CHECKF(mut_apply(m, &w->synced[m->tab][m->key]), "step %d: model: confirmed UPDATE "
+               "without a synced row", w->step);
     }
 }
 
@@ -576,7 +594,7 @@ static void on_resolved(void *ctx, ldb_optimistic *o, int state)
     struct world *w = ctx;
     w->resolved_now++;
     for (int i = 0; i < w->nall; i++) {
-        if (w->all[i]->h != o)
+        if (w->all[i]->h != o && w->all[i]->sent_h != o)
             continue;
         w->all[i]->resolved++;
         w->all[i]->resolved_as = state;
@@ -720,7 +738,8 @@ static void check_tables(struct world *w, mtable *state)
 static void check_query(struct world *w, struct lq *l)
 {
     CHECKF(!l->fail[0], "step %d: %s", w->step, l->fail);
-    CHECKF(l->batches <= 1, "step %d: %s: %d batches in one step", w->step, l->lsql, l->batches);
+    CHECKF(l->batches <= 1 + w->has_mid, "step %d: %s: %d batches in one step", w->step, l->lsql,
+           l->batches);
     const char *msg = NULL;
     CHECKF(ldb_live_error(l->q, &msg) == LDB_OK, "step %d: %s: %s", w->step, l->lsql, msg);
     cmp_result rep = { .ok = 1 }, one, sq;
@@ -746,14 +765,13 @@ static int strp_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A whole-table query got exactly the model's difference, in one batch. */
-static void check_diff(struct world *w, struct lq *l, mtable *before)
+/* The model's difference of table tab from a to z, appended to want;
+ * whether there is one. */
+static bool model_diff(int tab, mtable *from, mtable *to, char **want, int *n)
 {
-    int tab = l->full;
-    char *want[NKEYS];
-    int n = 0;
+    int n0 = *n;
     for (int k = 1; k <= NKEYS; k++) {
-        const struct mrow *a = &before[tab][k], *b = &w->vis[tab][k];
+        const struct mrow *a = &from[tab][k], *b = &to[tab][k];
         if (row_eq(a, b, tdefs[tab].ncols))
             continue;
         strbuf sb = STRBUF_INIT;
@@ -763,12 +781,25 @@ static void check_diff(struct world *w, struct lq *l, mtable *before)
         sb_puts(&sb, " -> ");
         if (b->on)
             put_row(&sb, tab, b);
-        want[n++] = strdup(sb_str(&sb));
+        want[(*n)++] = strdup(sb_str(&sb));
         sb_free(&sb);
     }
+    return *n > n0;
+}
+
+/* A whole-table query got exactly the model's difference, in one batch
+ * (two when the step published a middle state first). */
+static void check_diff(struct world *w, struct lq *l, mtable *before)
+{
+    int tab = l->full, n = 0, batches;
+    char *want[2 * NKEYS];
+    if (w->has_mid)
+        batches = model_diff(tab, before, w->mid, want, &n) + model_diff(tab, w->mid, w->vis, want, &n);
+    else
+        batches = model_diff(tab, before, w->vis, want, &n);
     qsort(want, (size_t)n, sizeof *want, strp_cmp);
     qsort(l->chg, (size_t)l->nchg, sizeof *l->chg, strp_cmp);
-    bool same = n == l->nchg && l->batches == (n > 0);
+    bool same = n == l->nchg && l->batches == batches;
     for (int i = 0; same && i < n; i++)
         same = strcmp(want[i], l->chg[i]) == 0;
     if (!same) {
@@ -776,7 +807,7 @@ static void check_diff(struct world *w, struct lq *l, mtable *before)
                 l->batches);
         for (int i = 0; i < l->nchg; i++)
             fprintf(stderr, "    %s\n", l->chg[i]);
-        fprintf(stderr, "  expected (one batch):\n");
+        fprintf(stderr, "  expected (%d batches):\n", batches);
         for (int i = 0; i < n; i++)
             fprintf(stderr, "    %s\n", want[i]);
     }
@@ -1102,6 +1133,45 @@ static void on_send(void *ctx, ldb_optimistic *o)
     struct otx *t = ctx;
     t->sends++;
     t->sent_count = ldb_optimistic_count(o);
+    t->sent_h = o;
+    if (t->in_send) /* applied when the commit returns */
+        t->in_send_rc = t->in_send == 1 ? ldb_optimistic_confirm(o)
+                                        : ldb_optimistic_reject(o, "refused at once");
+}
+
+/* Whether confirming o (about to commit) changes nothing visible and
+ * the readings agree: no pending transaction touches its keys, and its
+ * UPDATEs have synced rows. */
+static bool confirmable_at_once(const struct world *w, const struct otx *o)
+{
+    for (int i = 0; i < o->nmut; i++) {
+        const struct mut *m = &o->mut[i];
+        if (m->kind == LDB_MUTATION_UPDATE && !w->synced[m->tab][m->key].on)
+            return false;
+        for (int e = 0; e < w->npending; e++)
+            if (touches(w->pending[e], m->tab, m->key))
+                return false;
+    }
+    return true;
+}
+
+/* The model after a resolution made inside the mutation callback. */
+static void resolved_in_send(struct world *w, struct otx *o)
+{
+    CHECK_INT(o->in_send_rc, LDB_OK);
+    bool none[NKEYS + 1] = { 0 };
+    if (o->in_send == 1) {
+        settle_synced(w, o, -1, none);
+        unpend(w, w->npending - 1, LDB_OPTIMISTIC_CONFIRMED);
+        w->n_confirm++;
+    } else {
+        memcpy(w->mid, w->vis, sizeof w->mid);
+        w->has_mid = true;
+        unpend(w, w->npending - 1, LDB_OPTIMISTIC_REJECTED);
+        w->n_reject++;
+        CHECK_STR(ldb_optimistic_error(o->h), "refused at once");
+    }
+    refold(w);
 }
 
 /* A write inside the transaction to a table without a key, or DDL: the
@@ -1141,11 +1211,14 @@ static void step_optimistic(struct world *w)
         goto rollback;
     }
     struct otx *o = tb_mutations(w, b);
+    if (o->nmut && rng_chance(&w->r, 1, 10))
+        o->in_send = confirmable_at_once(w, o) && rng_chance(&w->r, 1, 2) ? 1 : 2;
+    w->all[w->nall++] = o;
     int rc = ldb_optimistic_commit(w->db, on_send, o, &o->h);
     CHECKF(rc == LDB_OK, "step %d: commit: rc %d: %s", w->step, rc, ldb_errmsg(w->db));
     o->id = ldb_optimistic_id(o->h);
-    CHECK(w->nall == 0 || o->id > w->all[w->nall - 1]->id);
-    w->all[w->nall++] = o;
+    CHECK(w->nall == 1 || o->id > w->all[w->nall - 2]->id);
+    CHECK(o->sent_h == o->h);
     CHECK_INT(o->sends, 1);
     CHECK_INT(o->sent_count, o->nmut);
     check_mutations(w, o);
@@ -1155,6 +1228,8 @@ static void step_optimistic(struct world *w)
     if (o->nmut)
         w->pending[w->npending++] = o;
     refold(w);
+    if (o->in_send)
+        resolved_in_send(w, o);
     free(b);
     return;
 rollback:
@@ -1202,19 +1277,6 @@ static void step_sync(struct world *w)
     sync_commit(w, t);
     w->n_sync++;
     refold(w);
-}
-
-/* o's mutations become synced (the re-application rules, onto the synced
- * rows), but for the keys of table skip_tab the server carried. */
-static void settle_synced(struct world *w, struct otx *o, int skip_tab, const bool *carried)
-{
-    for (int i = 0; i < o->nmut; i++) {
-        const struct mut *m = &o->mut[i];
-        if (m->tab == skip_tab && carried[m->key])
-            continue;
-        CHECKF(mut_apply(m, &w->synced[m->tab][m->key]), "step %d: model: confirmed UPDATE "
-               "without a synced row", w->step);
-    }
 }
 
 /* The oldest pending transaction confirmed by a sync transaction whose
@@ -1396,6 +1458,7 @@ static void history(uint64_t seed, int modes, int steps)
         for (int i = 0; i < NQ; i++)
             lq_clear_changes(&w->q[i]);
         w->resolved_now = 0;
+        w->has_mid = false;
         one_step(w);
         check_all(w, before, resolved_before);
         if (w->nall >= MAXTX - 1)
