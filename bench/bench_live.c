@@ -28,10 +28,7 @@ static uint64_t rng_state;
 
 static uint64_t next_rand(void)
 {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return bench_rand(&rng_state);
 }
 
 static void die(const char *what, const char *msg)
@@ -122,6 +119,18 @@ static void finalize(struct stmt *s)
 
 /* ---- data ---------------------------------------------------------------------- */
 
+static void insert_issue(void *ctx, const struct bench_issue *r)
+{
+    struct stmt *s = ctx;
+    bind_int(s, 1, r->id);
+    bind_text(s, 2, r->title);
+    bind_text(s, 3, r->status);
+    bind_int(s, 4, r->priority);
+    bind_int(s, 5, r->created);
+    bind_int(s, 6, r->assignee);
+    step_all(s);
+}
+
 static void load_issues(struct engine *e, int n, const char *indexes)
 {
     run(e, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
@@ -131,35 +140,16 @@ static void load_issues(struct engine *e, int n, const char *indexes)
     run(e, "BEGIN");
     struct stmt u = prepare(e, "INSERT INTO users VALUES (?, ?)");
     char text[64];
-    for (int i = 1; i <= 1000; i++) {
+    for (int i = 1; i <= BENCH_USERS; i++) {
         snprintf(text, sizeof text, "User %d", i);
         bind_int(&u, 1, i);
         bind_text(&u, 2, text);
         step_all(&u);
     }
     finalize(&u);
-    rng_state = SEED;
-    int *perm = malloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(next_rand() % (uint64_t)(i + 1)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
     struct stmt s = prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
-    for (int i = 1; i <= n; i++) {
-        snprintf(text, sizeof text, "Issue %d", i);
-        bind_int(&s, 1, i);
-        bind_text(&s, 2, text);
-        bind_text(&s, 3, next_rand() % 3 < 2 ? "open" : "closed");
-        bind_int(&s, 4, (int64_t)(next_rand() % 10));
-        bind_int(&s, 5, 1700000000000LL + (int64_t)perm[i - 1] * 60000);
-        bind_int(&s, 6, 1 + (int64_t)(next_rand() % 1000));
-        step_all(&s);
-    }
+    bench_issues(n, SEED, insert_issue, &s);
     finalize(&s);
-    free(perm);
     run(e, "COMMIT");
 }
 
@@ -341,7 +331,7 @@ static void run_workload(int w, int n, int iters)
             die("open", "livedb");
         load_issues(&e, n, wl->indexes);
         next_id = n + 1;
-        next_created = 1700000000000LL + (int64_t)n * 60000;
+        next_created = BENCH_CREATED0 + (int64_t)n * 60000;
         rng_state = SEED ^ (uint64_t)mode;
         ldb_live *lq = NULL;
         if (mode == 0) {

@@ -1,5 +1,6 @@
 /*
- * bench_util.c - timing helpers for benchmarks (see bench_util.h).
+ * bench_util.c - timing helpers and the shared "issues" data for
+ * benchmarks (see bench_util.h).
  */
 #include "bench_util.h"
 
@@ -72,4 +73,43 @@ void bench_count_changes(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
     (void)q;
     (void)c;
     bench_changes_seen += n;
+}
+
+uint64_t bench_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The stream is consumed as bench_live always did (the permutation, then
+ * status, priority, assignee per row), so its figures compare across runs. */
+void bench_issues(int n, uint64_t seed, void (*fn)(void *ctx, const struct bench_issue *row),
+                  void *ctx)
+{
+    uint64_t rng = seed;
+    int *perm = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!perm) {
+        fprintf(stderr, "bench_issues: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(bench_rand(&rng) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    char title[32];
+    for (int i = 1; i <= n; i++) {
+        snprintf(title, sizeof title, "Issue %d", i);
+        struct bench_issue row = { i, title, NULL, 0, 0, 0 };
+        row.status = bench_rand(&rng) % 3 < 2 ? "open" : "closed";
+        row.priority = (int64_t)(bench_rand(&rng) % 10);
+        row.created = BENCH_CREATED0 + (int64_t)perm[i - 1] * 60000;
+        row.assignee = 1 + (int64_t)(bench_rand(&rng) % BENCH_USERS);
+        fn(ctx, &row);
+    }
+    free(perm);
 }

@@ -34,4 +34,25 @@ void bench_print(const char *name, double value, const char *unit);
 extern uint64_t bench_changes_seen;
 void bench_count_changes(void *ctx, ldb_live *q, const ldb_change *c, size_t n);
 
+/* splitmix64: the next pseudo-random value of the stream *state. */
+uint64_t bench_rand(uint64_t *state);
+
+/* The "issues" data of ../shared/bench/WORKLOADS.md: users 1..BENCH_USERS
+ * named 'User <id>', and issue rows produced by bench_issues. */
+#define BENCH_USERS 1000
+#define BENCH_CREATED0 1700000000000LL
+
+struct bench_issue {
+    int64_t id;          /* 1..n, in order */
+    const char *title;   /* 'Issue <id>', borrowed for the call */
+    const char *status;  /* 'open' (2/3) or 'closed' (static) */
+    int64_t priority;    /* 0..9 */
+    int64_t created;     /* BENCH_CREATED0 + p(id) * 60000, p a permutation */
+    int64_t assignee;    /* 1..BENCH_USERS */
+};
+/* Calls fn for issues 1..n, the same rows for the same seed (the stream
+ * a benchmark prints). */
+void bench_issues(int n, uint64_t seed, void (*fn)(void *ctx, const struct bench_issue *row),
+                  void *ctx);
+
 #endif

@@ -1055,6 +1055,20 @@ LDB_API int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o);
 typedef void (*ldb_resolved_fn)(void *ctx, ldb_optimistic *o, int state);
 LDB_API int ldb_set_resolved_callback(ldb *db, ldb_resolved_fn fn, void *ctx);
 
+/* Counters of db's pending layer (pending and rows return to zero once
+ * every optimistic transaction has resolved). */
+typedef struct ldb_optimistic_stats {
+    uint64_t pending;        /* transactions pending */
+    uint64_t rows;           /* rows under pending writes (overlaid keys) */
+    uint64_t recomputed;     /* total visible rows recomputed by sync writes
+                                beneath pending rows, confirmations and
+                                rejections (the layer's work) */
+    uint64_t confirmed;      /* totals */
+    uint64_t rejected;
+} ldb_optimistic_stats;
+/* Fills *out (zeros for a NULL db). */
+LDB_API void ldb_optimistic_stats_get(ldb *db, ldb_optimistic_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

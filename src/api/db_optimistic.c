@@ -14,6 +14,8 @@
 #include "live/live.h"
 #include "source/source.h"
 
+#include <string.h>
+
 static const char *why_not_begin(ldb *db)
 {
     if (db_mutation_refusal(db))
@@ -118,4 +120,16 @@ int ldb_set_resolved_callback(ldb *db, ldb_resolved_fn fn, void *ctx)
     src_set_resolved_callback(db->src, fn, ctx);
     db_unlock(db);
     return LDB_OK;
+}
+
+void ldb_optimistic_stats_get(ldb *db, ldb_optimistic_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (!db)
+        return;
+    db_lock(db);
+    src_opt_stats(db->src, out);
+    db_unlock(db);
 }

@@ -208,13 +208,16 @@ static void key_free(struct opt_key *k)
     mem_free(k);
 }
 
-/* Removes k (its chain is empty) from its table's map. */
-static void key_remove(struct opt_key *k)
+/* Removes k (its chain is empty) from its table's map; linked: a commit
+ * had counted it (pending rows). */
+static void key_remove(struct src_registry *r, struct opt_key *k, bool linked)
 {
     uint64_t *v = key_slot(k->ot, k->keyrow->cols);
     hmap_del(&k->ot->keys, v);
-    if (k->ot->t->pending)
+    if (linked) {
         k->ot->t->pending--;
+        r->opt.st.rows--;
+    }
     key_free(k);
 }
 
@@ -327,7 +330,7 @@ void src_opt_cancel(struct src_registry *r, struct opt_txn *x)
         return;
     for (uint32_t i = 0; i < x->nmut; i++)
         if (x->muts[i].key && x->muts[i].key->chain.len == 0)
-            key_remove(x->muts[i].key); /* made for x alone */
+            key_remove(r, x->muts[i].key, false); /* made for x alone */
     handle_unref(x->h);
     txn_free(x);
 }
@@ -451,6 +454,7 @@ ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x)
     }
     atomic_fetch_add(&h->refs, 1); /* the core's, and the program's */
     h->txn = x;
+    r->opt.st.pending++;
     x->prev = r->opt.tail;
     if (r->opt.tail)
         r->opt.tail->next = x;
@@ -461,12 +465,16 @@ ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x)
     for (uint32_t i = 0; i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
         table_wrote(r, k->ot->t, &last);
-        if (k->chain.len == 0)
+        if (k->chain.len == 0) {
             k->ot->t->pending++;
+            r->opt.st.rows++;
+        }
         k->chain.data[k->chain.len++] = &x->muts[i]; /* room reserved */
     }
     return h;
 }
+
+void src_opt_stats(const struct src_registry *r, ldb_optimistic_stats *out) { *out = r->opt.st; }
 
 void src_set_resolved_callback(struct src_registry *r, ldb_resolved_fn fn, void *ctx)
 {
@@ -730,6 +738,7 @@ static int recompute(struct src_registry *r, struct opt_key *k, char *msg, size_
     uint32_t nv = table_schema(t)->nvisible;
     value *buf;
     bool present, rejected = false;
+    r->opt.st.recomputed++;
     int rc = scratch(r, t, &buf);
     if (!rc)
         rc = fold_visible(r, k, buf, &present, &rejected);
@@ -806,6 +815,11 @@ static void resolve_txn(struct src_registry *r, struct opt_txn *x)
         L->tail = x->prev;
     ldb_optimistic *h = x->h;
     h->txn = NULL;
+    L->st.pending--;
+    if (x->fate == OPT_REJECT)
+        L->st.rejected++;
+    else
+        L->st.confirmed++;
     if (x->fate == OPT_REJECT) {
         h->msg = x->why;
         x->why = NULL;
@@ -850,7 +864,7 @@ void opt_step_end(struct src_registry *r, bool ok)
     }
     for (size_t i = 0; ok && i < L->touched.len; i++)
         if (L->touched.data[i]->chain.len == 0)
-            key_remove(L->touched.data[i]);
+            key_remove(r, L->touched.data[i], true);
     vec_clear(&L->fated);
     vec_clear(&L->touched);
     vec_clear(&L->work);

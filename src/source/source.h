@@ -80,5 +80,6 @@ int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, siz
 ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x);
 void src_opt_cancel(struct src_registry *r, struct opt_txn *x);
 void src_set_resolved_callback(struct src_registry *r, ldb_resolved_fn fn, void *ctx);
+void src_opt_stats(const struct src_registry *r, ldb_optimistic_stats *out);
 
 #endif

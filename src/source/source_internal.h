@@ -280,6 +280,7 @@ struct opt_layer {
     VEC(value) scratch;         /* a recomputed row's values (borrowed) */
     ldb_resolved_fn resolved;
     void *resolved_ctx;
+    ldb_optimistic_stats st;    /* pending and rows kept current */
 };
 
 /* A queued item: a sync transaction, a settlement, or a resolution. */

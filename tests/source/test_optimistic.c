@@ -540,6 +540,106 @@ static void resolution_from_another_thread(void)
     ldb_close(db);
 }
 
+/* ---- work per change ------------------------------------------------------------------ */
+
+/* Random history over many pending transactions: each step's recomputed
+ * rows are bounded by the keys it concerns, never by the pending count;
+ * the counters return to zero once everything resolved. */
+#define WORK_ROWS 2000
+#define WORK_PENDING 300
+
+struct work {
+    ldb *db;
+    ldb_source *s;
+    ldb_optimistic *h[WORK_PENDING * 4];
+    int nh;
+};
+
+static uint64_t recomputed(ldb *db)
+{
+    ldb_optimistic_stats st;
+    ldb_optimistic_stats_get(db, &st);
+    return st.recomputed;
+}
+
+static void work_write(struct work *w, rng *r)
+{
+    char sql[200];
+    int64_t a = (int64_t)rng_below(r, WORK_ROWS) + 1, b = (int64_t)rng_below(r, WORK_ROWS) + 1;
+    snprintf(sql, sizeof sql, "UPDATE t SET a = a + 1 WHERE id = %" PRId64 "; "
+             "UPDATE t SET b = 'w' WHERE id = %" PRId64, a, b);
+    uint64_t before = recomputed(w->db);
+    w->h[w->nh++] = optimistic(w->db, sql);
+    CHECK_INT(recomputed(w->db), before); /* a commit recomputes nothing */
+}
+
+/* Keys of the transactions this step resolved as rejected. */
+static int rejected_keys(struct work *w, const int *was)
+{
+    int n = 0;
+    for (int i = 0; i < w->nh; i++)
+        if (was[i] == LDB_OPTIMISTIC_PENDING &&
+            ldb_optimistic_state(w->h[i]) == LDB_OPTIMISTIC_REJECTED)
+            n += ldb_optimistic_count(w->h[i]);
+    return n;
+}
+
+static void work_step(struct work *w, rng *r)
+{
+    static int was[WORK_PENDING * 4];
+    for (int i = 0; i < w->nh; i++)
+        was[i] = ldb_optimistic_state(w->h[i]);
+    uint64_t before = recomputed(w->db);
+    int pick = (int)rng_below(r, (uint64_t)w->nh), bound;
+    switch (rng_below(r, 4)) {
+    case 0: /* another client's write beneath: one key, no rejection */
+        CHECK_INT(sync_row(w->s, 0, (int64_t)rng_below(r, WORK_ROWS) + 1, 1, "s", NULL),
+                  LDB_RECEIPT_APPLIED);
+        CHECK(recomputed(w->db) - before <= 1);
+        return;
+    case 1:
+        CHECK_INT(ldb_optimistic_confirm(w->h[pick]), LDB_OK);
+        bound = was[pick] == LDB_OPTIMISTIC_PENDING ? ldb_optimistic_count(w->h[pick]) : 0;
+        break;
+    case 2:
+        CHECK_INT(ldb_optimistic_reject(w->h[pick], "no"), LDB_OK);
+        bound = 0;
+        break;
+    default:
+        work_write(w, r);
+        return;
+    }
+    bound += 2 * rejected_keys(w, was);
+    uint64_t did = recomputed(w->db) - before;
+    CHECKF(did <= (uint64_t)bound, "recomputed %" PRIu64 " rows, bound %d", did, bound);
+}
+
+static void work_is_per_key(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    struct work w = { 0 };
+    w.db = open_db();
+    w.s = attach(w.db, "t");
+    for (int i = 1; i <= WORK_ROWS; i++)
+        CHECK_INT(sync_row(w.s, 0, i, 0, "x", NULL), LDB_RECEIPT_APPLIED);
+    while (w.nh < WORK_PENDING)
+        work_write(&w, &r);
+    for (int step = 0; step < 600 * test_scale() && w.nh < WORK_PENDING * 4; step++)
+        work_step(&w, &r);
+    for (int i = 0; i < w.nh; i++)
+        CHECK_INT(ldb_optimistic_reject(w.h[i], NULL), LDB_OK);
+    ldb_optimistic_stats st;
+    ldb_optimistic_stats_get(w.db, &st);
+    CHECK_INT(st.pending, 0);
+    CHECK_INT(st.rows, 0);
+    CHECK_INT(st.confirmed + st.rejected, (uint64_t)w.nh);
+    CHECK_STR(rows_of(w.db, "SELECT count(*) FROM t"), "2000");
+    for (int i = 0; i < w.nh; i++)
+        ldb_optimistic_free(w.h[i]);
+    ldb_close(w.db);
+}
+
 /* ---- allocation failure ------------------------------------------------------------- */
 
 /* Runs step with the n-th allocation failing (n = 1, 2, ...) until it
@@ -632,5 +732,5 @@ TEST_MAIN(T(visible_at_once_and_reject_restores), T(mutations_are_the_net_change
           T(reapplied_unique_conflict_rejects), T(truncate_keeps_pending_rows),
           T(ordinary_writes_wait_for_pending), T(transaction_control),
           T(mutation_callback_rules), T(views_follow_the_visible_state),
-          T(resolution_from_another_thread), T(nomem_commit), T(nomem_reject),
+          T(resolution_from_another_thread), T(work_is_per_key), T(nomem_commit), T(nomem_reject),
           T(nomem_sync_confirm))
