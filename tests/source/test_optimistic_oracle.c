@@ -35,6 +35,8 @@
  *   difference as one batch, and no batch when it is empty (so a
  *   confirmation whose rows equal the optimistic ones publishes nothing);
  * - each materialized view equals its body;
+ * - ldb_optimistic_stats: pending transactions, rows under them and
+ *   rejections are the model's;
  * - every handle's state is the model's, each resolved transaction was
  *   reported once to the resolution callback, a rejected one has an
  *   error message (one that wrote nothing: CONFIRMED at once, no
@@ -859,6 +861,29 @@ static void check_handles(struct world *w, int resolved_before)
     CHECK_INT(w->resolved_now, resolved - resolved_before);
 }
 
+/* The pending layer's counters: transactions pending, keys under them,
+ * rejections so far. */
+static void check_stats(struct world *w)
+{
+    ldb_optimistic_stats st;
+    ldb_optimistic_stats_get(w->db, &st);
+    bool under[NT][NKEYS + 1] = { { 0 } };
+    int rows = 0, rejected = 0;
+    for (int i = 0; i < w->npending; i++)
+        for (int m = 0; m < w->pending[i]->nmut; m++) {
+            const struct mut *u = &w->pending[i]->mut[m];
+            rows += !under[u->tab][u->key];
+            under[u->tab][u->key] = true;
+        }
+    for (int i = 0; i < w->nall; i++)
+        rejected += w->all[i]->state == LDB_OPTIMISTIC_REJECTED;
+    CHECKF(st.pending == (uint64_t)w->npending && st.rows == (uint64_t)rows &&
+               st.rejected == (uint64_t)rejected,
+           "step %d: stats pending %llu rows %llu rejected %llu, model %d %d %d", w->step,
+           (unsigned long long)st.pending, (unsigned long long)st.rows,
+           (unsigned long long)st.rejected, w->npending, rows, rejected);
+}
+
 static void check_all(struct world *w, mtable *before, int resolved_before)
 {
     sqlite_load(w);
@@ -870,6 +895,7 @@ static void check_all(struct world *w, mtable *before, int resolved_before)
     }
     check_mvs(w);
     check_handles(w, resolved_before);
+    check_stats(w);
 }
 
 /* ---- optimistic transactions ----------------------------------------------------------- */
