@@ -21,7 +21,9 @@
  * keys that pending mutations touch), ldb_sync_confirm of the oldest
  * pending transaction with the server's rows equal to its own or not,
  * ldb_optimistic_confirm, ldb_optimistic_reject in any order, resolving
- * an already resolved handle (no effect), plain SQL writes (refused
+ * an already resolved handle (no effect), a confirming sync transaction
+ * that fails or is abandoned (o stays pending), a confirmation or
+ * rejection from another thread (applied at ldb_source_poll), plain SQL writes (refused
  * on a table with pending writes, or sourced), and reopening a live query
  * (its hydration reads the visible state).
  *
@@ -63,6 +65,7 @@
 
 #include "base/strbuf.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +298,14 @@ static bool touches(const struct otx *o, int tab, int key)
 {
     for (int i = 0; i < o->nmut; i++)
         if (o->mut[i].tab == tab && o->mut[i].key == key)
+            return true;
+    return false;
+}
+
+static bool table_key_pending(const struct world *w, int tab, int key)
+{
+    for (int i = 0; i < w->npending; i++)
+        if (touches(w->pending[i], tab, key))
             return true;
     return false;
 }
@@ -1405,6 +1416,76 @@ static void step_reject(struct world *w)
     CHECK_STR(ldb_optimistic_error(o->h), msg);
 }
 
+/* A sync transaction confirming o that is abandoned, or fails (an insert
+ * of a synced key no pending write touches, with other values): o stays
+ * pending and nothing is published. */
+static void step_sync_confirm_fails(struct world *w)
+{
+    int tab = pick_sourced(w);
+    if (tab < 0 || !w->npending)
+        return;
+    struct otx *o = w->pending[rng_below(&w->r, (uint64_t)w->npending)];
+    ldb_sync *t = NULL;
+    CHECK_INT(ldb_sync_begin(w->src[tab], NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_confirm(t, o->h), LDB_OK);
+    int k = 1;
+    while (k <= NKEYS && (!w->synced[tab][k].on || w->vis[tab][k].on != true ||
+                          !row_eq(&w->synced[tab][k], &w->vis[tab][k], tdefs[tab].ncols) ||
+                          table_key_pending(w, tab, k)))
+        k++;
+    if (k > NKEYS || rng_chance(&w->r, 1, 3)) {
+        ldb_sync_abandon(t);
+        return;
+    }
+    struct mrow row = w->synced[tab][k];
+    row.v[tdefs[tab].ncols - 1] = vint(1000 + w->counter++);
+    sync_put_row(t, tab, &row);
+    CHECK_INT(ldb_sync_insert(t), LDB_OK);
+    ldb_receipt *rc = NULL;
+    int code = ldb_sync_commit(t, &rc);
+    CHECKF(code != LDB_OK, "step %d: a sync insert over key %d of %s with other values "
+           "succeeded", w->step, k, tdefs[tab].name);
+    CHECK_INT(ldb_receipt_state(rc), LDB_RECEIPT_FAILED);
+    ldb_receipt_free(rc);
+}
+
+struct resolver {
+    ldb_optimistic *h;
+    bool reject;
+    int rc;
+};
+
+static void *resolve_thread(void *arg)
+{
+    struct resolver *r = arg;
+    r->rc = r->reject ? ldb_optimistic_reject(r->h, "from a thread") : ldb_optimistic_confirm(r->h);
+    return NULL;
+}
+
+/* A resolution made on another thread waits for the next dispatch point
+ * (ldb_source_poll here). */
+static void step_thread_resolve(struct world *w)
+{
+    int at = pick_confirmable(w);
+    if (at < 0)
+        return;
+    struct otx *o = w->pending[at];
+    struct resolver r = { o->h, rng_chance(&w->r, 1, 2), -1 };
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, resolve_thread, &r), 0);
+    CHECK_INT(pthread_join(th, NULL), 0);
+    CHECK_INT(r.rc, LDB_OK);
+    CHECK_INT(ldb_optimistic_state(o->h), LDB_OPTIMISTIC_PENDING);
+    for (int i = 0; i < NQ; i++)
+        CHECK_INT(w->q[i].batches, 0);
+    CHECK_INT(ldb_source_poll(w->db), LDB_OK);
+    bool none[NKEYS + 1] = { 0 };
+    if (!r.reject)
+        settle_synced(w, o, -1, none);
+    unpend(w, at, r.reject ? LDB_OPTIMISTIC_REJECTED : LDB_OPTIMISTIC_CONFIRMED);
+    refold(w);
+}
+
 /* Resolving a resolved handle again changes nothing. */
 static void step_resolve_again(struct world *w)
 {
@@ -1462,8 +1543,12 @@ static void one_step(struct world *w)
         step_confirm(w);
     else if (roll < 90)
         step_reject(w);
-    else if (roll < 93)
+    else if (roll < 91)
         step_resolve_again(w);
+    else if (roll < 92)
+        step_sync_confirm_fails(w);
+    else if (roll < 93)
+        step_thread_resolve(w);
     else if (roll < 97)
         step_plain_write(w);
     else
