@@ -16,7 +16,8 @@
  *
  * Random steps: optimistic transactions of 1-3 SQL writes (INSERT of new
  * or existing keys: the constraint error, then ROLLBACK or carry on;
- * UPDATE and DELETE by key or predicate; rarely a write to a table
+ * UPDATE and DELETE by key or predicate; a write undone by ROLLBACK TO
+ * a savepoint; COMMIT and a nested begin refused; rarely a write to a table
  * without a key, refused at commit), sync upserts and deletes (biased to
  * keys that pending mutations touch), ldb_sync_confirm of the oldest
  * pending transaction with the server's rows equal to its own or not,
@@ -1037,6 +1038,23 @@ static int random_write(struct world *w, struct tb *b, int tab)
     return rc;
 }
 
+/* A write undone by ROLLBACK TO a savepoint: not part of the net change
+ * (nor of the order of first writes). */
+static void undone_write(struct world *w, struct tb *b)
+{
+    struct tb *saved = malloc(sizeof *saved);
+    CHECK(saved);
+    *saved = *b;
+    CHECK_INT(run(w, "SAVEPOINT s"), LDB_OK);
+    random_write(w, b, (int)rng_below(&w->r, NT));
+    CHECK_INT(run(w, "ROLLBACK TO s"), LDB_OK);
+    CHECK_INT(run(w, "RELEASE s"), LDB_OK);
+    int seq = b->seq;
+    *b = *saved;
+    b->seq = seq;
+    free(saved);
+}
+
 /* A key whose net change would be nothing gets a fresh title/name. */
 static void avoid_noop(struct world *w, struct tb *b)
 {
@@ -1237,6 +1255,10 @@ static void step_optimistic(struct world *w)
     }
     int n = (int)rng_range(&w->r, 1, 3);
     for (int i = 0; i < n; i++) {
+        if (rng_chance(&w->r, 1, 8)) {
+            undone_write(w, b);
+            continue;
+        }
         int rc = random_write(w, b, (int)rng_below(&w->r, NT));
         if (rc != LDB_OK && rng_chance(&w->r, 1, 2))
             goto rollback;
