@@ -57,7 +57,8 @@
  * key's first write is the first statement that changed it (an UPDATE to
  * the values it holds writes nothing).
  *
- * LDB_SEED replays a run (the seed is printed); LDB_LONG=1 runs 20 times
+ * LDB_SEED replays a run (the seed is printed), LDB_TRACE=1 prints every
+ * action; LDB_LONG=1 runs 20 times
  * as many steps, LDB_TEST_SCALE=k k times as many.
  */
 #include "sqlite_cmp.h"
@@ -161,10 +162,25 @@ struct world {
     int step, counter;
     int resolved_now; /* resolution callbacks during this step */
     char fail[600];   /* the first mismatch seen inside a callback */
+    bool trace;       /* LDB_TRACE: print every action */
     /* what the history exercised (printed at its end) */
     int n_commit, n_empty, n_rollback, n_refused, n_sync, n_sync_confirm, n_confirm, n_reject,
         n_cascade, n_plain;
 };
+
+static void trace(const struct world *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void trace(const struct world *w, const char *fmt, ...)
+{
+    if (!w->trace)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  [%d] ", w->step);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
 
 static bool val_eq(const struct mval *a, const struct mval *b)
 {
@@ -274,6 +290,7 @@ static void refold(struct world *w)
     for (int i = 0; i < w->npending;) {
         if (!txn_applies(w->pending[i], w->vis)) {
             w->n_cascade++;
+            trace(w, "model: txn %llu no longer applies", (unsigned long long)w->pending[i]->id);
             unpend(w, i, LDB_OPTIMISTIC_REJECTED);
             continue;
         }
@@ -585,6 +602,12 @@ static void sync_put_row(ldb_sync *t, int tab, const struct mrow *r)
 /* One sync operation on t: key's row becomes r (r->on: upsert, else delete). */
 static void sync_write(ldb_sync *t, int tab, int key, const struct mrow *r)
 {
+    if (getenv("LDB_TRACE")) {
+        strbuf sb = STRBUF_INIT;
+        put_row(&sb, tab, r);
+        printf("  sync %s %d := %s\n", tdefs[tab].name, key, sb_str(&sb));
+        sb_free(&sb);
+    }
     if (r->on) {
         sync_put_row(t, tab, r);
         CHECK_INT(ldb_sync_upsert(t), LDB_OK);
@@ -931,6 +954,7 @@ static void tb_touch(struct tb *b, int tab, int key)
 /* Runs sql inside the transaction; returns its code. */
 static int run(struct world *w, const char *sql)
 {
+    trace(w, "%s", sql);
     return ldb_exec(w->db, sql, NULL, NULL);
 }
 
@@ -1276,6 +1300,8 @@ static void step_optimistic(struct world *w)
     int rc = ldb_optimistic_commit(w->db, on_send, o, &o->h);
     CHECKF(rc == LDB_OK, "step %d: commit: rc %d: %s", w->step, rc, ldb_errmsg(w->db));
     o->id = ldb_optimistic_id(o->h);
+    trace(w, "committed txn %llu: %d mutations%s", (unsigned long long)o->id, o->nmut,
+          o->in_send == 1 ? ", confirmed in send" : o->in_send == 2 ? ", rejected in send" : "");
     CHECK(w->nall == 1 || o->id > w->all[w->nall - 2]->id);
     CHECK(o->sent_h == o->h);
     CHECK_INT(o->sends, 1);
@@ -1350,6 +1376,7 @@ static void step_sync_confirm(struct world *w)
     bool carried[NKEYS + 1] = { 0 };
     ldb_sync *t = NULL;
     CHECK_INT(ldb_sync_begin(w->src[tab], NULL, &t), LDB_OK);
+    trace(w, "sync confirm txn %llu (%s rows)", (unsigned long long)o->id, equal ? "equal" : "other");
     CHECK_INT(ldb_sync_confirm(t, o->h), LDB_OK);
     mtable server;
     memcpy(server, w->synced[tab], sizeof server);
@@ -1413,6 +1440,7 @@ static void step_confirm(struct world *w)
         return;
     struct otx *o = w->pending[at];
     bool none[NKEYS + 1] = { 0 };
+    trace(w, "confirm txn %llu", (unsigned long long)o->id);
     CHECK_INT(ldb_optimistic_confirm(o->h), LDB_OK);
     settle_synced(w, o, -1, none);
     unpend(w, at, LDB_OPTIMISTIC_CONFIRMED);
@@ -1431,6 +1459,7 @@ static void step_reject(struct world *w)
     struct otx *o = w->pending[at];
     char msg[64];
     snprintf(msg, sizeof msg, "server said no to %llu", (unsigned long long)o->id);
+    trace(w, "reject txn %llu", (unsigned long long)o->id);
     CHECK_INT(ldb_optimistic_reject(o->h, msg), LDB_OK);
     unpend(w, at, LDB_OPTIMISTIC_REJECTED);
     w->n_reject++;
@@ -1582,6 +1611,7 @@ static void history(uint64_t seed, int modes, int steps)
     struct world *w = calloc(1, sizeof *w);
     CHECK(w);
     world_open(w, seed, modes);
+    w->trace = getenv("LDB_TRACE") != NULL;
     static mtable before[NT];
     for (w->step = 1; w->step <= steps; w->step++) {
         memcpy(before, w->vis, sizeof before);
