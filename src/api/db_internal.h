@@ -122,6 +122,9 @@ static inline void db_unlock(ldb *db)
     db->depth--;
     pthread_mutex_unlock(&db->mutex);
 }
+/* Why a call that must not run inside a callback cannot run now (a
+ * mutation, provider or live query callback is under way), or NULL. */
+const char *db_in_callback(ldb *db);
 /* Makes db's source registry (ldb_open). */
 int db_sources_open(ldb *db);
 

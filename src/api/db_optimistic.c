@@ -11,22 +11,16 @@
  */
 #include "api/db_internal.h"
 
-#include "live/live.h"
 #include "source/source.h"
 
 #include <string.h>
 
 static const char *why_not_begin(ldb *db)
 {
-    if (db_mutation_refusal(db))
-        return db_mutation_refusal(db);
-    if (live_in_callback(db->live))
-        return "not allowed inside a live query callback";
-    if (src_in_provider(db->src))
-        return "not allowed inside a source provider callback";
-    if (store_in_transaction(db->store))
-        return "a transaction is already open";
-    return NULL;
+    const char *why = db_in_callback(db);
+    if (!why && store_in_transaction(db->store))
+        why = "a transaction is already open";
+    return why;
 }
 
 int ldb_optimistic_begin(ldb *db)
@@ -51,17 +45,12 @@ int ldb_optimistic_begin(ldb *db)
 
 static const char *why_not_commit(ldb *db)
 {
-    if (db_mutation_refusal(db))
-        return db_mutation_refusal(db);
-    if (live_in_callback(db->live))
-        return "not allowed inside a live query callback";
-    if (src_in_provider(db->src))
-        return "not allowed inside a source provider callback";
-    if (!db->optimistic)
-        return "no optimistic transaction is open";
-    if (db->nactive)
-        return "a statement is still running";
-    return NULL;
+    const char *why = db_in_callback(db);
+    if (!why && !db->optimistic)
+        why = "no optimistic transaction is open";
+    if (!why && db->nactive)
+        why = "a statement is still running";
+    return why;
 }
 
 /* Commits the storage transaction; the record goes in or is dropped. */

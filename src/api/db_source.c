@@ -40,8 +40,7 @@ void db_dispatch(ldb *db)
         src_pump(db->src);
 }
 
-/* Why a call that changes sources or demand cannot run now, or NULL. */
-static const char *busy(ldb *db)
+const char *db_in_callback(ldb *db)
 {
     if (db_mutation_refusal(db))
         return db_mutation_refusal(db);
@@ -49,9 +48,16 @@ static const char *busy(ldb *db)
         return "not allowed inside a source provider callback";
     if (live_in_callback(db->live))
         return "not allowed inside a live query callback";
-    if (store_in_transaction(db->store))
-        return "not allowed inside a transaction";
     return NULL;
+}
+
+/* Why a call that changes sources or demand cannot run now, or NULL. */
+static const char *busy(ldb *db)
+{
+    const char *why = db_in_callback(db);
+    if (!why && store_in_transaction(db->store))
+        why = "not allowed inside a transaction";
+    return why;
 }
 
 int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_provider *p, void *ctx,
