@@ -3,7 +3,8 @@
  * section "optimistic transactions") against a model of the pending layer.
  *
  * Two tables with declared keys, issues(id, owner, status, title, prio)
- * and users(id, name, team); each history makes each one EAGER-sourced
+ * and users(id, name, team, handle UNIQUE); each history makes each one
+ * EAGER-sourced
  * (a provider that settles at once; the test writes every sync
  * transaction itself) or local, at least one of each kind over the
  * histories. The model holds the synced rows of each table and the
@@ -13,6 +14,14 @@
  * changed (after != before) onto the row there now and rejects its whole
  * transaction when there is none (later ones are re-applied over what is
  * left, and may be rejected in turn), DELETE removes the row if any.
+ * Case optimistic_oracle keeps every handle NULL; optimistic_unique draws
+ * handles from a few values, so re-applied rows collide: then the latest
+ * transaction that wrote the re-applied row is rejected, or the other
+ * row's when the re-applied one has none (a synced row always wins), and
+ * the rest is folded again. A sync transaction is judged by its result
+ * (livedb.h: "one atomic write of the table"), not by the rows it
+ * replaces within itself. When both colliding rows are re-applied in the
+ * same step, the contract does not say which is: the history stops there.
  *
  * Random steps: optimistic transactions of 1-3 SQL writes (INSERT of new
  * or existing keys: the constraint error, then ROLLBACK or carry on;
@@ -24,9 +33,9 @@
  * ldb_optimistic_confirm, ldb_optimistic_reject in any order, resolving
  * an already resolved handle (no effect), a confirming sync transaction
  * that fails or is abandoned (o stays pending), a confirmation or
- * rejection from another thread (applied at ldb_source_poll), plain SQL writes (refused
- * on a table with pending writes, or sourced), and reopening a live query
- * (its hydration reads the visible state).
+ * rejection from another thread (applied at ldb_source_poll), plain SQL
+ * writes (refused on a table with pending writes, or sourced), and
+ * reopening a live query (its hydration reads the visible state).
  *
  * After every step:
  * - each table read with SELECT equals the model's visible state;
@@ -57,9 +66,12 @@
  * key's first write is the first statement that changed it (an UPDATE to
  * the values it holds writes nothing).
  *
+ * The generator never lets two synced rows collide, nor confirms a
+ * transaction whose rows would collide with synced ones.
+ *
  * LDB_SEED replays a run (the seed is printed), LDB_TRACE=1 prints every
- * action; LDB_LONG=1 runs 20 times
- * as many steps, LDB_TEST_SCALE=k k times as many.
+ * action; LDB_LONG=1 runs 20 times as many steps, LDB_TEST_SCALE=k k
+ * times as many.
  */
 #include "sqlite_cmp.h"
 #include "test.h"
@@ -104,7 +116,7 @@ struct tdef {
 
 static const struct tdef tdefs[NT] = {
     { "issues", 5, { "id", "owner", "status", "title", "prio" }, "iitti" },
-    { "users", 3, { "id", "name", "team" }, "iti" },
+    { "users", 4, { "id", "name", "team", "handle" }, "itit" },
 };
 
 struct mut {
@@ -163,6 +175,9 @@ struct world {
     int resolved_now; /* resolution callbacks during this step */
     char fail[600];   /* the first mismatch seen inside a callback */
     bool trace;       /* LDB_TRACE: print every action */
+    bool reapplied[NKEYS + 1]; /* users rows this step re-applies */
+    bool ambiguous;   /* a collision the contract does not decide */
+    bool handles;     /* users get handles (else all NULL: no collisions) */
     /* what the history exercised (printed at its end) */
     int n_commit, n_empty, n_rollback, n_refused, n_sync, n_sync_confirm, n_confirm, n_reject,
         n_cascade, n_plain;
@@ -197,6 +212,39 @@ static bool row_eq(const struct mrow *a, const struct mrow *b, int ncols)
         if (!val_eq(&a->v[c], &b->v[c]))
             return false;
     return true;
+}
+
+static struct mval vnull(void);
+
+/* users.handle is UNIQUE (NULLs aside); else *x and *y collide. */
+static bool unique_ok_at(mtable *st, int *x, int *y)
+{
+    for (int a = 1; a <= NKEYS; a++)
+        for (int b = a + 1; b <= NKEYS; b++)
+            if (st[1][a].on && st[1][b].on && st[1][a].v[3].k == 't' &&
+                val_eq(&st[1][a].v[3], &st[1][b].v[3])) {
+                *x = a;
+                *y = b;
+                return false;
+            }
+    return true;
+}
+
+static bool unique_ok(mtable *st)
+{
+    int a, b;
+    return unique_ok_at(st, &a, &b);
+}
+
+/* A synced users row whose handle another synced row holds loses it, so
+ * the synced rows never collide (what a sync write that collides with
+ * synced rows does is not this test's subject). */
+static void fix_synced_handle(mtable *synced, int tab, int key, struct mrow *row)
+{
+    for (int k = 1; tab == 1 && row->on && k <= NKEYS; k++)
+        if (k != key && synced[1][k].on && synced[1][k].v[3].k == 't' &&
+            val_eq(&synced[1][k].v[3], &row->v[3]))
+            row->v[3] = vnull();
 }
 
 static struct mval vnull(void) { return (struct mval){ .k = 'n' }; }
@@ -276,15 +324,18 @@ static void txn_apply(const struct otx *o, mtable *st)
 
 static void unpend(struct world *w, int at, int state)
 {
+    for (int m = 0; m < w->pending[at]->nmut; m++) /* its rows are re-applied */
+        if (w->pending[at]->mut[m].tab == 1)
+            w->reapplied[w->pending[at]->mut[m].key] = true;
     w->pending[at]->state = state;
     memmove(&w->pending[at], &w->pending[at + 1],
             (size_t)(w->npending - at - 1) * sizeof w->pending[0]);
     w->npending--;
 }
 
-/* The visible state: the pending transactions folded over the synced
- * rows in commit order; one that no longer applies is rejected. */
-static void refold(struct world *w)
+/* The pending transactions folded over the synced rows in commit order;
+ * one that no longer applies (an UPDATE without a row) is rejected. */
+static void fold(struct world *w)
 {
     memcpy(w->vis, w->synced, sizeof w->vis);
     for (int i = 0; i < w->npending;) {
@@ -299,6 +350,48 @@ static void refold(struct world *w)
     }
 }
 
+/* The index in pending of the latest transaction that wrote users row
+ * key, or -1 when the row is synced. */
+static int latest_writer(const struct world *w, int key)
+{
+    for (int i = w->npending - 1; i >= 0; i--)
+        for (int m = 0; m < w->pending[i]->nmut; m++)
+            if (w->pending[i]->mut[m].tab == 1 && w->pending[i]->mut[m].key == key)
+                return i;
+    return -1;
+}
+
+/* The visible state. While a re-applied users row collides with another
+ * on the UNIQUE handle, the latest transaction that wrote it is
+ * rejected, or the other row's when it has none (a synced row wins: the
+ * generator never lets two synced rows collide), and the rest is folded
+ * again. Which row is "re-applied" when both are is left open by the
+ * contract: the history stops there (ambiguous). */
+static void refold(struct world *w)
+{
+    int a, b;
+    for (fold(w); !unique_ok_at(w->vis, &a, &b); fold(w)) {
+        if (w->reapplied[a] == w->reapplied[b]) {
+            trace(w, "model: users %d and %d collide, both or neither re-applied", a, b);
+            w->ambiguous = true;
+            return;
+        }
+        if (!w->reapplied[a]) {
+            int t = a;
+            a = b;
+            b = t;
+        }
+        int at = latest_writer(w, a);
+        if (at < 0)
+            at = latest_writer(w, b);
+        CHECKF(at >= 0, "step %d: model: synced rows %d and %d collide", w->step, a, b);
+        w->n_cascade++;
+        trace(w, "model: txn %llu rejected (users %d re-applied onto %d)",
+              (unsigned long long)w->pending[at]->id, a, b);
+        unpend(w, at, LDB_OPTIMISTIC_REJECTED);
+    }
+}
+
 /* o's mutations become synced (the re-application rules, onto the synced
  * rows), but for the keys of table skip_tab the server carried. */
 static void settle_synced(struct world *w, struct otx *o, int skip_tab, const bool *carried)
@@ -310,6 +403,17 @@ static void settle_synced(struct world *w, struct otx *o, int skip_tab, const bo
         CHECKF(mut_apply(m, &w->synced[m->tab][m->key]), "step %d: model: confirmed UPDATE "
                "without a synced row", w->step);
     }
+}
+
+/* Confirming o leaves the synced rows without collisions. */
+static bool confirm_keeps_unique(const struct world *w, const struct otx *o)
+{
+    static mtable st[NT];
+    memcpy(st, w->synced, sizeof st);
+    for (int i = 0; i < o->nmut; i++)
+        if (!mut_apply(&o->mut[i], &st[o->mut[i].tab][o->mut[i].key]))
+            return false;
+    return unique_ok(st);
 }
 
 static bool touches(const struct otx *o, int tab, int key)
@@ -358,6 +462,12 @@ static struct mval rand_col(struct world *w, int tab, int c)
     }
     if (c == 1)
         return vtext(names[rng_below(r, 4)]);
+    if (c == 3) {
+        if (!w->handles || rng_chance(r, 1, 3))
+            return vnull();
+        snprintf(buf, sizeof buf, "h%d", (int)rng_range(r, 1, 9));
+        return vtext(buf);
+    }
     return vint(rng_range(r, 0, 3));
 }
 
@@ -529,7 +639,7 @@ static const struct {
     int full;
 } queries[NQ] = {
     { "SELECT id, owner, status, title, prio FROM issues", NULL, false, 0 },
-    { "SELECT id, name, team FROM users", NULL, false, 1 },
+    { "SELECT id, name, team, handle FROM users", NULL, false, 1 },
     { "SELECT id, owner, prio FROM issues WHERE status = 'open' AND prio >= 2", NULL, false, -1 },
     { "SELECT i.id, u.id, i.title, u.name FROM issues i JOIN users u ON u.id = i.owner "
       "WHERE u.team <> 3", NULL, false, -1 },
@@ -650,6 +760,7 @@ static void initial_rows(struct world *w, int tab)
         if (rng_chance(&w->r, 1, 3))
             continue;
         w->synced[tab][k] = rand_row(w, tab, k);
+        fix_synced_handle(w->synced, tab, k, &w->synced[tab][k]);
         if (t) {
             sync_write(t, tab, k, &w->synced[tab][k]);
             continue;
@@ -668,15 +779,17 @@ static void initial_rows(struct world *w, int tab)
         sync_commit(w, t);
 }
 
-static void world_open(struct world *w, uint64_t seed, int modes)
+static void world_open(struct world *w, uint64_t seed, int modes, bool handles)
 {
     memset(w, 0, sizeof *w);
+    w->handles = handles;
     rng_seed(&w->r, seed);
     CHECK_INT(ldb_open(NULL, &w->db), LDB_OK);
     CHECK_INT(sqlite3_open(":memory:", &w->sq), SQLITE_OK);
     const char *schema = "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, status TEXT, "
                          "title TEXT, prio INTEGER);"
-                         "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, team INTEGER);"
+                         "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, team INTEGER, "
+                         "handle TEXT UNIQUE);"
                          "CREATE TABLE notes(x INTEGER)";
     EXEC(w->db, schema);
     sq_exec(w, schema);
@@ -1046,6 +1159,9 @@ static int random_write(struct world *w, struct tb *b, int tab)
 {
     strbuf sb = STRBUF_INIT;
     int want = LDB_OK, kind = (int)rng_below(&w->r, 10);
+    struct tb *saved = malloc(sizeof *saved);
+    CHECK(saved);
+    *saved = *b;
     b->seq++;
     if (kind < 3)
         write_insert(w, b, tab, &sb, &want);
@@ -1055,6 +1171,12 @@ static int random_write(struct world *w, struct tb *b, int tab)
         write_update_pred(w, b, tab, &sb);
     else
         write_delete(w, b, tab, &sb);
+    if (want == LDB_OK && !unique_ok(b->cur)) { /* the statement fails, undone */
+        want = LDB_CONSTRAINT;
+        saved->seq = b->seq;
+        *b = *saved;
+    }
+    free(saved);
     int rc = run(w, sb_str(&sb));
     CHECKF(rc == want, "step %d: %s: rc %d (%s), wanted %d", w->step, sb_str(&sb), rc,
            ldb_errmsg(w->db), want);
@@ -1231,7 +1353,7 @@ static bool confirmable_at_once(const struct world *w, const struct otx *o)
             if (touches(w->pending[e], m->tab, m->key))
                 return false;
     }
-    return true;
+    return confirm_keeps_unique(w, o);
 }
 
 /* The model after a resolution made inside the mutation callback. */
@@ -1356,12 +1478,23 @@ static void step_sync(struct world *w)
     for (int i = 0; i < n; i++) {
         int k = pick_key(w, tab);
         struct mrow row = rng_chance(&w->r, 2, 5) ? (struct mrow){ 0 } : rand_row(w, tab, k);
+        fix_synced_handle(w->synced, tab, k, &row);
         sync_write(t, tab, k, &row);
         w->synced[tab][k] = row;
+        w->reapplied[k] |= tab == 1;
     }
     sync_commit(w, t);
     w->n_sync++;
     refold(w);
+}
+
+/* A server's version of a row (no handle: it collides with nothing). */
+static struct mrow server_row(struct world *w, int tab, int key)
+{
+    struct mrow row = rand_row(w, tab, key);
+    if (tab == 1)
+        row.v[3] = vnull();
+    return row;
 }
 
 /* The oldest pending transaction confirmed by a sync transaction whose
@@ -1386,13 +1519,13 @@ static void step_sync_confirm(struct world *w)
             continue;
         CHECK(mut_apply(m, &server[m->key]));
         if (!equal && rng_chance(&w->r, 1, 2))
-            server[m->key] = rng_chance(&w->r, 1, 3) ? (struct mrow){ 0 } : rand_row(w, tab, m->key);
+            server[m->key] = rng_chance(&w->r, 1, 3) ? (struct mrow){ 0 } : server_row(w, tab, m->key);
         carried[m->key] = true;
     }
     if (!equal && rng_chance(&w->r, 1, 2)) {
         int k = pick_key(w, tab);
         if (!carried[k])
-            server[k] = rand_row(w, tab, k);
+            server[k] = server_row(w, tab, k);
         carried[k] = true;
     }
     for (int k = 1; k <= NKEYS; k++) {
@@ -1400,6 +1533,7 @@ static void step_sync_confirm(struct world *w)
             continue;
         sync_write(t, tab, k, &server[k]);
         w->synced[tab][k] = server[k];
+        w->reapplied[k] |= tab == 1;
     }
     settle_synced(w, o, tab, carried);
     sync_commit(w, t);
@@ -1430,7 +1564,7 @@ static int pick_confirmable(struct world *w)
             if (touches(w->pending[e], m->tab, m->key))
                 return 0;
     }
-    return at;
+    return confirm_keeps_unique(w, o) ? at : 0;
 }
 
 static void step_confirm(struct world *w)
@@ -1489,7 +1623,7 @@ static void step_sync_confirm_fails(struct world *w)
         return;
     }
     struct mrow row = w->synced[tab][k];
-    row.v[tdefs[tab].ncols - 1] = vint(1000 + w->counter++);
+    row.v[tab == 0 ? 4 : 2] = vint(1000 + w->counter++);
     sync_put_row(t, tab, &row);
     CHECK_INT(ldb_sync_insert(t), LDB_OK);
     ldb_receipt *rc = NULL;
@@ -1606,11 +1740,11 @@ static void one_step(struct world *w)
         reopen_query(w);
 }
 
-static void history(uint64_t seed, int modes, int steps)
+static void history(uint64_t seed, int modes, int steps, bool handles)
 {
     struct world *w = calloc(1, sizeof *w);
     CHECK(w);
-    world_open(w, seed, modes);
+    world_open(w, seed, modes, handles);
     w->trace = getenv("LDB_TRACE") != NULL;
     static mtable before[NT];
     for (w->step = 1; w->step <= steps; w->step++) {
@@ -1622,7 +1756,12 @@ static void history(uint64_t seed, int modes, int steps)
             lq_clear_changes(&w->q[i]);
         w->resolved_now = 0;
         w->has_mid = false;
+        memset(w->reapplied, 0, sizeof w->reapplied);
         one_step(w);
+        if (w->ambiguous) {
+            printf("#      stopped at step %d: a collision of two re-applied rows\n", w->step);
+            break;
+        }
         check_all(w, before, resolved_before);
         if (w->nall >= MAXTX - 1)
             break;
@@ -1635,7 +1774,7 @@ static void history(uint64_t seed, int modes, int steps)
     free(w);
 }
 
-static void optimistic_oracle(void)
+static void histories(bool handles)
 {
     uint64_t seed = test_seed();
     int steps = 600 * test_scale() * (getenv("LDB_LONG") ? 20 : 1);
@@ -1647,8 +1786,14 @@ static void optimistic_oracle(void)
                modes[i] & 1 ? "sourced" : "local", modes[i] & 2 ? "sourced" : "local",
                (unsigned long long)hs);
         fflush(stdout);
-        history(hs, modes[i], steps);
+        history(hs, modes[i], steps, handles);
     }
 }
 
-TEST_MAIN(T(optimistic_oracle))
+/* Every handle NULL: no UNIQUE collision. */
+static void optimistic_oracle(void) { histories(false); }
+
+/* Handles drawn from a few values: re-applied rows collide. */
+static void optimistic_unique(void) { histories(true); }
+
+TEST_MAIN(T(optimistic_oracle), T(optimistic_unique))
