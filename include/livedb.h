@@ -944,7 +944,11 @@ LDB_API int ldb_live_retry(ldb_live *q);
  * row if there is one. A re-applied row that breaks a UNIQUE constraint
  * rejects the latest transaction that wrote it (or the other row's, when
  * that one is optimistic); a synced row always wins over an optimistic
- * one it collides with.
+ * one it collides with. A sync transaction is judged on its result, not
+ * row by row: rows it changes may swap UNIQUE values. Two synced rows
+ * that collide (the server's state breaks the constraint) fail the step:
+ * a sync transaction then FAILS, and a confirmation or rejection that
+ * would expose them is dropped, its transaction still pending.
  *
  * Resolution. An optimistic transaction stays pending until
  * - a sync transaction that carries the server's version is applied with

@@ -208,13 +208,12 @@ static void key_free(struct opt_key *k)
     mem_free(k);
 }
 
-/* Removes k (its chain is empty) from its table's map; linked: a commit
- * had counted it (pending rows). */
-static void key_remove(struct src_registry *r, struct opt_key *k, bool linked)
+/* Removes k (its chain is empty) from its table's map. */
+static void key_remove(struct src_registry *r, struct opt_key *k)
 {
     uint64_t *v = key_slot(k->ot, k->keyrow->cols);
     hmap_del(&k->ot->keys, v);
-    if (linked) {
+    if (k->linked) {
         k->ot->t->pending--;
         r->opt.st.rows--;
     }
@@ -330,7 +329,7 @@ void src_opt_cancel(struct src_registry *r, struct opt_txn *x)
         return;
     for (uint32_t i = 0; i < x->nmut; i++)
         if (x->muts[i].key && x->muts[i].key->chain.len == 0)
-            key_remove(r, x->muts[i].key, false); /* made for x alone */
+            key_remove(r, x->muts[i].key); /* made for x alone */
     handle_unref(x->h);
     txn_free(x);
 }
@@ -465,7 +464,8 @@ ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x)
     for (uint32_t i = 0; i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
         table_wrote(r, k->ot->t, &last);
-        if (k->chain.len == 0) {
+        if (!k->linked) {
+            k->linked = true;
             k->ot->t->pending++;
             r->opt.st.rows++;
         }
@@ -649,6 +649,12 @@ int opt_mark(struct src_registry *r, ldb_optimistic *h, enum opt_fate fate, cons
 
 /* ---- recomputing the visible rows ------------------------------------------------------ */
 
+static int fail_nomem(char *msg, size_t n)
+{
+    snprintf(msg, n, "out of memory");
+    return LDB_NOMEM;
+}
+
 static int reject(struct src_registry *r, struct opt_txn *x, const char *fmt, const char *what)
 {
     char why[400];
@@ -705,19 +711,51 @@ static int fold_visible(struct src_registry *r, struct opt_key *k, value *buf, b
     return LDB_OK;
 }
 
-/* A write of k's row broke a constraint against conflict's: wait for the
- * other key when it is still to be recomputed, else reject the latest
- * transaction behind one of the two rows. LDB_OK when handled. */
-static int on_conflict(struct src_registry *r, struct opt_key *k, const row *conflict,
+/* The row of k to write in phase B: its values' place in the step's
+ * buffer, or skip (recomputed later: a rejection queued it again). */
+struct opt_row {
+    struct opt_key *k;
+    size_t at;
+    bool insert;
+};
+
+/* Phase A for k: its visible row folded into vals; the stored row
+ * removed when it is to change, so phase B's inserts meet only the rows
+ * that stay (a swap of UNIQUE values within a step is no conflict). */
+static int settle_fold(struct src_registry *r, struct opt_key *k, value *vals, bool *insert,
                        char *msg, size_t n)
 {
-    struct store *st = r->env.store;
-    const char *what = store_errmsg(st);
+    struct table *t = k->ot->t;
+    bool present, rejected = false;
+    *insert = false;
+    r->opt.st.recomputed++;
+    int rc = fold_visible(r, k, vals, &present, &rejected);
+    if (rc || rejected)
+        return rc ? fail_nomem(msg, n) : LDB_OK;
+    row *stored = table_lookup_row(t, k->keyrow);
+    if (stored && present && same_vals(stored->cols, vals, table_schema(t)->nvisible))
+        return LDB_OK;
+    if (stored && (rc = table_delete(r->env.store, t, stored)))
+        return fail_nomem(msg, n);
+    *insert = present;
+    return LDB_OK;
+}
+
+/*
+ * Phase B's insert of k's row collided (UNIQUE) with conflict. When the
+ * other row is queued (a rejection in this round changed it), k waits for
+ * the next round. Else the latest transaction behind k's row loses, or
+ * the one behind the other row (a synced row always wins), and k is
+ * recomputed again. Two synced rows that collide fail the step.
+ */
+static int settle_conflict(struct src_registry *r, struct opt_key *k, const row *conflict,
+                           char *msg, size_t n)
+{
+    char what[300];
+    snprintf(what, sizeof what, "%s", store_errmsg(r->env.store));
     struct opt_key *other = conflict ? opt_find(r, k->ot->t, conflict->cols) : NULL;
-    if (other && other != k && other->queued && !k->deferred) {
-        k->deferred = true;
-        return queue_key(r, k);
-    }
+    if (other && other->queued)
+        return queue_key(r, k) ? fail_nomem(msg, n) : LDB_OK;
     struct opt_mut *m = last_kept(k);
     if (!m && other)
         m = last_kept(other);
@@ -725,70 +763,91 @@ static int on_conflict(struct src_registry *r, struct opt_key *k, const row *con
         snprintf(msg, n, "%s", what);
         return LDB_CONSTRAINT;
     }
-    char why[300];
-    snprintf(why, sizeof why, "%s", what);
-    int rc = reject(r, m->txn, "re-applied over the synced state it breaks a constraint: %s", why);
-    return rc ? rc : queue_key(r, k);
-}
-
-static int recompute(struct src_registry *r, struct opt_key *k, char *msg, size_t n)
-{
-    struct table *t = k->ot->t;
-    struct store *st = r->env.store;
-    uint32_t nv = table_schema(t)->nvisible;
-    value *buf;
-    bool present, rejected = false;
-    r->opt.st.recomputed++;
-    int rc = scratch(r, t, &buf);
+    int rc = reject(r, m->txn, "re-applied over the synced state it breaks a constraint: %s",
+                    what);
     if (!rc)
-        rc = fold_visible(r, k, buf, &present, &rejected);
-    if (rc || rejected) {
-        if (rc)
-            snprintf(msg, n, "out of memory");
-        return rc;
-    }
-    row *stored = table_lookup_row(t, k->keyrow), *conflict = NULL;
-    if (!present && stored)
-        rc = table_delete(st, t, stored);
-    else if (present && !stored)
-        rc = table_insert(st, t, buf, &conflict);
-    else if (present && !same_vals(stored->cols, buf, nv))
-        rc = table_update(st, t, stored, buf, &conflict);
-    if (rc == LDB_CONSTRAINT)
-        return on_conflict(r, k, conflict, msg, n);
-    if (rc)
-        snprintf(msg, n, "%s", store_errmsg(st));
-    return rc;
+        rc = queue_key(r, k);
+    return rc ? fail_nomem(msg, n) : LDB_OK;
 }
 
-int opt_yield(struct src_registry *r, const struct table *t, const row *conflict, char *msg,
-              size_t n)
+/* Recomputes one round of queued keys: phase A folds and removes, phase
+ * B inserts. */
+static int settle_round(struct src_registry *r, size_t from, size_t to, char *msg, size_t n)
 {
-    struct opt_key *k = opt_find(r, t, conflict->cols);
-    struct opt_mut *m = k ? last_kept(k) : NULL;
-    if (!m)
-        return LDB_CONSTRAINT;
-    char why[300];
-    snprintf(why, sizeof why, "%s", store_errmsg(r->env.store));
-    int rc = reject(r, m->txn, "a synced row breaks a constraint against it: %s", why);
-    if (rc) {
-        snprintf(msg, n, "out of memory");
-        return rc;
+    struct opt_layer *L = &r->opt;
+    size_t need = 0;
+    for (size_t i = from; i < to; i++)
+        need += table_schema(L->work.data[i]->ot->t)->nvisible;
+    if (vec_reserve(&L->scratch, need) || vec_reserve(&L->rows, to - from))
+        return fail_nomem(msg, n);
+    vec_clear(&L->rows);
+    size_t at = 0;
+    for (size_t i = from; i < to; i++) {
+        struct opt_key *k = L->work.data[i];
+        bool insert;
+        k->queued = false;
+        int rc = settle_fold(r, k, L->scratch.data + at, &insert, msg, n);
+        if (rc)
+            return rc;
+        if (insert)
+            L->rows.data[L->rows.len++] = (struct opt_row){ k, at, true };
+        at += table_schema(k->ot->t)->nvisible;
     }
-    return opt_settle(r, msg, n);
+    for (size_t i = 0; i < L->rows.len; i++) {
+        struct opt_row *w = &L->rows.data[i];
+        row *conflict = NULL;
+        int rc = table_insert(r->env.store, w->k->ot->t, L->scratch.data + w->at, &conflict);
+        if (rc == LDB_CONSTRAINT)
+            rc = settle_conflict(r, w->k, conflict, msg, n);
+        else if (rc)
+            snprintf(msg, n, "%s", store_errmsg(r->env.store));
+        if (rc)
+            return rc;
+    }
+    return LDB_OK;
 }
 
 int opt_settle(struct src_registry *r, char *msg, size_t n)
 {
     struct opt_layer *L = &r->opt;
     while (L->work_at < L->work.len) {
-        struct opt_key *k = L->work.data[L->work_at++];
-        k->queued = false;
-        int rc = recompute(r, k, msg, n);
+        size_t from = L->work_at, to = L->work.len;
+        L->work_at = to;
+        int rc = settle_round(r, from, to, msg, n);
         if (rc)
             return rc;
     }
     return LDB_OK;
+}
+
+int opt_park(struct src_registry *r, struct table *t, row *old, const value *vals, int op,
+             char *msg, size_t n)
+{
+    struct opt_table *ot;
+    struct opt_key *k = mem_calloc(1, sizeof *k);
+    row *keyrow = old ? row_retain(old) : row_from(vals, table_schema(t)->nvisible);
+    uint64_t *v;
+    bool found;
+    value key[SCHEMA_MAX_KEY];
+    key_of(t, vals, key);
+    struct key_probe p = { t, key };
+    if (!k || !keyrow || table_of(r, t, &ot) ||
+        hmap_put(&ot->keys, table_key_hash_of(t, key), key_eq, &p, &v, &found)) {
+        mem_free(k);
+        row_release(keyrow);
+        return fail_nomem(msg, n);
+    }
+    k->ot = ot;
+    k->keyrow = keyrow;
+    k->base = old ? row_retain(old) : NULL; /* not overlaid: stored = synced */
+    *v = (uint64_t)(uintptr_t)k;
+    int rc = queue_key(r, k);
+    if (rc) {
+        if (!k->touched) /* else the step's end removes it */
+            key_remove(r, k);
+        return fail_nomem(msg, n);
+    }
+    return opt_sync_write(r, k, op, vals, msg, n);
 }
 
 /* ---- installing or forgetting a step ----------------------------------------------------- */
@@ -848,7 +907,7 @@ void opt_step_end(struct src_registry *r, bool ok)
             row_release(k->nbase);
         }
         k->nbase = NULL;
-        k->nset = k->touched = k->queued = k->deferred = k->synced = false;
+        k->nset = k->touched = k->queued = k->synced = false;
         if (ok)
             drop_fated(k);
     }
@@ -862,9 +921,9 @@ void opt_step_end(struct src_registry *r, bool ok)
             x->why = NULL;
         }
     }
-    for (size_t i = 0; ok && i < L->touched.len; i++)
-        if (L->touched.data[i]->chain.len == 0)
-            key_remove(r, L->touched.data[i], true);
+    for (size_t i = 0; i < L->touched.len; i++) /* parked keys go either way */
+        if (L->touched.data[i]->chain.len == 0 && (ok || !L->touched.data[i]->linked))
+            key_remove(r, L->touched.data[i]);
     vec_clear(&L->fated);
     vec_clear(&L->touched);
     vec_clear(&L->work);
@@ -937,4 +996,5 @@ void opt_free(struct src_registry *r)
     vec_free(&L->fated);
     vec_free(&L->notify);
     vec_free(&L->scratch);
+    vec_free(&L->rows);
 }

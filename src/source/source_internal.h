@@ -258,7 +258,10 @@ struct opt_key {
                                    the first mutation's before-row */
     VEC(struct opt_mut *) chain; /* pending mutations, commit order */
     /* a step's proposal, installed when its statement commits */
-    bool touched, queued, deferred, synced, nset, nunknown;
+    bool linked;                /* counted in table.pending (a commit wrote it);
+                                   else parked by the step (opt_park) or made
+                                   by a commit not installed yet */
+    bool touched, queued, synced, nset, nunknown;
     row *nbase;
 };
 
@@ -267,6 +270,7 @@ struct opt_table {
     hmap keys;                  /* key hash -> struct opt_key * */
 };
 
+struct opt_row;
 struct opt_layer {
     VEC(struct opt_table *) tables;
     struct opt_txn *head, *tail;
@@ -277,7 +281,8 @@ struct opt_layer {
     size_t work_at;
     VEC(struct opt_txn *) fated;
     VEC(ldb_optimistic *) notify; /* resolved, to report (references) */
-    VEC(value) scratch;         /* a recomputed row's values (borrowed) */
+    VEC(value) scratch;         /* recomputed rows' values (borrowed) */
+    VEC(struct opt_row) rows;   /* a round's rows to insert (optimistic.c) */
     ldb_resolved_fn resolved;
     void *resolved_ctx;
     ldb_optimistic_stats st;    /* pending and rows kept current */
@@ -411,11 +416,12 @@ int opt_sync_write(struct src_registry *r, struct opt_key *k, int op, const valu
  * leaves their stored rows to the recomputation). */
 int opt_truncate(struct src_registry *r, const struct table *t);
 int opt_mark(struct src_registry *r, ldb_optimistic *h, enum opt_fate fate, const char *why);
-/* A synced write of t collides with the stored row conflict: if that row
- * is optimistic, its latest transaction is rejected and the visible rows
- * recomputed (LDB_OK: try again); LDB_CONSTRAINT if it is not. */
-int opt_yield(struct src_registry *r, const struct table *t, const row *conflict, char *msg,
-              size_t n);
+/* A synced write (op, vals) of a key nobody overlays, whose stored row is
+ * old, collided with an optimistic row: the key joins the step as an
+ * overlaid key with no chain, and the collision is judged on the step's
+ * result when opt_settle writes the rows (a synced row always wins). */
+int opt_park(struct src_registry *r, struct table *t, row *old, const value *vals, int op,
+             char *msg, size_t n);
 int opt_settle(struct src_registry *r, char *msg, size_t n);
 void opt_step_end(struct src_registry *r, bool ok);
 void opt_notify(struct src_registry *r);

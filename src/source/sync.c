@@ -330,23 +330,20 @@ static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
     return LDB_OK;
 }
 
-/* Inserts vals, or updates old to them. A synced row wins over an
- * optimistic one it collides with (UNIQUE): that transaction is rejected
- * and the write tried again. */
+/* Inserts vals, or updates old to them (op's row). A UNIQUE collision is
+ * judged on the whole transaction's result (opt_park), not row by row:
+ * the transaction is one atomic write, and the row it collides with may
+ * change later in it (or be an optimistic row, which a synced one beats). */
 static int write_row(struct src_registry *r, struct table *tab, row *old, const value *vals,
-                     char *msg, size_t n)
+                     int op, char *msg, size_t n)
 {
     struct store *st = r->env.store;
-    for (;;) {
-        row *conflict = NULL;
-        int rc = old ? table_update(st, tab, old, vals, &conflict)
-                     : table_insert(st, tab, vals, &conflict);
-        if (rc != LDB_CONSTRAINT || !conflict || !tab->pending)
-            return rc;
-        int yrc = opt_yield(r, tab, conflict, msg, n);
-        if (yrc)
-            return yrc == LDB_CONSTRAINT ? rc : yrc;
-    }
+    row *conflict = NULL;
+    int rc = old ? table_update(st, tab, old, vals, &conflict)
+                 : table_insert(st, tab, vals, &conflict);
+    if (rc == LDB_CONSTRAINT && conflict)
+        return opt_park(r, tab, old, vals, op, msg, n);
+    return rc ? fail(st, msg, n, rc, NULL) : LDB_OK;
 }
 
 static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *written,
@@ -363,7 +360,7 @@ static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *wr
     value key[SCHEMA_MAX_KEY];
     for (uint32_t i = 0; i < sc->npk; i++)
         key[i] = vals[sc->pk[i]];
-    struct opt_key *k = tab->pending ? opt_find(s->reg, tab, vals) : NULL;
+    struct opt_key *k = opt_find(s->reg, tab, vals);
     if (k) /* under pending optimistic writes: the synced row changes beneath */
         return opt_sync_write(s->reg, k, op->kind, vals, msg, n);
     row *old = table_lookup(tab, key);
@@ -374,8 +371,12 @@ static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *wr
         *written += old != NULL;
         return LDB_OK;
     }
-    if (op->kind == SYNC_DELETE)
-        rc = old ? table_delete(st, tab, old) : LDB_OK;
+    if (op->kind == SYNC_DELETE && !old)
+        return LDB_OK;
+    if (op->kind == SYNC_DELETE && (rc = table_delete(st, tab, old)))
+        rc = fail(st, msg, n, rc, NULL);
+    else if (op->kind == SYNC_DELETE)
+        rc = LDB_OK;
     else if (old && same_row(old, vals, sc->nvisible))
         return LDB_OK; /* identical: nothing to write */
     else if (old && op->kind == SYNC_INSERT)
@@ -384,12 +385,10 @@ static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *wr
     else if (op->kind == SYNC_UPDATE && !old)
         return LDB_OK; /* not loaded here: nothing to update */
     else
-        rc = write_row(s->reg, tab, old, vals, msg, n);
-    if (rc)
-        return fail(st, msg, n, rc, NULL);
-    if (op->kind != SYNC_DELETE || old)
+        rc = write_row(s->reg, tab, old, vals, op->kind, msg, n);
+    if (!rc)
         ++*written;
-    return LDB_OK;
+    return rc;
 }
 
 static int apply_ops(ldb_sync *t, uint64_t *written, char *msg, size_t n)

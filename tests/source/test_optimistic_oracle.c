@@ -416,6 +416,24 @@ static bool confirm_keeps_unique(const struct world *w, const struct otx *o)
     return unique_ok(st);
 }
 
+/* The same for a confirmation carried by a sync transaction of table tab
+ * with the server's rows for the carried keys. */
+static bool sync_confirm_keeps_unique(const struct world *w, const struct otx *o, int tab,
+                                      const mtable server, const bool *carried)
+{
+    static mtable st[NT];
+    memcpy(st, w->synced, sizeof st);
+    for (int k = 1; k <= NKEYS; k++)
+        if (carried[k])
+            st[tab][k] = server[k];
+    for (int i = 0; i < o->nmut; i++) {
+        const struct mut *m = &o->mut[i];
+        if (!(m->tab == tab && carried[m->key]) && !mut_apply(m, &st[m->tab][m->key]))
+            return false;
+    }
+    return unique_ok(st);
+}
+
 static bool touches(const struct otx *o, int tab, int key)
 {
     for (int i = 0; i < o->nmut; i++)
@@ -731,7 +749,8 @@ static void sync_commit(struct world *w, ldb_sync *t)
 {
     ldb_receipt *rc = NULL;
     int code = ldb_sync_commit(t, &rc);
-    CHECKF(code == LDB_OK, "step %d: sync commit: %d", w->step, code);
+    CHECKF(code == LDB_OK, "step %d: sync commit: %d (%s)", w->step, code,
+           ldb_receipt_error(rc) ? ldb_receipt_error(rc) : "-");
     CHECK_INT(ldb_receipt_state(rc), LDB_RECEIPT_APPLIED);
     ldb_receipt_free(rc);
 }
@@ -1528,6 +1547,11 @@ static void step_sync_confirm(struct world *w)
             server[k] = server_row(w, tab, k);
         carried[k] = true;
     }
+    if (!sync_confirm_keeps_unique(w, o, tab, server, carried)) {
+        trace(w, "  (abandoned: the synced rows would collide)");
+        ldb_sync_abandon(t);
+        return;
+    }
     for (int k = 1; k <= NKEYS; k++) {
         if (!carried[k])
             continue;
@@ -1556,15 +1580,18 @@ static int pick_confirmable(struct world *w)
         return -1;
     int at = (int)rng_below(&w->r, (uint64_t)w->npending);
     const struct otx *o = w->pending[at];
+    bool agreed = true;
     for (int i = 0; i < o->nmut; i++) {
         const struct mut *m = &o->mut[i];
         if (m->kind == LDB_MUTATION_UPDATE && !w->synced[m->tab][m->key].on)
-            return 0;
+            agreed = false;
         for (int e = 0; e < at; e++)
             if (touches(w->pending[e], m->tab, m->key))
-                return 0;
+                agreed = false;
     }
-    return confirm_keeps_unique(w, o) ? at : 0;
+    if (agreed && confirm_keeps_unique(w, o))
+        return at;
+    return confirm_keeps_unique(w, w->pending[0]) ? 0 : -1;
 }
 
 static void step_confirm(struct world *w)
