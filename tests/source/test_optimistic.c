@@ -728,12 +728,31 @@ static void work_is_per_key(void)
  * they were (the rows after a later reject tell the pending state). */
 typedef int (*nomem_step)(ldb *db, ldb_source *s, ldb_optimistic *pending);
 
-static void sweep(nomem_step step, const char *want_after)
+/* The sweeps' fixture: open_sourced with b of row 1 pending as 'p';
+ * unique: b is UNIQUE (rows 1..3 have b 'x1'..'x3' synced). */
+static ldb *sweep_fixture(bool unique, ldb_source **s, ldb_optimistic **p)
+{
+    ldb *db = open_sourced(s);
+    if (unique) {
+        for (int i = 1; i <= 3; i++) {
+            char b[8];
+            snprintf(b, sizeof b, "x%d", i);
+            CHECK_INT(sync_row(*s, 0, i, i * 10, b, NULL), LDB_RECEIPT_APPLIED);
+        }
+        ldb_source_detach(*s);
+        EXEC(db, "CREATE UNIQUE INDEX tb ON t(b)");
+        *s = attach(db, "t");
+    }
+    *p = optimistic(db, "UPDATE t SET b = 'p' WHERE id = 1");
+    return db;
+}
+
+static void sweep(nomem_step step, bool unique, const char *want_after)
 {
     for (uint64_t n = 1;; n++) {
         ldb_source *s;
-        ldb *db = open_sourced(&s);
-        ldb_optimistic *p = optimistic(db, "UPDATE t SET b = 'p' WHERE id = 1");
+        ldb_optimistic *p;
+        ldb *db = sweep_fixture(unique, &s, &p);
         char before[4096];
         snprintf(before, sizeof before, "%s", rows_of(db, ALL));
         mem_fail_at(n, 0);
@@ -781,6 +800,15 @@ static int step_reject(ldb *db, ldb_source *s, ldb_optimistic *p)
     return ldb_optimistic_state(p) == LDB_OPTIMISTIC_REJECTED ? LDB_OK : LDB_NOMEM;
 }
 
+/* LDB_OK when r applied; LDB_NOMEM when it failed for lack of memory. */
+static int receipt_rc(const ldb_receipt *r)
+{
+    if (ldb_receipt_state(r) == LDB_RECEIPT_APPLIED)
+        return LDB_OK;
+    const char *e = ldb_receipt_error(r);
+    return e && strstr(e, "out of memory") ? LDB_NOMEM : LDB_ERROR;
+}
+
 static int step_sync_beneath(ldb *db, ldb_source *s, ldb_optimistic *p)
 {
     ldb_sync *t;
@@ -795,15 +823,40 @@ static int step_sync_beneath(ldb *db, ldb_source *s, ldb_optimistic *p)
     }
     ldb_receipt *r = NULL;
     rc = ldb_sync_commit(t, &r);
-    if (!rc && ldb_receipt_state(r) != LDB_RECEIPT_APPLIED)
-        rc = LDB_NOMEM;
+    rc = rc ? rc : receipt_rc(r);
     ldb_receipt_free(r);
     return rc;
 }
 
-static void nomem_commit(void) { sweep(step_commit, "1,5,p;2,20,x;3,30,x;9,9,n"); }
-static void nomem_reject(void) { sweep(step_reject, "1,10,x;2,20,x;3,30,x"); }
-static void nomem_sync_confirm(void) { sweep(step_sync_beneath, "1,77,x;2,20,x;3,30,x"); }
+/* A synced row takes the pending 'p' away from row 1 while moving 'x3'
+ * to row 2 (a swap within the transaction): the pending write is
+ * rejected, row 1 goes back to 'x1'. */
+static int step_sync_collides(ldb *db, ldb_source *s, ldb_optimistic *p)
+{
+    ldb_sync *t;
+    int rc = ldb_sync_begin(s, NULL, &t);
+    if (rc)
+        return rc;
+    if ((rc = ldb_sync_int64(t, 0, 2)) || (rc = ldb_sync_int64(t, 1, 20)) ||
+        (rc = ldb_sync_text(t, 2, "x3", -1)) || (rc = ldb_sync_upsert(t)) ||
+        (rc = ldb_sync_int64(t, 0, 3)) || (rc = ldb_sync_int64(t, 1, 30)) ||
+        (rc = ldb_sync_text(t, 2, "p", -1)) || (rc = ldb_sync_upsert(t))) {
+        ldb_sync_abandon(t);
+        return rc;
+    }
+    ldb_receipt *r = NULL;
+    rc = ldb_sync_commit(t, &r);
+    rc = rc ? rc : receipt_rc(r);
+    ldb_receipt_free(r);
+    if (!rc && ldb_optimistic_state(p) != LDB_OPTIMISTIC_REJECTED)
+        rc = LDB_INTERNAL;
+    return rc;
+}
+
+static void nomem_commit(void) { sweep(step_commit, false, "1,5,p;2,20,x;3,30,x;9,9,n"); }
+static void nomem_reject(void) { sweep(step_reject, false, "1,10,x;2,20,x;3,30,x"); }
+static void nomem_sync_confirm(void) { sweep(step_sync_beneath, false, "1,77,x;2,20,x;3,30,x"); }
+static void nomem_sync_collides(void) { sweep(step_sync_collides, true, "1,10,x1;2,20,x3;3,30,p"); }
 
 TEST_MAIN(T(visible_at_once_and_reject_restores), T(mutations_are_the_net_change),
           T(empty_transaction_confirms_at_once), T(sourced_table_needs_optimistic_mode),
@@ -815,4 +868,4 @@ TEST_MAIN(T(visible_at_once_and_reject_restores), T(mutations_are_the_net_change
           T(mutation_callback_rules), T(views_follow_the_visible_state),
           T(resolution_from_another_thread), T(resolution_callback_reenters),
           T(large_transaction), T(work_is_per_key), T(nomem_commit), T(nomem_reject),
-          T(nomem_sync_confirm))
+          T(nomem_sync_confirm), T(nomem_sync_collides))
