@@ -735,7 +735,7 @@ static ldb *sweep_fixture(bool unique, ldb_source **s, ldb_optimistic **p)
     ldb *db = open_sourced(s);
     if (unique) {
         for (int i = 1; i <= 3; i++) {
-            char b[8];
+            char b[16];
             snprintf(b, sizeof b, "x%d", i);
             CHECK_INT(sync_row(*s, 0, i, i * 10, b, NULL), LDB_RECEIPT_APPLIED);
         }
