@@ -302,7 +302,7 @@ static int key_for(struct src_registry *r, struct table *t, const struct change 
         key_free(k);
         k = (struct opt_key *)(uintptr_t)*v;
         *out = k;
-        return vec_reserve(&k->chain, k->chain.len + 1) ? LDB_NOMEM : LDB_OK;
+        return vec_reserve(&k->chain, 1) ? LDB_NOMEM : LDB_OK;
     }
     k->ot = ot;
     k->keyrow = row_retain((row *)any);
@@ -630,8 +630,8 @@ int opt_mark(struct src_registry *r, ldb_optimistic *h, enum opt_fate fate, cons
     if (!x || x->fate != OPT_KEEP)
         return LDB_OK; /* resolved already, or in this step */
     struct opt_layer *L = &r->opt;
-    if (vec_reserve(&L->fated, L->fated.len + 1) ||
-        vec_reserve(&L->notify, L->notify.len + L->fated.len + 1))
+    /* room for every transaction the step resolves, for the install */
+    if (vec_reserve(&L->fated, 1) || vec_reserve(&L->notify, L->fated.len + 1))
         return LDB_NOMEM;
     if (fate == OPT_REJECT && !(x->why = mem_strndup(why, strlen(why))))
         return LDB_NOMEM;
@@ -778,9 +778,9 @@ static int settle_round(struct src_registry *r, size_t from, size_t to, char *ms
     size_t need = 0;
     for (size_t i = from; i < to; i++)
         need += table_schema(L->work.data[i]->ot->t)->nvisible;
+    vec_clear(&L->rows);
     if (vec_reserve(&L->scratch, need) || vec_reserve(&L->rows, to - from))
         return fail_nomem(msg, n);
-    vec_clear(&L->rows);
     size_t at = 0;
     for (size_t i = from; i < to; i++) {
         struct opt_key *k = L->work.data[i];
