@@ -44,6 +44,7 @@ TEST_EXTRA_test_source_threads := $(EXAMPLE_OBJS)
 CMP_OBJS    := $(O)/obj/tests/sqlite_cmp.o
 ORACLE_OBJS := $(CMP_OBJS) $(O)/obj/tests/oracle_gen.o $(O)/obj/tests/oracle_world.o
 TEST_EXTRA_test_differential := $(CMP_OBJS)
+TEST_EXTRA_test_join_order   := $(CMP_OBJS)
 TEST_EXTRA_test_mv_regress   := $(CMP_OBJS)
 TEST_EXTRA_test_optimistic_oracle := $(CMP_OBJS)
 TEST_EXTRA_test_live_sqlite  := $(ORACLE_OBJS)

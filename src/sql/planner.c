@@ -588,6 +588,266 @@ static double node_estimate(const struct plan *p)
     }
 }
 
+/* ---- join order ------------------------------------------------------------------------ */
+
+/*
+ * A tree of inner and cross joins is reordered when its FROM order joins
+ * two inputs with no condition between them (a cross product) while an
+ * order exists that joins fewer so (select5-style comma joins with the
+ * equalities in WHERE). The new order is greedy: the smallest input
+ * first, then always the smallest input a condition connects to those
+ * already joined. The joins become a left-deep chain of cross joins under
+ * one FILTER holding every condition (which pushdown then places at the
+ * lowest join that has its columns) and a PROJECT that puts the columns
+ * back in their original order. Trees in a good order are left alone, so
+ * their plans do not change.
+ */
+#define REORDER_MAX 64
+
+struct join_graph {
+    uint32_t n, nnodes;
+    struct plan *leaf[REORDER_MAX];
+    uint32_t off[REORDER_MAX];     /* its first column in the original row */
+    double est[REORDER_MAX];       /* rows, with its own conditions applied */
+    uint64_t side[REORDER_MAX][2]; /* each join node's left and right leaves */
+    struct conj conds;             /* over the original row */
+    uint64_t *uses;                /* per condition: the leaves it reads */
+    bool unfit;                    /* a volatile condition, or too many inputs */
+};
+
+static bool inner_join(const struct plan *p)
+{
+    return p->kind == PLAN_JOIN && !p->shared && p->u.join.nkeys == 0 &&
+           (p->u.join.kind == JOIN_INNER || p->u.join.kind == JOIN_CROSS);
+}
+
+/* Leaves and conditions of the join tree p whose first column is base;
+ * returns the leaves it holds. */
+static uint64_t collect_joins(planner *pl, struct join_graph *g, struct plan *p, uint32_t base)
+{
+    if (!inner_join(p)) {
+        if (g->n == REORDER_MAX) {
+            g->unfit = true;
+            return 0;
+        }
+        g->leaf[g->n] = p;
+        g->off[g->n] = base;
+        g->est[g->n] = estimate(p);
+        return (uint64_t)1 << g->n++;
+    }
+    uint64_t l = collect_joins(pl, g, p->left, base);
+    uint64_t r = collect_joins(pl, g, p->right, base + p->left->ncols);
+    if (g->nnodes < REORDER_MAX) {
+        g->side[g->nnodes][0] = l;
+        g->side[g->nnodes++][1] = r;
+    }
+    struct expr *cond = p->u.join.residual;
+    if (cond && base) /* over this join's row: to the whole tree's */
+        cond = shift(pl, cond, 0u - base);
+    if (cond)
+        split(pl, cond, &g->conds);
+    return l | r;
+}
+
+static uint32_t leaf_of(const struct join_graph *g, uint32_t col)
+{
+    uint32_t i = g->n - 1;
+    while (i > 0 && g->off[i] > col)
+        i--;
+    return i;
+}
+
+static uint64_t leaves_read(const struct join_graph *g, const struct expr *e)
+{
+    uint64_t m = e->kind == EXPR_COLUMN ? (uint64_t)1 << leaf_of(g, e->u.index) : 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        m |= leaves_read(g, e->args[i]);
+    if (e->kind == EXPR_SUBQUERY)
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            m |= leaves_read(g, e->u.sq.captures[i]);
+    return m;
+}
+
+/* Whether a condition joins leaf j to the leaves in done. */
+static bool connects(const struct join_graph *g, uint64_t done, uint32_t j)
+{
+    uint64_t bit = (uint64_t)1 << j;
+    for (uint32_t c = 0; c < g->conds.n; c++) {
+        uint64_t u = g->uses[c];
+        if ((u & bit) && (u & done) && !(u & ~(done | bit)))
+            return true;
+    }
+    return false;
+}
+
+/* Join nodes of the original tree with no condition across their sides. */
+static uint32_t original_crosses(const struct join_graph *g)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < g->nnodes; k++) {
+        uint64_t l = g->side[k][0], r = g->side[k][1];
+        bool across = false;
+        for (uint32_t c = 0; c < g->conds.n && !across; c++) {
+            uint64_t u = g->uses[c];
+            across = (u & l) && (u & r) && !(u & ~(l | r));
+        }
+        n += !across;
+    }
+    return n;
+}
+
+/* The greedy order into order[]; returns its cross products. */
+static uint32_t greedy_order(const struct join_graph *g, uint32_t *order)
+{
+    uint64_t done = 0;
+    uint32_t crosses = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        int best = -1;
+        bool best_conn = false;
+        for (uint32_t j = 0; j < g->n; j++) {
+            if (done & ((uint64_t)1 << j))
+                continue;
+            bool conn = k > 0 && connects(g, done, j);
+            if (best < 0 || (conn && !best_conn) ||
+                (conn == best_conn && g->est[j] < g->est[best])) {
+                best = (int)j;
+                best_conn = conn;
+            }
+        }
+        crosses += k > 0 && !best_conn;
+        order[k] = (uint32_t)best;
+        done |= (uint64_t)1 << best;
+    }
+    return crosses;
+}
+
+/* Conditions read in the new row: column c of leaf i moves to at[i] + (c - off[i]). */
+static struct expr *remap(planner *pl, const struct join_graph *g, const uint32_t *at,
+                          const struct expr *e)
+{
+    struct expr *x = palloc(pl, sizeof *x);
+    if (!x)
+        return NULL;
+    *x = *e;
+    if (e->kind == EXPR_COLUMN) {
+        uint32_t i = leaf_of(g, e->u.index);
+        x->u.index = at[i] + (e->u.index - g->off[i]);
+        return x;
+    }
+    if (e->nargs && !(x->args = palloc(pl, e->nargs * sizeof *x->args)))
+        return NULL;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!(x->args[i] = remap(pl, g, at, e->args[i])))
+            return NULL;
+    if (e->kind == EXPR_SUBQUERY && e->u.sq.ncaptures) {
+        if (!(x->u.sq.captures = palloc(pl, e->u.sq.ncaptures * sizeof *x->u.sq.captures)))
+            return NULL;
+        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
+            if (!(x->u.sq.captures[i] = remap(pl, g, at, e->u.sq.captures[i])))
+                return NULL;
+    }
+    return x;
+}
+
+/* The leaves joined in order, left-deep, by cross joins; at[i] gets the
+ * first column of leaf i in the new row. */
+static struct plan *chain_joins(planner *pl, const struct join_graph *g, const uint32_t *order,
+                                uint32_t *at)
+{
+    struct plan *t = g->leaf[order[0]];
+    at[order[0]] = 0;
+    for (uint32_t k = 1; t && k < g->n; k++) {
+        struct plan *r = g->leaf[order[k]];
+        struct plan *j = plan_new(pl->pa, PLAN_JOIN, t->ncols + r->ncols);
+        if (!j) {
+            pl->rc = LDB_NOMEM;
+            return NULL;
+        }
+        memcpy(j->cols, t->cols, t->ncols * sizeof *j->cols);
+        memcpy(j->cols + t->ncols, r->cols, r->ncols * sizeof *j->cols);
+        j->u.join.kind = JOIN_CROSS;
+        j->left = t;
+        j->right = r;
+        at[order[k]] = t->ncols;
+        t = j;
+    }
+    return t;
+}
+
+/* The original columns of root, read from the reordered row. */
+static struct plan *restore_columns(planner *pl, const struct join_graph *g, const uint32_t *at,
+                                    const struct plan *root, struct plan *in)
+{
+    struct plan *p = plan_new(pl->pa, PLAN_PROJECT, root->ncols);
+    struct expr **es = palloc(pl, root->ncols * sizeof *es);
+    if (!p || !es) {
+        pl->rc = LDB_NOMEM;
+        return NULL;
+    }
+    memcpy(p->cols, root->cols, root->ncols * sizeof *p->cols);
+    for (uint32_t c = 0; c < root->ncols; c++) {
+        struct expr *e = palloc(pl, sizeof *e);
+        if (!e)
+            return NULL;
+        memset(e, 0, sizeof *e);
+        uint32_t i = leaf_of(g, c);
+        e->kind = EXPR_COLUMN;
+        e->u.index = at[i] + (c - g->off[i]);
+        e->type = (uint8_t)root->cols[c].type;
+        e->aff = (uint8_t)root->cols[c].aff;
+        e->coll = (uint8_t)root->cols[c].coll;
+        e->csrc = COLL_COLUMN;
+        es[c] = e;
+    }
+    p->in = in;
+    p->u.exprs = es;
+    return p;
+}
+
+static bool graph_fit(planner *pl, struct join_graph *g)
+{
+    if (g->unfit || g->n < 3 || pl->rc)
+        return false;
+    if (!(g->uses = palloc(pl, (g->conds.n ? g->conds.n : 1) * sizeof *g->uses)))
+        return false;
+    for (uint32_t c = 0; c < g->conds.n; c++) {
+        if (g->conds.items[c]->flags & EXPR_NONDET)
+            return false;
+        g->uses[c] = leaves_read(g, g->conds.items[c]);
+        if (g->uses[c] && !(g->uses[c] & (g->uses[c] - 1))) /* one leaf: a filter */
+            g->est[__builtin_ctzll(g->uses[c])] /= 4;
+    }
+    return true;
+}
+
+/* *slot is a FILTER over joins, or joins: reorders them (see above). */
+static void reorder_joins(planner *pl, struct plan **slot)
+{
+    struct plan *root = *slot;
+    struct plan *joins = root->kind == PLAN_FILTER ? root->in : root;
+    if (!inner_join(joins) || (root != joins && root->shared))
+        return;
+    struct join_graph g;
+    memset(&g, 0, sizeof g);
+    collect_joins(pl, &g, joins, 0);
+    if (root != joins)
+        split(pl, root->u.pred, &g.conds);
+    uint32_t order[REORDER_MAX], at[REORDER_MAX];
+    if (!graph_fit(pl, &g) || greedy_order(&g, order) >= original_crosses(&g))
+        return;
+    struct plan *t = chain_joins(pl, &g, order, at);
+    struct conj moved = { 0 };
+    for (uint32_t c = 0; t && c < g.conds.n; c++)
+        split(pl, remap(pl, &g, at, g.conds.items[c]), &moved);
+    if (!t || pl->rc)
+        return;
+    if (moved.n)
+        add_filter(pl, &t, join_conj(pl, &moved));
+    struct plan *p = pl->rc ? NULL : restore_columns(pl, &g, at, root, t);
+    if (p)
+        *slot = p;
+}
+
 /* ---- the walk ---------------------------------------------------------------------------------- */
 
 static void optimize(planner *pl, struct plan **slot);
@@ -653,6 +913,13 @@ static void optimize(planner *pl, struct plan **slot)
         if (p->shared->planned)
             return;
         p->shared->planned = true;
+    }
+    if (p->kind == PLAN_FILTER || p->kind == PLAN_JOIN) {
+        reorder_joins(pl, slot);
+        if (*slot != p) {
+            optimize(pl, slot);
+            return;
+        }
     }
     if (p->kind == PLAN_FILTER) {
         push_filter(pl, slot);
