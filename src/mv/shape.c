@@ -171,6 +171,8 @@ static bool clear_node(void *ctx, const struct plan *cp)
         p->exec_pred_set = false;
     } else if (p->kind == PLAN_SORT) {
         p->u.sort.presorted = false;
+    } else if (p->kind == PLAN_JOIN) {
+        p->u.join.lookup = NULL;
     }
     return true;
 }

@@ -3,7 +3,10 @@
  * materializes the build side (the planner's choice, build_left),
  * indexes it by the equi-keys when there are any (a hash join; without
  * keys every build row is a candidate: a nested loop), then streams the
- * probe side. Each candidate pair passes the residual or not; a probe
+ * probe side. When the planner found the build side to be a table
+ * looked up by its primary key (plan.h, lookup), nothing is materialized:
+ * each probe row's keys find their one candidate in the table. Each
+ * candidate pair passes the residual or not; a probe
  * row that matched nothing is NULL-padded at once when its side is
  * preserved, and build rows that matched nothing are padded after the
  * probe side ends when theirs is. Output rows are always left ++ right.
@@ -15,6 +18,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "storage/table.h"
 
 #include <string.h>
 
@@ -26,6 +30,7 @@ struct join_op {
     bool build_left;
     bool probe_outer, build_outer;
     uint32_t nkeys;
+    struct table *lookup;      /* plan.h: the build side looked up by key */
     /* build side */
     VEC(row *) rows;
     value *keys;               /* rows.len * nkeys, affinity applied */
@@ -112,6 +117,10 @@ static int build(struct join_op *j)
 {
     row *r;
     int rc;
+    if (j->lookup) { /* the table is the build side's index */
+        j->built = true;
+        return LDB_OK;
+    }
     while ((rc = op_next(j->build, &r)) == LDB_ROW)
         if ((rc = add_build_row(j, r)))
             return rc;
@@ -163,6 +172,24 @@ static int64_t next_candidate(struct join_op *j)
     return -1;
 }
 
+/* The build row that may pair with the current probe row next (NULL:
+ * none left), and its position among the materialized ones (-1 for a
+ * looked-up row). */
+static const row *next_pair(struct join_op *j, int64_t *at)
+{
+    *at = -1;
+    if (!j->lookup) {
+        *at = next_candidate(j);
+        return *at >= 0 ? j->rows.data[*at] : NULL;
+    }
+    if (j->pkeys_null || j->pos++) /* one lookup per probe row */
+        return NULL;
+    value key[SCHEMA_MAX_KEY];
+    for (uint32_t i = 0; i < j->nkeys; i++)
+        key[j->base.p->u.join.lookup_part[i]] = j->pkeys[i];
+    return table_lookup(j->lookup, key);
+}
+
 static void release_probe_row(struct join_op *j)
 {
     row_release(j->cur);
@@ -181,12 +208,12 @@ static int start_probe_row(struct join_op *j)
 static int candidates(struct join_op *j, row **out)
 {
     int64_t at;
-    while ((at = next_candidate(j)) >= 0) {
+    for (const row *b; (b = next_pair(j, &at));) {
         /* a pair the residual rejects is work too (a cross join's) */
         int rc = op_tick(&j->base);
         if (rc)
             return rc;
-        rc = emit(j, j->rows.data[at], j->cur, out);
+        rc = emit(j, b, j->cur, out);
         if (rc != LDB_ROW)
             return rc;
         const struct expr *res = j->base.p->u.join.residual;
@@ -196,7 +223,7 @@ static int candidates(struct join_op *j, row **out)
         if (t != 1)
             continue;
         j->cur_matched = true;
-        if (j->matched)
+        if (j->matched && at >= 0)
             j->matched[at] = true;
         return LDB_ROW;
     }
@@ -230,7 +257,7 @@ static int join_next(struct op *o, row **out)
             if ((rc = start_probe_row(j)))
                 return rc;
             j->cur_matched = false;
-            j->pos = j->nkeys ? UINT32_MAX : 0;
+            j->pos = j->nkeys && !j->lookup ? UINT32_MAX : 0;
             j->phase = J_CANDIDATES;
             continue;
         case J_CANDIDATES:
@@ -301,6 +328,7 @@ struct op *op_join(struct exec *x, const struct plan *p, const value *outer, uin
     j->nkeys = p->u.join.nkeys;
     /* without keys the right side is the inner loop */
     j->build_left = j->nkeys && p->u.join.build_left;
+    j->lookup = p->u.join.lookup;
     j->probe_outer = preserves(k, !j->build_left);
     j->build_outer = preserves(k, j->build_left);
     j->base.open = join_open;

@@ -238,6 +238,11 @@ struct plan {
             struct join_key *keys;
             struct expr *residual;   /* over left ++ right, or NULL */
             bool build_left;         /* executor: hash the left input */
+            struct table *lookup;    /* executor, or NULL: the build side is a
+                                        full scan of this table, looked up by
+                                        its primary key (key i is its part
+                                        lookup_part[i]) instead of hashed */
+            uint32_t *lookup_part;
         } join;
         struct {
             uint32_t ngroups;

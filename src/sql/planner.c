@@ -848,6 +848,71 @@ static void reorder_joins(planner *pl, struct plan **slot)
         *slot = p;
 }
 
+/* ---- index lookup joins ------------------------------------------------------------------- */
+
+/*
+ * The build side of an equi-join is looked up by primary key instead of
+ * hashed when it is a full scan of a table, its keys are exactly the
+ * primary key's columns, and they compare as the table stores them (the
+ * key's affinity is the column's, its collation the part's): one probe per
+ * row of the other side instead of reading and hashing the whole table
+ * (a star schema's dimension tables): it never costs more, as the probes
+ * are the same. Only where the build side is not preserved by the join.
+ */
+/* Whether the key compares column col's stored values as they are: its
+ * affinity leaves them unchanged (none; the column's own; NUMERIC over an
+ * INTEGER or NUMERIC column, which already converted numeric text) and it
+ * compares under the column's collation, as the table's key does. */
+static bool stores_as_compared(const struct join_key *k, const struct plan_col *col)
+{
+    bool aff = k->aff == COL_ANY || k->aff == col->aff ||
+               (k->aff == COL_NUMERIC && (col->aff == COL_INTEGER || col->aff == COL_NUMERIC));
+    return aff && k->coll == col->coll;
+}
+
+static bool lookup_side(planner *pl, struct plan *j, bool left)
+{
+    const struct plan *s = left ? j->left : j->right;
+    if (s->kind != PLAN_SCAN || s->shared || s->u.scan.not_indexed ||
+        s->u.scan.access.kind != ACCESS_FULL)
+        return false;
+    struct table *t = s->u.scan.table;
+    const struct schema *sc = table_schema(t);
+    uint32_t n = j->u.join.nkeys;
+    if (n != sc->npk)
+        return false;
+    uint32_t *part = palloc(pl, n * sizeof *part);
+    uint64_t seen = 0;
+    for (uint32_t i = 0; part && i < n; i++) {
+        const struct join_key *k = &j->u.join.keys[i];
+        const struct expr *e = left ? k->left : k->right;
+        if (e->kind != EXPR_COLUMN || !stores_as_compared(k, &s->cols[e->u.index]))
+            return false;
+        uint32_t at = 0;
+        while (at < sc->npk && sc->pk[at] != e->u.index)
+            at++;
+        if (at == sc->npk || (seen & ((uint64_t)1 << at)))
+            return false;
+        seen |= (uint64_t)1 << at;
+        part[i] = at;
+    }
+    if (!part)
+        return false;
+    j->u.join.lookup = t;
+    j->u.join.lookup_part = part;
+    j->u.join.build_left = left;
+    return true;
+}
+
+static void choose_lookup(planner *pl, struct plan *j)
+{
+    enum join_kind k = j->u.join.kind;
+    if ((k == JOIN_INNER || k == JOIN_LEFT) && lookup_side(pl, j, false))
+        return;
+    if (k == JOIN_INNER || k == JOIN_RIGHT)
+        lookup_side(pl, j, true);
+}
+
 /* ---- the walk ---------------------------------------------------------------------------------- */
 
 static void optimize(planner *pl, struct plan **slot);
@@ -943,8 +1008,10 @@ static void optimize(planner *pl, struct plan **slot)
         choose_access(pl, p);
     else if (p->kind == PLAN_SORT)
         ordered_read(p);
-    else if (p->kind == PLAN_JOIN && p->u.join.nkeys)
+    else if (p->kind == PLAN_JOIN && p->u.join.nkeys) {
         p->u.join.build_left = estimate(p->left) < estimate(p->right);
+        choose_lookup(pl, p);
+    }
 }
 
 int planner_optimize(plan_arena *pa, struct plan **root)

@@ -2,7 +2,9 @@
  * planner.h - rewrites a bound plan into the plan that runs: predicates
  * pushed down to the inputs that can test them, equi-join keys split out
  * of join conditions, access paths chosen for scans, sorts served by
- * ordered index reads, and hash-join build sides picked. Every rewrite
+ * ordered index reads, hash-join build sides picked (or a table looked up
+ * by its primary key instead of hashed), and inner joins whose FROM order
+ * makes cross products reordered (planner.c, "join order"). Every rewrite
  * keeps the plan's logical meaning; the annotations (access paths,
  * presorted, build_left) only tell the executor how to run it.
  *
