@@ -173,6 +173,7 @@ static bool clear_node(void *ctx, const struct plan *cp)
         p->u.sort.presorted = false;
     } else if (p->kind == PLAN_JOIN) {
         p->u.join.lookup = NULL;
+        p->u.join.lookup_index = NULL;
     }
     return true;
 }

@@ -4,8 +4,10 @@
  * indexes it by the equi-keys when there are any (a hash join; without
  * keys every build row is a candidate: a nested loop), then streams the
  * probe side. When the planner found the build side to be a table
- * looked up by its primary key (plan.h, lookup), nothing is materialized:
- * each probe row's keys find their one candidate in the table. Each
+ * looked up by its primary key or an index (plan.h, lookup), nothing is
+ * materialized up front: each probe row's keys find its candidates in the
+ * table, kept (referenced) while they are paired, since a write between
+ * two pulls may change the table and invalidate a cursor. Each
  * candidate pair passes the residual or not; a probe
  * row that matched nothing is NULL-padded at once when its side is
  * preserved, and build rows that matched nothing are padded after the
@@ -178,16 +180,45 @@ static int64_t next_candidate(struct join_op *j)
 static const row *next_pair(struct join_op *j, int64_t *at)
 {
     *at = -1;
-    if (!j->lookup) {
-        *at = next_candidate(j);
-        return *at >= 0 ? j->rows.data[*at] : NULL;
-    }
-    if (j->pkeys_null || j->pos++) /* one lookup per probe row */
-        return NULL;
+    if (j->lookup)
+        return j->pos < j->rows.len ? j->rows.data[j->pos++] : NULL;
+    *at = next_candidate(j);
+    return *at >= 0 ? j->rows.data[*at] : NULL;
+}
+
+static void drop_matches(struct join_op *j)
+{
+    for (size_t i = 0; i < j->rows.len; i++)
+        row_release(j->rows.data[i]);
+    vec_clear(&j->rows);
+}
+
+/* The current probe row's candidates, looked up (j->rows, referenced). */
+static int look_up(struct join_op *j)
+{
+    drop_matches(j);
+    if (j->pkeys_null)
+        return LDB_OK;
+    const struct plan *p = j->base.p;
     value key[SCHEMA_MAX_KEY];
     for (uint32_t i = 0; i < j->nkeys; i++)
-        key[j->base.p->u.join.lookup_part[i]] = j->pkeys[i];
-    return table_lookup(j->lookup, key);
+        key[p->u.join.lookup_part[i]] = j->pkeys[i];
+    const struct table_index *ix = p->u.join.lookup_index;
+    if (!ix) {
+        row *r = table_lookup(j->lookup, key);
+        if (r && vec_push(&j->rows, r))
+            return exec_nomem(j->base.x);
+        if (r)
+            row_retain(r);
+        return LDB_OK;
+    }
+    struct index_lookup it;
+    for (row *r = index_lookup_first(ix, key, j->nkeys, &it); r; r = index_lookup_next(&it)) {
+        if (vec_push(&j->rows, r))
+            return exec_nomem(j->base.x);
+        row_retain(r);
+    }
+    return LDB_OK;
 }
 
 static void release_probe_row(struct join_op *j)
@@ -200,9 +231,9 @@ static int start_probe_row(struct join_op *j)
 {
     for (uint32_t i = 0; i < j->nkeys; i++)
         value_release(&j->pkeys[i]);
-    if (j->nkeys)
-        return eval_keys(j, j->cur, false, j->pkeys, &j->pkeys_null, &j->phash);
-    return LDB_OK;
+    int rc = j->nkeys ? eval_keys(j, j->cur, false, j->pkeys, &j->pkeys_null, &j->phash)
+                      : LDB_OK;
+    return rc || !j->lookup ? rc : look_up(j);
 }
 
 static int candidates(struct join_op *j, row **out)

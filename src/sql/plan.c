@@ -488,7 +488,10 @@ static void put_join(struct explain *x, const struct plan *p)
         sb_puts(sb, p->u.join.nkeys ? " FILTER " : " ON ");
         put_join_expr(x, p->u.join.residual, p);
     }
-    if (p->u.join.lookup)
+    if (p->u.join.lookup && p->u.join.lookup_index)
+        sb_printf(sb, " (lookup %s by INDEX %s)", p->u.join.build_left ? "left" : "right",
+                  p->u.join.lookup_index->name);
+    else if (p->u.join.lookup)
         sb_printf(sb, " (lookup %s by primary key)", p->u.join.build_left ? "left" : "right");
     else if (p->u.join.nkeys)
         sb_printf(sb, " (hash %s)", p->u.join.build_left ? "left" : "right");

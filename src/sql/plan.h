@@ -240,8 +240,11 @@ struct plan {
             bool build_left;         /* executor: hash the left input */
             struct table *lookup;    /* executor, or NULL: the build side is a
                                         full scan of this table, looked up by
-                                        its primary key (key i is its part
-                                        lookup_part[i]) instead of hashed */
+                                        its primary key, or by lookup_index
+                                        when set (key i is part lookup_part[i];
+                                        the keys are its first nkeys parts),
+                                        instead of hashed */
+            struct table_index *lookup_index;
             uint32_t *lookup_part;
         } join;
         struct {

@@ -851,54 +851,91 @@ static void reorder_joins(planner *pl, struct plan **slot)
 /* ---- index lookup joins ------------------------------------------------------------------- */
 
 /*
- * The build side of an equi-join is looked up by primary key instead of
- * hashed when it is a full scan of a table, its keys are exactly the
- * primary key's columns, and they compare as the table stores them (the
- * key's affinity is the column's, its collation the part's): one probe per
- * row of the other side instead of reading and hashing the whole table
- * (a star schema's dimension tables): it never costs more, as the probes
- * are the same. Only where the build side is not preserved by the join.
+ * The build side of an equi-join is looked up instead of hashed when it is
+ * a full scan of a table whose primary key, or one of whose indexes, has
+ * the join's keys as its leading parts (all of them for the primary key
+ * and a hash index), compared as the table stores them: one probe per row
+ * of the other side instead of reading and hashing the whole table (a
+ * star schema's dimensions, a chain's indexed columns). The probes are
+ * the same as a hash join's, so it is chosen whenever it applies: only
+ * where the build side is not preserved by the join.
  */
-/* Whether the key compares column col's stored values as they are: its
- * affinity leaves them unchanged (none; the column's own; NUMERIC over an
- * INTEGER or NUMERIC column, which already converted numeric text) and it
- * compares under the column's collation, as the table's key does. */
+
+/* Whether the key's affinity leaves column col's stored values as they
+ * are: none, the column's own, or NUMERIC over an INTEGER or NUMERIC
+ * column (which already converted numeric text). */
 static bool stores_as_compared(const struct join_key *k, const struct plan_col *col)
 {
-    bool aff = k->aff == COL_ANY || k->aff == col->aff ||
-               (k->aff == COL_NUMERIC && (col->aff == COL_INTEGER || col->aff == COL_NUMERIC));
-    return aff && k->coll == col->coll;
+    return k->aff == COL_ANY || k->aff == col->aff ||
+           (k->aff == COL_NUMERIC && (col->aff == COL_INTEGER || col->aff == COL_NUMERIC));
+}
+
+/* Whether the keys on side left of j read the columns cols[0..n) (with
+ * collations colls), each exactly once: part[i] gets key i's place. */
+static bool keys_cover(const struct plan *j, bool left, const struct plan *s, const uint32_t *cols,
+                       const enum ldb_collation *colls, uint32_t n, uint32_t *part)
+{
+    if (j->u.join.nkeys != n)
+        return false;
+    uint64_t seen = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct join_key *k = &j->u.join.keys[i];
+        const struct expr *e = left ? k->left : k->right;
+        if (e->kind != EXPR_COLUMN || !stores_as_compared(k, &s->cols[e->u.index]))
+            return false;
+        uint32_t p = 0;
+        while (p < n && (cols[p] != e->u.index || ((seen >> p) & 1)))
+            p++;
+        if (p == n || k->coll != colls[p])
+            return false;
+        seen |= (uint64_t)1 << p;
+        part[i] = p;
+    }
+    return true;
+}
+
+/* The index of t whose leading parts the keys are (the primary key: NULL
+ * with *ok), into part. */
+static struct table_index *key_source(const struct plan *j, bool left, const struct plan *s,
+                                      uint32_t *part, bool *ok)
+{
+    const struct table *t = s->u.scan.table;
+    const struct schema *sc = table_schema(t);
+    uint32_t n = j->u.join.nkeys, cols[INDEX_MAX_PARTS];
+    enum ldb_collation colls[INDEX_MAX_PARTS];
+    for (uint32_t p = 0; p < sc->npk && p < INDEX_MAX_PARTS; p++) {
+        cols[p] = sc->pk[p];
+        colls[p] = s->cols[sc->pk[p]].coll;
+    }
+    if ((*ok = sc->npk == n && keys_cover(j, left, s, cols, colls, n, part)))
+        return NULL;
+    for (size_t i = 0; i < table_index_count(t); i++) {
+        struct table_index *ix = table_index_at(t, i);
+        if (ix->nparts < n || (ix->kind == INDEX_HASH && ix->nparts != n))
+            continue;
+        for (uint32_t p = 0; p < n; p++) {
+            cols[p] = ix->parts[p].col;
+            colls[p] = ix->parts[p].coll;
+        }
+        if ((*ok = keys_cover(j, left, s, cols, colls, n, part)))
+            return ix;
+    }
+    return NULL;
 }
 
 static bool lookup_side(planner *pl, struct plan *j, bool left)
 {
     const struct plan *s = left ? j->left : j->right;
     if (s->kind != PLAN_SCAN || s->shared || s->u.scan.not_indexed ||
-        s->u.scan.access.kind != ACCESS_FULL)
+        s->u.scan.access.kind != ACCESS_FULL || j->u.join.nkeys > INDEX_MAX_PARTS)
         return false;
-    struct table *t = s->u.scan.table;
-    const struct schema *sc = table_schema(t);
-    uint32_t n = j->u.join.nkeys;
-    if (n != sc->npk)
+    uint32_t *part = palloc(pl, j->u.join.nkeys * sizeof *part);
+    bool ok = false;
+    struct table_index *ix = part ? key_source(j, left, s, part, &ok) : NULL;
+    if (!ok)
         return false;
-    uint32_t *part = palloc(pl, n * sizeof *part);
-    uint64_t seen = 0;
-    for (uint32_t i = 0; part && i < n; i++) {
-        const struct join_key *k = &j->u.join.keys[i];
-        const struct expr *e = left ? k->left : k->right;
-        if (e->kind != EXPR_COLUMN || !stores_as_compared(k, &s->cols[e->u.index]))
-            return false;
-        uint32_t at = 0;
-        while (at < sc->npk && sc->pk[at] != e->u.index)
-            at++;
-        if (at == sc->npk || (seen & ((uint64_t)1 << at)))
-            return false;
-        seen |= (uint64_t)1 << at;
-        part[i] = at;
-    }
-    if (!part)
-        return false;
-    j->u.join.lookup = t;
+    j->u.join.lookup = s->u.scan.table;
+    j->u.join.lookup_index = ix;
     j->u.join.lookup_part = part;
     j->u.join.build_left = left;
     return true;

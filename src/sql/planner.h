@@ -3,7 +3,7 @@
  * pushed down to the inputs that can test them, equi-join keys split out
  * of join conditions, access paths chosen for scans, sorts served by
  * ordered index reads, hash-join build sides picked (or a table looked up
- * by its primary key instead of hashed), and inner joins whose FROM order
+ * by its primary key or an index instead of hashed), and inner joins whose FROM order
  * makes cross products reordered (planner.c, "join order"). Every rewrite
  * keeps the plan's logical meaning; the annotations (access paths,
  * presorted, build_left) only tell the executor how to run it.

@@ -173,6 +173,8 @@ static void explain(ldb *db, const char *sql, strbuf *out)
     ldb_finalize(st);
 }
 
+static void writes_between_pulls(ldb *db);
+
 static void lookup_joins(void)
 {
     static const char *const schema[] = {
@@ -180,6 +182,8 @@ static void lookup_joins(void)
         "CREATE TABLE c(a INTEGER, b TEXT, v INTEGER, PRIMARY KEY (a, b))",
         "CREATE TABLE n(k TEXT COLLATE NOCASE PRIMARY KEY, v INTEGER)",
         "CREATE TABLE f(x, y TEXT, z INTEGER, w TEXT)",
+        "CREATE INDEX f_z ON f(z DESC, x)",
+        "CREATE INDEX f_wn ON f(w COLLATE NOCASE)",
         "INSERT INTO d VALUES (1, 'one'), (2, 'two'), (3, 'three'), (10, 'ten')",
         "INSERT INTO c VALUES (1, 'a', 10), (1, 'b', 11), (2, 'a', 20)",
         "INSERT INTO n VALUES ('Ab', 1), ('cd', 2)",
@@ -196,10 +200,21 @@ static void lookup_joins(void)
         { "SELECT f.z, n.v FROM f JOIN n ON n.k = f.z", false },  /* NUMERIC would convert n.k */
         { "SELECT f.x, c.v FROM f JOIN c ON c.a = f.z AND c.b = f.y", true },
         { "SELECT f.x, c.v FROM f LEFT JOIN c ON c.b = f.y AND c.a = f.x", true },
-        { "SELECT f.x, c.v FROM f JOIN c ON c.a = f.z", false }, /* half the key */
+        { "SELECT f.x, c.v FROM f JOIN c ON c.a = f.z", true }, /* half c's key: f by f_z */
+        { "SELECT f.x, c.v FROM f NOT INDEXED JOIN c ON c.a = f.z", false },
         { "SELECT f.w, n.v FROM f JOIN n ON n.k = f.w", true },  /* NOCASE both */
         { "SELECT f.w, n.v FROM f JOIN n ON n.k = f.w COLLATE BINARY", false },
         { "SELECT f.x, d.v FROM f JOIN d ON d.id = f.z AND d.v <> f.w", true },
+        /* by an index of f: a leading part, a hash index, a collated part */
+        { "SELECT d.id, f.w FROM d JOIN f ON f.z = d.id", true },
+        { "SELECT d.id, f.w FROM d LEFT JOIN f ON f.z = d.id AND f.x = d.id", false }, /* x: no
+                                                       affinity, NUMERIC would convert it */
+        { "SELECT d.id, f.w FROM d LEFT JOIN f ON f.z = d.id", true },
+        { "SELECT c.v, f.x FROM c JOIN f ON f.y = c.b", true },
+        { "SELECT n.k, f.z FROM n JOIN f ON n.k = f.w", true },
+        { "SELECT n.k, f.z FROM n JOIN f ON f.w = n.k", false }, /* BINARY: f_wn is NOCASE */
+        { "SELECT d.id, f.w FROM d JOIN f ON f.x = d.id", true },  /* not f (x: f_z's second
+                                                                 part), d by its key */
         /* a filter on d makes it more than a table: hashed */
         { "SELECT f.x, d.v FROM f LEFT JOIN d ON d.id = f.z AND d.v LIKE 't%'", false },
     };
@@ -209,16 +224,43 @@ static void lookup_joins(void)
     CHECK_INT(sqlite3_open(":memory:", &lite), SQLITE_OK);
     for (size_t i = 0; i < sizeof schema / sizeof *schema; i++)
         both_exec(db, lite, schema[i]);
+    /* SQLite has no hash indexes: an ordinary one there */
+    CHECK_INT(ldb_exec(db, "CREATE INDEX f_yh ON f(y) USING HASH", NULL, NULL), LDB_OK);
+    CHECK_INT(sqlite3_exec(lite, "CREATE INDEX f_yh ON f(y)", NULL, NULL, NULL), SQLITE_OK);
     for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
         check_query(db, lite, q[i].sql, 0);
         strbuf plan = STRBUF_INIT;
         explain(db, q[i].sql, &plan);
-        bool looks_up = strstr(sb_str(&plan), "by primary key") != NULL;
+        bool looks_up = strstr(sb_str(&plan), "(lookup ") != NULL;
         CHECKF(looks_up == q[i].want, "%s:\n%s", q[i].sql, sb_str(&plan));
         sb_free(&plan);
     }
+    writes_between_pulls(db);
     sqlite3_close(lite);
     ldb_close(db);
+}
+
+/* A stepped lookup join while the looked-up table changes between two
+ * pulls: the statement stops with LDB_ABORT at its next step (what any
+ * statement reading a changed table does), touching nothing freed (the
+ * candidates it holds are referenced; no cursor is kept). */
+static void writes_between_pulls(ldb *db)
+{
+    ldb_stmt *st;
+    CHECK_INT(ldb_prepare(db, "SELECT d.id, f.w, f.z FROM d JOIN f ON f.z = d.id", -1, &st, NULL),
+              LDB_OK);
+    int rows = 0, rc;
+    while ((rc = ldb_step(st)) == LDB_ROW) {
+        rows++;
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT INTO f VALUES (%d, 'n', 1, 'w'); DELETE FROM f WHERE x = 1",
+                 100 + rows);
+        CHECKF(ldb_exec(db, sql, NULL, NULL) == LDB_OK, "%s", ldb_errmsg(db));
+    }
+    CHECKF(rc == LDB_ABORT && strstr(ldb_errmsg(db), "changed while a statement"), "rc %d: %s",
+           rc, ldb_errmsg(db));
+    CHECK_INT(rows, 1);
+    ldb_finalize(st);
 }
 
 /* A join already in a connected order keeps its plan: the rewrite is for
