@@ -16,9 +16,13 @@
  * confirmed mutations folded in) and fates (confirm, reject), recomputes
  * the keys it touched (a worklist: a rejection queues every key of its
  * transaction, so cascades cost what they touch), and writes the
- * difference to the tables. The proposal is installed only when the
- * statement commits; a failure forgets it, so the layer and the tables
- * stay as they were.
+ * difference to the tables in rounds of two phases: first the stored rows
+ * that change are removed, then the new ones inserted, so UNIQUE values
+ * may move between rows within a step. A synced write that collides with
+ * a stored row joins the step the same way (opt_park), so a sync
+ * transaction is judged on its result. The proposal is installed only
+ * when the statement commits; a failure forgets it, so the layer and the
+ * tables stay as they were.
  *
  * Handles are shared with the program (refs) and hold private copies of
  * the mutations' values, so any thread may read or free them.
