@@ -241,11 +241,14 @@ static int text_rows(ldb_stmt *s, const char *text)
 }
 
 /* A plan printed below a heading, indented one level. */
-static void print_under(strbuf *sb, const char *heading, const struct plan *p)
+typedef double (*plan_estimate_fn)(const struct plan *);
+
+static void print_under(strbuf *sb, const char *heading, const struct plan *p,
+                        plan_estimate_fn est)
 {
     sb_printf(sb, "%s\n", heading);
     strbuf inner = STRBUF_INIT;
-    plan_print(&inner, p);
+    plan_print(&inner, p, est);
     const char *t = sb_str(&inner);
     while (*t) {
         const char *nl = strchr(t, '\n');
@@ -263,25 +266,27 @@ static void explain_text(ldb_stmt *s, strbuf *sb)
 {
     const ast_stmt *st = planned_stmt(s);
     const bound_stmt *b = &s->bound;
+    /* EXPLAIN QUERY PLAN adds the planner's estimates */
+    plan_estimate_fn est = s->ast->stmt->u.explain.query_plan ? planner_estimate : NULL;
     char head[300];
     switch (st->kind) {
     case AST_STMT_SELECT:
-        plan_print(sb, b->u.select);
+        plan_print(sb, b->u.select, est);
         return;
     case AST_STMT_INSERT:
         snprintf(head, sizeof head, "INSERT INTO %s", table_name(b->u.insert.table));
         if (b->u.insert.source)
-            print_under(sb, head, b->u.insert.source);
+            print_under(sb, head, b->u.insert.source, est);
         else
             sb_printf(sb, "%s DEFAULT VALUES\n", head);
         return;
     case AST_STMT_UPDATE:
         snprintf(head, sizeof head, "UPDATE %s", table_name(b->u.update.table));
-        print_under(sb, head, b->u.update.rows);
+        print_under(sb, head, b->u.update.rows, est);
         return;
     case AST_STMT_DELETE:
         snprintf(head, sizeof head, "DELETE FROM %s", table_name(b->u.delete_.table));
-        print_under(sb, head, b->u.delete_.rows);
+        print_under(sb, head, b->u.delete_.rows, est);
         return;
     default:
         ast_stmt_to_sql(sb, st, 0);

@@ -73,7 +73,7 @@ static void describe(strbuf *sb, const struct mv_view *v)
               (unsigned long long)v->c.rechecks, (unsigned long long)v->c.resyncs);
     sb_puts(sb, "body:\n");
     strbuf plan = STRBUF_INIT;
-    plan_print(&plan, v->body);
+    plan_print(&plan, v->body, NULL);
     for (const char *t = sb_str(&plan); *t;) {
         const char *nl = strchr(t, '\n');
         size_t n = nl ? (size_t)(nl - t) + 1 : strlen(t);

@@ -380,6 +380,7 @@ int plan_share(plan_arena *pa, struct plan *p)
  * (plans are as high as the binder's depth limit allows). */
 struct explain {
     strbuf *sb;
+    double (*est)(const struct plan *);
     VEC(const struct expr *) subs;
     VEC(uint32_t) printed;     /* ids of the shared nodes printed */
 };
@@ -599,6 +600,8 @@ static __attribute__((noinline)) void print_line(struct explain *x, const struct
     if (p->shared)
         sb_printf(sb, "SHARED %u: ", p->shared->id);
     put_node(x, p);
+    if (x->est)
+        sb_printf(sb, " (~%.0f rows)", x->est(p));
     sb_putc(sb, '\n');
 }
 
@@ -629,9 +632,9 @@ static void print_tree(struct explain *x, const struct plan *p, unsigned depth)
         print_tree(x, p->right, depth + 1);
 }
 
-void plan_print(strbuf *sb, const struct plan *p)
+void plan_print(strbuf *sb, const struct plan *p, double (*est)(const struct plan *))
 {
-    struct explain x = { sb, VEC_INIT, VEC_INIT };
+    struct explain x = { sb, est, VEC_INIT, VEC_INIT };
     print_tree(&x, p, 0);
     vec_free(&x.subs);
     vec_free(&x.printed);

@@ -355,7 +355,8 @@ bool plan_is_nondeterministic(const struct plan *p);
  * paths and annotations included; subquery plans follow the node that
  * uses them. A shared node is printed in full once, as "SHARED n: ...",
  * and as "SHARED n (above)" where it is met again. Out of memory is left
- * in the strbuf. */
-void plan_print(struct strbuf *sb, const struct plan *p);
+ * in the strbuf. est (may be NULL): each line ends with "(~N rows)", its
+ * node's estimated rows (EXPLAIN QUERY PLAN). */
+void plan_print(struct strbuf *sb, const struct plan *p, double (*est)(const struct plan *));
 
 #endif

@@ -1058,6 +1058,8 @@ int planner_optimize(plan_arena *pa, struct plan **root)
     return pl.rc;
 }
 
+double planner_estimate(const struct plan *p) { return node_estimate(p); }
+
 int planner_optimize_expr(plan_arena *pa, struct expr *e)
 {
     planner pl = { pa, LDB_OK };

@@ -27,5 +27,9 @@ int planner_optimize(plan_arena *pa, struct plan **root);
 /* Plans the subqueries inside an expression that is not part of a plan
  * (the SET and ON CONFLICT expressions of data-changing statements). */
 int planner_optimize_expr(plan_arena *pa, struct expr *e);
+/* The rows p is estimated to produce, as the planner judged them (table
+ * counts, a quarter per filter, the larger input of an equi-join, the
+ * product for a cross join): for EXPLAIN QUERY PLAN. */
+double planner_estimate(const struct plan *p);
 
 #endif

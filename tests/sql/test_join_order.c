@@ -291,4 +291,27 @@ static void connected_order_kept(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(select5_shapes), T(lookup_joins), T(connected_order_kept))
+/* EXPLAIN QUERY PLAN ends each line with the planner's estimate. */
+static void query_plan_estimates(void)
+{
+    ldb *db;
+    CHECK_INT(ldb_open(NULL, &db), LDB_OK);
+    CHECK_INT(ldb_exec(db, "CREATE TABLE big(a, b); CREATE TABLE small(a, b)", NULL, NULL), LDB_OK);
+    for (int i = 0; i < 40; i++) {
+        char sql[80];
+        snprintf(sql, sizeof sql, "INSERT INTO big VALUES (%d, %d)%s", i, i % 4,
+                 i < 4 ? "; INSERT INTO small VALUES (1, 2)" : "");
+        CHECK_INT(ldb_exec(db, sql, NULL, NULL), LDB_OK);
+    }
+    strbuf plan = STRBUF_INIT;
+    explain(db, "SELECT * FROM small, big WHERE small.a = big.b", &plan);
+    CHECKF(!strstr(sb_str(&plan), "(~"), "%s", sb_str(&plan)); /* plain EXPLAIN: none */
+    sb_truncate(&plan, 0);
+    explain(db, "QUERY PLAN SELECT * FROM small, big WHERE small.a = big.b", &plan);
+    CHECKF(strstr(sb_str(&plan), "SCAN big (~40 rows)") && strstr(sb_str(&plan), "SCAN small (~4 rows)"),
+           "%s", sb_str(&plan));
+    sb_free(&plan);
+    ldb_close(db);
+}
+
+TEST_MAIN(T(select5_shapes), T(lookup_joins), T(connected_order_kept), T(query_plan_estimates))
