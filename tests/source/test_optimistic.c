@@ -621,6 +621,100 @@ static void large_transaction(void)
     ldb_close(db);
 }
 
+/* One sync transaction over two sources' tables confirms a transaction
+ * that wrote both: one commit, nothing published when the rows are
+ * equal. A queued one whose other source is detached is dropped. */
+static void confirm_across_sources(void)
+{
+    ldb_source *s;
+    ldb *db = open_sourced(&s);
+    EXEC(db, "CREATE TABLE u(id INTEGER PRIMARY KEY, name TEXT)");
+    ldb_source *su = attach(db, "u");
+    struct watch w;
+    watch_open(db, &w, "SELECT t.id, t.b, u.name FROM t JOIN u ON u.id = t.a ORDER BY t.id");
+    ldb_optimistic *o = optimistic(db, "INSERT INTO u VALUES (10, 'ten'); "
+                                       "UPDATE t SET b = 'owned' WHERE id = 1");
+    CHECK_STR(live_rows(w.q), "1,owned,ten");
+    CHECK_INT(w.batches, 1);
+    ldb_sync *t;
+    CHECK_INT(ldb_sync_begin(s, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 1), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 1, 10), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 2, "owned", -1), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_source(t, su), LDB_OK);
+    CHECK_INT(ldb_sync_truncate(t), LDB_MISUSE); /* the first source's only */
+    CHECK_INT(ldb_sync_int64(t, 0, 10), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 1, "ten", -1), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_confirm(t, o), LDB_OK);
+    ldb_receipt *rc;
+    CHECK_INT(ldb_sync_commit(t, &rc), LDB_OK);
+    CHECK_INT(ldb_receipt_state(rc), LDB_RECEIPT_APPLIED);
+    ldb_receipt_free(rc);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    CHECK_INT(w.batches, 1);
+    ldb_source_stats st;
+    ldb_source_stats_get(su, &st);
+    CHECK_INT(st.rows, 1);
+    /* a server change of both tables in one commit */
+    CHECK_INT(ldb_sync_begin(s, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 1), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 1, 10), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 2, "theirs", -1), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_source(t, su), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 10), LDB_OK);
+    CHECK_INT(ldb_sync_text(t, 1, "TEN", -1), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_commit(t, NULL), LDB_OK);
+    CHECK_STR(live_rows(w.q), "1,theirs,TEN");
+    CHECK_INT(w.batches, 2); /* one commit */
+    ldb_optimistic_free(o);
+    ldb_close(db);
+}
+
+/* A transaction queued from another thread that also writes a source
+ * detached before it applies is dropped (ABORTED), nothing applied. */
+struct cross_commit {
+    ldb_source *first, *other;
+    ldb_receipt *rc;
+};
+
+static void *commit_elsewhere(void *arg)
+{
+    struct cross_commit *c = arg;
+    ldb_sync *t;
+    CHECK_INT(ldb_sync_begin(c->first, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 1), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 1, 99), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_source(t, c->other), LDB_OK);
+    CHECK_INT(ldb_sync_int64(t, 0, 7), LDB_OK);
+    CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    CHECK_INT(ldb_sync_commit(t, &c->rc), LDB_OK);
+    return NULL;
+}
+
+static void detached_member_drops_transaction(void)
+{
+    ldb_source *s;
+    ldb *db = open_sourced(&s);
+    EXEC(db, "CREATE TABLE u(id INTEGER PRIMARY KEY, name TEXT)");
+    struct cross_commit c = { s, attach(db, "u"), NULL };
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, commit_elsewhere, &c), 0);
+    pthread_join(th, NULL);
+    CHECK_INT(ldb_receipt_state(c.rc), LDB_RECEIPT_PENDING);
+    CHECK_INT(ldb_source_detach(c.other), LDB_OK);
+    CHECK_INT(ldb_receipt_state(c.rc), LDB_RECEIPT_ABORTED);
+    CHECK_INT(ldb_source_poll(db), LDB_OK);
+    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,x;3,30,x");
+    CHECK_STR(rows_of(db, "SELECT count(*) FROM u"), "0");
+    ldb_receipt_free(c.rc);
+    ldb_close(db);
+}
+
 /* ---- work per change ------------------------------------------------------------------ */
 
 /* Random history over many pending transactions: each step's recomputed
@@ -867,5 +961,6 @@ TEST_MAIN(T(visible_at_once_and_reject_restores), T(mutations_are_the_net_change
           T(ordinary_writes_wait_for_pending), T(transaction_control),
           T(mutation_callback_rules), T(views_follow_the_visible_state),
           T(resolution_from_another_thread), T(resolution_callback_reenters),
-          T(large_transaction), T(work_is_per_key), T(nomem_commit), T(nomem_reject),
+          T(large_transaction), T(confirm_across_sources), T(detached_member_drops_transaction),
+          T(work_is_per_key), T(nomem_commit), T(nomem_reject),
           T(nomem_sync_confirm), T(nomem_sync_collides))
