@@ -226,15 +226,6 @@ static void key_remove(struct src_registry *r, struct opt_key *k)
 
 /* ---- committing an optimistic transaction ---------------------------------------------- */
 
-static bool declared_key(const struct table *t)
-{
-    const struct schema *sc = table_schema(t);
-    return sc->npk > 0 && !sc->cols[sc->pk[0]].hidden;
-}
-
-/* A materialized view's own table: its rows follow from the others. */
-static bool view_table(const struct table *t) { return t->readonly && t->loading == TABLE_LOCAL; }
-
 static int copy_vals(const row *r, uint32_t n, value **out)
 {
     *out = NULL;
@@ -281,39 +272,48 @@ static int table_of(struct src_registry *r, struct table *t, struct opt_table **
     return LDB_OK;
 }
 
-/* The key m writes, made (empty chain) when not overlaid yet, with room
- * for one more mutation in its chain. */
-static int key_for(struct src_registry *r, struct table *t, const struct change *c,
-                   struct opt_key **out)
+/* The key of t with the primary key of cols, with room for one more
+ * mutation in its chain; made (*made, keyrow and base still to set)
+ * when nobody overlays it yet. The key is hashed once. */
+static int key_get(struct src_registry *r, struct table *t, const value *cols,
+                   struct opt_key **out, bool *made)
 {
     struct opt_table *ot;
     int rc = table_of(r, t, &ot);
     if (rc)
         return rc;
-    const row *any = c->new_row ? c->new_row : c->old;
     value key[SCHEMA_MAX_KEY];
-    key_of(t, any->cols, key);
+    key_of(t, cols, key);
     struct key_probe p = { t, key };
-    uint64_t *v;
-    bool found;
-    struct opt_key *k = NULL;
-    if (!(k = mem_calloc(1, sizeof *k)) || vec_reserve(&k->chain, 1) ||
-        hmap_put(&ot->keys, table_key_hash_of(t, key), key_eq, &p, &v, &found)) {
-        key_free(k);
-        return LDB_NOMEM;
+    uint64_t h = table_key_hash_of(t, key);
+    uint64_t *v = hmap_get(&ot->keys, h, key_eq, &p);
+    if ((*made = !v)) {
+        struct opt_key *k = mem_calloc(1, sizeof *k);
+        bool found;
+        if (!k || vec_reserve(&k->chain, 1) || hmap_put(&ot->keys, h, key_eq, &p, &v, &found)) {
+            key_free(k);
+            return LDB_NOMEM;
+        }
+        k->ot = ot;
+        *v = (uint64_t)(uintptr_t)k;
     }
-    if (found) {
-        key_free(k);
-        k = (struct opt_key *)(uintptr_t)*v;
-        *out = k;
-        return vec_reserve(&k->chain, 1) ? LDB_NOMEM : LDB_OK;
+    *out = (struct opt_key *)(uintptr_t)*v;
+    return *made || !vec_reserve(&(*out)->chain, 1) ? LDB_OK : LDB_NOMEM;
+}
+
+/* The key change c writes (made, with an empty chain, when not overlaid
+ * yet: its base is the row before c, synced as it was not overlaid). */
+static int key_for(struct src_registry *r, struct table *t, const struct change *c,
+                   struct opt_key **out)
+{
+    row *any = c->new_row ? c->new_row : c->old;
+    bool made;
+    int rc = key_get(r, t, any->cols, out, &made);
+    if (!rc && made) {
+        (*out)->keyrow = row_retain(any);
+        (*out)->base = c->old ? row_retain(c->old) : NULL;
     }
-    k->ot = ot;
-    k->keyrow = row_retain((row *)any);
-    k->base = c->old ? row_retain(c->old) : NULL; /* visible = synced before */
-    *v = (uint64_t)(uintptr_t)k;
-    *out = k;
-    return LDB_OK;
+    return rc;
 }
 
 static void txn_free(struct opt_txn *x)
@@ -364,7 +364,7 @@ static int check_delta(const struct delta *d, char *msg, size_t n)
     }
     for (size_t i = 0; i < d->ntables; i++) {
         const struct table *t = d->tables[i].table;
-        if (!view_table(t) && !declared_key(t)) {
+        if (!table_is_view_store(t) && !table_declared_key(t)) {
             snprintf(msg, n,
                      "an optimistic transaction can write only tables with a declared "
                      "PRIMARY KEY: %s has none",
@@ -379,14 +379,14 @@ static int prepare_all(struct src_registry *r, struct opt_txn *x, const struct d
 {
     size_t n = 0;
     for (size_t i = 0; i < d->ntables; i++)
-        n += view_table(d->tables[i].table) ? 0 : d->tables[i].n;
+        n += table_is_view_store(d->tables[i].table) ? 0 : d->tables[i].n;
     x->h->muts = mem_calloc(n ? n : 1, sizeof *x->h->muts);
     x->muts = mem_calloc(n ? n : 1, sizeof *x->muts);
     if (!x->h->muts || !x->muts)
         return LDB_NOMEM;
     for (size_t i = 0; i < d->ntables; i++) {
         const struct table_delta *td = &d->tables[i];
-        for (size_t j = 0; !view_table(td->table) && j < td->n; j++) {
+        for (size_t j = 0; !table_is_view_store(td->table) && j < td->n; j++) {
             int rc = prepare_change(r, x, td->table, &td->changes[j]);
             if (rc)
                 return rc;
@@ -517,14 +517,6 @@ static void propose(struct opt_key *k, row *base, bool unknown)
     k->nbase = base;
     k->nunknown = unknown;
     k->nset = true;
-}
-
-static bool same_vals(const value *a, const value *b, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (!value_identical(&a[i], &b[i]))
-            return false;
-    return true;
 }
 
 int opt_sync_write(struct src_registry *r, struct opt_key *k, int op, const value *vals,
@@ -715,12 +707,11 @@ static int fold_visible(struct src_registry *r, struct opt_key *k, value *buf, b
     return LDB_OK;
 }
 
-/* The row of k to write in phase B: its values' place in the step's
- * buffer, or skip (recomputed later: a rejection queued it again). */
+/* A row of k to insert in phase B: its values' place in the step's
+ * buffer. */
 struct opt_row {
     struct opt_key *k;
     size_t at;
-    bool insert;
 };
 
 /* Phase A for k: its visible row folded into vals; the stored row
@@ -794,7 +785,7 @@ static int settle_round(struct src_registry *r, size_t from, size_t to, char *ms
         if (rc)
             return rc;
         if (insert)
-            L->rows.data[L->rows.len++] = (struct opt_row){ k, at, true };
+            L->rows.data[L->rows.len++] = (struct opt_row){ k, at };
         at += table_schema(k->ot->t)->nvisible;
     }
     for (size_t i = 0; i < L->rows.len; i++) {
@@ -827,27 +818,22 @@ int opt_settle(struct src_registry *r, char *msg, size_t n)
 int opt_park(struct src_registry *r, struct table *t, row *old, const value *vals, int op,
              char *msg, size_t n)
 {
-    struct opt_table *ot;
-    struct opt_key *k = mem_calloc(1, sizeof *k);
     row *keyrow = old ? row_retain(old) : row_from(vals, table_schema(t)->nvisible);
-    uint64_t *v;
-    bool found;
-    value key[SCHEMA_MAX_KEY];
-    key_of(t, vals, key);
-    struct key_probe p = { t, key };
-    if (!k || !keyrow || table_of(r, t, &ot) ||
-        hmap_put(&ot->keys, table_key_hash_of(t, key), key_eq, &p, &v, &found)) {
-        mem_free(k);
+    struct opt_key *k;
+    bool made;
+    if (!keyrow || key_get(r, t, vals, &k, &made)) {
         row_release(keyrow);
         return fail_nomem(msg, n);
     }
-    k->ot = ot;
-    k->keyrow = keyrow;
-    k->base = old ? row_retain(old) : NULL; /* not overlaid: stored = synced */
-    *v = (uint64_t)(uintptr_t)k;
+    if (made) { /* always: a key nobody overlays is parked */
+        k->keyrow = keyrow;
+        k->base = old ? row_retain(old) : NULL; /* not overlaid: stored = synced */
+    } else {
+        row_release(keyrow);
+    }
     int rc = queue_key(r, k);
     if (rc) {
-        if (!k->touched) /* else the step's end removes it */
+        if (!k->touched && !k->chain.len) /* else the step's end removes it */
             key_remove(r, k);
         return fail_nomem(msg, n);
     }
@@ -879,13 +865,12 @@ static void resolve_txn(struct src_registry *r, struct opt_txn *x)
     ldb_optimistic *h = x->h;
     h->txn = NULL;
     L->st.pending--;
-    if (x->fate == OPT_REJECT)
-        L->st.rejected++;
-    else
-        L->st.confirmed++;
     if (x->fate == OPT_REJECT) {
+        L->st.rejected++;
         h->msg = x->why;
         x->why = NULL;
+    } else {
+        L->st.confirmed++;
     }
     atomic_store_explicit(&h->state,
                           x->fate == OPT_REJECT ? LDB_OPTIMISTIC_REJECTED

@@ -237,12 +237,6 @@ ldb_source *src_of_table(const struct src_registry *r, const struct table *t)
     return NULL;
 }
 
-static bool declared_key(const struct table *t)
-{
-    const struct schema *sc = table_schema(t);
-    return sc->npk > 0 && !sc->cols[sc->pk[0]].hidden;
-}
-
 int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_provider *p,
                void *ctx, ldb_source **out, char *msg, size_t msglen)
 {
@@ -260,7 +254,7 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
         why = "the table is a materialized view's";
     else if (mv_reads_table(r->env.mv, t))
         why = "a materialized view reads it";
-    else if (!declared_key(t))
+    else if (!table_declared_key(t))
         why = "the table has no declared PRIMARY KEY (sync writes address rows by it)";
     if (why) {
         snprintf(msg, msglen, "cannot attach a source to table %s: %s", table_name(t), why);

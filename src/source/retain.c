@@ -95,7 +95,7 @@ static int sweep(struct src_registry *r, ldb_source *s)
     int rc = LDB_OK;
     struct table_scan sc = table_scan_begin(s->table);
     for (row *w; !rc && (w = table_scan_next(&sc));)
-        if (!retain_owned(s, w->cols) && !(s->table->pending && opt_find(r, s->table, w->cols)) &&
+        if (!retain_owned(s, w->cols) && !opt_find(r, s->table, w->cols) &&
             !(rc = vec_push(&gone, w)))
             row_retain(w);
     if (!rc && gone.len && !(rc = store_stmt_begin(st))) {

@@ -318,6 +318,15 @@ struct src_registry {
     bool signaled;
 };
 
+/* Whether a[0..n) and b[0..n) are identical (value_identical). */
+static inline bool same_vals(const value *a, const value *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!value_identical(&a[i], &b[i]))
+            return false;
+    return true;
+}
+
 /* registry.c */
 int queue_push(struct src_registry *r, struct src_item *it);
 /* The source of table t, or NULL. */

@@ -295,14 +295,6 @@ static int coerce(const struct table *tab, const value *in, value *out, char *ms
     return LDB_OK;
 }
 
-static bool same_row(const row *r, const value *vals, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (!value_identical(&r->cols[i], &vals[i]))
-            return false;
-    return true;
-}
-
 /* Deletes every row of the table (a truncate), but for the rows under
  * pending optimistic writes: their synced versions become unknown. */
 static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
@@ -314,7 +306,7 @@ static int delete_all(ldb_source *s, uint64_t *written, char *msg, size_t n)
         rc = opt_truncate(s->reg, tab);
     struct table_scan sc = table_scan_begin(tab);
     for (row *r; !rc && (r = table_scan_next(&sc));) {
-        if (tab->pending && opt_find(s->reg, tab, r->cols))
+        if (opt_find(s->reg, tab, r->cols))
             continue;
         row_retain(r);
         rows.data[rows.len++] = r;
@@ -377,7 +369,7 @@ static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *wr
         rc = fail(st, msg, n, rc, NULL);
     else if (op->kind == SYNC_DELETE)
         rc = LDB_OK;
-    else if (old && same_row(old, vals, sc->nvisible))
+    else if (old && same_vals(old->cols, vals, sc->nvisible))
         return LDB_OK; /* identical: nothing to write */
     else if (old && op->kind == SYNC_INSERT)
         return fail(st, msg, n, LDB_CONSTRAINT,

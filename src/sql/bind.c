@@ -121,7 +121,7 @@ static struct table *dml_target(binder *b, const ast_qname *q)
                    q->name.str);
         return NULL;
     }
-    if (t->readonly && t->loading == TABLE_LOCAL) { /* a materialized view's backing table */
+    if (table_is_view_store(t)) {
         bind_error(b, LDB_ERROR, q->name.off,
                    "cannot modify materialized view %s: only its maintenance writes it",
                    q->name.str);

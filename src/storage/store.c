@@ -266,7 +266,7 @@ int store_check_writable(struct store *s, struct table *t)
                            "cannot modify table %s: a source loads it; write it in an "
                            "optimistic transaction, or with its sync transactions",
                            t->name);
-    if (t->readonly && t->loading == TABLE_LOCAL)
+    if (table_is_view_store(t))
         return store_error(s, LDB_ERROR, "table %s may not be modified", t->name);
     if (t->pending && !s->optimistic)
         return store_error(s, LDB_ERROR,

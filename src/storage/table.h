@@ -110,6 +110,19 @@ static inline void table_set_on_free(struct table *t, void (*fn)(void *ctx), voi
     t->on_free_ctx = ctx;
 }
 
+/* Whether t has a declared PRIMARY KEY, not the hidden rowid. */
+static inline bool table_declared_key(const struct table *t)
+{
+    return t->schema.npk > 0 && !t->schema.cols[t->schema.pk[0]].hidden;
+}
+
+/* A layer's own table that users may not write: read-only without a
+ * source (a materialized view's backing table). */
+static inline bool table_is_view_store(const struct table *t)
+{
+    return t->readonly && t->loading == TABLE_LOCAL;
+}
+
 /* Bytes held by the table: rows, key table, schema (not its indexes). */
 size_t table_bytes(const struct table *t);
 
