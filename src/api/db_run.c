@@ -168,10 +168,25 @@ int stmt_compile(ldb_stmt *s)
 
 /* ---- running ---------------------------------------------------------------------------- */
 
+/* What a one-shot hash join may hold unless PRAGMA join_memory_limit
+ * says otherwise: far above any build side that runs well in memory,
+ * below what would take a typical machine's memory. */
+#define JOIN_MEMORY_DEFAULT ((uint64_t)1 << 30)
+
+/* PRAGMA join_memory_limit: bytes, 0 for none; a non-number keeps the
+ * default. */
+static uint64_t join_memory_limit(const ldb *db)
+{
+    const value *v = pragma_get(&db->pragmas, "join_memory_limit");
+    if (v && value_type(v) == LDB_INTEGER && v->h.u.i >= 0)
+        return (uint64_t)v->h.u.i;
+    return JOIN_MEMORY_DEFAULT;
+}
+
 static int new_exec(ldb_stmt *s)
 {
     struct exec_env env = { s->db->store, s->params, s->nparams, &s->db->env,
-                            &s->db->epoch, s->pa.nsubqueries };
+                            &s->db->epoch, s->pa.nsubqueries, join_memory_limit(s->db) };
     memset(&s->err, 0, sizeof s->err);
     if (exec_new(&env, &s->err, &s->exec))
         return db_error(s->db, LDB_NOMEM, NULL, -1, "out of memory");
@@ -318,7 +333,7 @@ static struct ddl_env ddl_env(ldb_stmt *s, struct eval_error *err)
 {
     memset(err, 0, sizeof *err);
     return (struct ddl_env){ s->db->store, &s->db->funcs, s->params, s->nparams,
-                             &s->db->env, &s->db->epoch, err };
+                             &s->db->env, &s->db->epoch, join_memory_limit(s->db), err };
 }
 
 static int run_ddl(ldb_stmt *s)

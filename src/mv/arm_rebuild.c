@@ -46,7 +46,7 @@ typedef VEC(row *) row_vec;
 static int run_body(struct mv_view *v, row_vec *rows)
 {
     struct mv_rebuild_arm *a = &v->arm.rebuild;
-    struct exec_env env = { v->reg->store, NULL, 0, v->reg->env, &a->epoch, v->pa.nsubqueries };
+    struct exec_env env = { v->reg->store, NULL, 0, v->reg->env, &a->epoch, v->pa.nsubqueries, 0 };
     struct exec *x;
     if (exec_new(&env, &v->err, &x))
         return LDB_NOMEM;

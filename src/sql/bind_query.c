@@ -81,10 +81,13 @@ static struct plan_col col_of(const char *name, const struct expr *e)
     return c;
 }
 
-/* The affinity a table column gives as an operand. */
+/* The affinity a table column gives as an operand: a column declared
+ * without a type (or BLOB) has BLOB affinity, which is an affinity in a
+ * comparison (SQLite: TEXT meeting BLOB converts neither side), unlike an
+ * expression's none. */
 static enum col_type column_affinity(enum col_type t)
 {
-    return (t == COL_ANY || t == COL_BLOB || t == COL_BOOLEAN) ? COL_ANY : t;
+    return t == COL_BOOLEAN ? COL_ANY : t == COL_ANY ? COL_BLOB : t;
 }
 
 struct plan *bind_table_scan(binder *b, struct table *t, const char *alias)

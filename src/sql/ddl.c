@@ -290,7 +290,7 @@ static int fill_from_query(struct table_build *tb, const struct plan *p, struct 
 {
     const struct ddl_env *e = tb->e;
     struct exec_env env = { e->store, e->params, e->nparams, e->env, e->epoch,
-                            tb->sb.pa.nsubqueries };
+                            tb->sb.pa.nsubqueries, e->join_memory_limit };
     struct exec *x;
     if (exec_new(&env, e->err, &x))
         return nomem(e);

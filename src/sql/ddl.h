@@ -33,6 +33,7 @@ struct ddl_env {
     uint32_t nparams;
     struct eval_env *env;              /* what its query's functions read */
     const uint64_t *epoch;             /* the database's write epoch (exec.h) */
+    uint64_t join_memory_limit;        /* for CREATE TABLE AS SELECT (exec.h) */
     struct eval_error *err;            /* code, offset and message of a failure */
 };
 

@@ -48,6 +48,11 @@ struct exec_env {
     const uint64_t *epoch;     /* bumped by the database on every write
                                   statement: open cursors check it */
     uint32_t nsubqueries;      /* plan_arena.nsubqueries of the plans run */
+    uint64_t join_memory_limit; /* bytes a hash join's build side may hold
+                                   (0: no limit); past it the statement
+                                   fails with LDB_ERROR. A view's rebuild
+                                   runs without one: a write must not fail
+                                   for a setting of queries */
 };
 
 struct exec;

@@ -22,6 +22,7 @@
 #include "base/mem.h"
 #include "storage/table.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 enum join_phase { J_PROBE, J_CANDIDATES, J_UNMATCHED, J_DONE };
@@ -36,6 +37,9 @@ struct join_op {
     /* build side */
     VEC(row *) rows;
     value *keys;               /* rows.len * nkeys, affinity applied */
+    size_t keys_cap;           /* rows the keys array has room for */
+    uint64_t bytes;            /* held by the build side, against
+                                  exec_env.join_memory_limit */
     bool *matched;             /* build_outer: matched flags */
     hmap index;                /* key hash -> row position (multimap) */
     bool built;
@@ -83,18 +87,38 @@ static int eval_keys(struct join_op *j, const row *r, bool build, value *vals, b
     return LDB_OK;
 }
 
+/* Counts the row against the limit: a row, its key values and its hash
+ * entry (a stored row is shared, so this overstates, never understates). */
+static int charge(struct join_op *j, const row *r)
+{
+    uint64_t limit = j->base.x->env.join_memory_limit;
+    j->bytes += sizeof(row) + (uint64_t)r->ncols * sizeof(value) + sizeof(row *) +
+                j->nkeys * (sizeof(value) + 2 * sizeof(uint64_t));
+    if (limit && j->bytes > limit)
+        return exec_error(j->base.x, LDB_ERROR, UINT32_MAX,
+                          "a hash join's build side needs more than %" PRIu64
+                          " bytes (PRAGMA join_memory_limit)",
+                          limit);
+    return LDB_OK;
+}
+
 static int add_build_row(struct join_op *j, row *r)
 {
     size_t n = j->rows.len;
-    if (j->nkeys) {
+    int rc = charge(j, r);
+    if (rc)
+        return rc;
+    if (j->nkeys && n == j->keys_cap) {
         /* room for the keys first: close releases rows.len * nkeys keys */
-        value *k = mem_realloc(j->keys, (n + 1) * j->nkeys * sizeof *k);
+        size_t cap = n ? n * 2 : 64;
+        value *k = mem_realloc(j->keys, cap * j->nkeys * sizeof *k);
         if (!k)
             return exec_nomem(j->base.x);
         j->keys = k;
-        for (uint32_t i = 0; i < j->nkeys; i++)
-            k[n * j->nkeys + i] = value_null();
+        j->keys_cap = cap;
     }
+    for (uint32_t i = 0; i < j->nkeys; i++)
+        j->keys[n * j->nkeys + i] = value_null();
     if (vec_push(&j->rows, r))
         return exec_nomem(j->base.x);
     row_retain(r);
@@ -102,7 +126,7 @@ static int add_build_row(struct join_op *j, row *r)
         return LDB_OK;
     bool null;
     uint64_t h;
-    int rc = eval_keys(j, r, true, j->keys + n * j->nkeys, &null, &h);
+    rc = eval_keys(j, r, true, j->keys + n * j->nkeys, &null, &h);
     if (rc)
         return rc;
     if (null)
@@ -334,6 +358,8 @@ static void join_close(struct op *o)
     vec_free(&j->rows);
     mem_free(j->keys);
     j->keys = NULL;
+    j->keys_cap = 0;
+    j->bytes = 0;
     mem_free(j->matched);
     j->matched = NULL;
     hmap_free(&j->index);

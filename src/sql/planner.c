@@ -8,19 +8,14 @@
  * pushed into it or read through it from above, since its other parents
  * see the same node.
  */
-#include "sql/planner.h"
+#include "sql/planner_internal.h"
 
 #include "sql/func.h"
 #include "storage/store.h"
 
 #include <string.h>
 
-typedef struct planner {
-    plan_arena *pa;
-    int rc;
-} planner;
-
-static void *palloc(planner *pl, size_t n)
+void *planner_alloc(planner *pl, size_t n)
 {
     void *p = plan_alloc(pl->pa, n);
     if (!p)
@@ -47,7 +42,7 @@ static void column_range(const struct expr *e, uint32_t *lo, uint32_t *hi)
 
 /* 0: reads no column; 1: only columns < split; 2: only columns >= split;
  * 3: both. */
-static int sides(const struct expr *e, uint32_t split)
+int expr_sides(const struct expr *e, uint32_t split)
 {
     uint32_t lo = UINT32_MAX, hi = 0;
     column_range(e, &lo, &hi);
@@ -58,9 +53,9 @@ static int sides(const struct expr *e, uint32_t split)
     return lo >= split ? 2 : 3;
 }
 
-static struct expr *shift(planner *pl, const struct expr *e, uint32_t delta)
+struct expr *expr_shift(planner *pl, const struct expr *e, uint32_t delta)
 {
-    struct expr *x = palloc(pl, sizeof *x);
+    struct expr *x = planner_alloc(pl, sizeof *x);
     if (!x)
         return NULL;
     *x = *e;
@@ -68,29 +63,29 @@ static struct expr *shift(planner *pl, const struct expr *e, uint32_t delta)
         x->u.index -= delta;
         return x;
     }
-    if (e->nargs && !(x->args = palloc(pl, e->nargs * sizeof *x->args)))
+    if (e->nargs && !(x->args = planner_alloc(pl, e->nargs * sizeof *x->args)))
         return NULL;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (!(x->args[i] = shift(pl, e->args[i], delta)))
+        if (!(x->args[i] = expr_shift(pl, e->args[i], delta)))
             return NULL;
     if (e->kind == EXPR_SUBQUERY && e->u.sq.ncaptures) {
-        if (!(x->u.sq.captures = palloc(pl, e->u.sq.ncaptures * sizeof *x->u.sq.captures)))
+        if (!(x->u.sq.captures = planner_alloc(pl, e->u.sq.ncaptures * sizeof *x->u.sq.captures)))
             return NULL;
         for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            if (!(x->u.sq.captures[i] = shift(pl, e->u.sq.captures[i], delta)))
+            if (!(x->u.sq.captures[i] = expr_shift(pl, e->u.sq.captures[i], delta)))
                 return NULL;
     }
     return x;
 }
 
-static struct expr *and_of(planner *pl, struct expr *a, struct expr *b)
+struct expr *expr_and(planner *pl, struct expr *a, struct expr *b)
 {
     if (!a)
         return b;
     if (!b)
         return a;
-    struct expr *e = palloc(pl, sizeof *e);
-    struct expr **args = palloc(pl, 2 * sizeof *args);
+    struct expr *e = planner_alloc(pl, sizeof *e);
+    struct expr **args = planner_alloc(pl, 2 * sizeof *args);
     if (!e || !args)
         return NULL;
     e->kind = EXPR_BINARY;
@@ -106,21 +101,16 @@ static struct expr *and_of(planner *pl, struct expr *a, struct expr *b)
 }
 
 /* Conjuncts of e, appended to a growing array. */
-struct conj {
-    struct expr **items;
-    uint32_t n, cap;
-};
-
-static void split(planner *pl, struct expr *e, struct conj *c)
+void conj_split(planner *pl, struct expr *e, struct conj *c)
 {
     if (e->kind == EXPR_BINARY && e->op == EOP_AND) {
-        split(pl, e->args[0], c);
-        split(pl, e->args[1], c);
+        conj_split(pl, e->args[0], c);
+        conj_split(pl, e->args[1], c);
         return;
     }
     if (c->n == c->cap) {
         uint32_t cap = c->cap ? c->cap * 2 : 8;
-        struct expr **items = palloc(pl, cap * sizeof *items);
+        struct expr **items = planner_alloc(pl, cap * sizeof *items);
         if (!items)
             return;
         if (c->n)
@@ -131,20 +121,20 @@ static void split(planner *pl, struct expr *e, struct conj *c)
     c->items[c->n++] = e;
 }
 
-static struct expr *join_conj(planner *pl, struct conj *c)
+struct expr *conj_join(planner *pl, struct conj *c)
 {
     struct expr *e = NULL;
     for (uint32_t i = 0; i < c->n; i++)
-        e = and_of(pl, e, c->items[i]);
+        e = expr_and(pl, e, c->items[i]);
     return e;
 }
 
 /* Puts pred into a FILTER over *slot (merging with a FILTER already there). */
-static void add_filter(planner *pl, struct plan **slot, struct expr *pred)
+void plan_add_filter(planner *pl, struct plan **slot, struct expr *pred)
 {
     struct plan *in = *slot;
     if (in->kind == PLAN_FILTER && !in->shared) {
-        in->u.pred = and_of(pl, in->u.pred, pred);
+        in->u.pred = expr_and(pl, in->u.pred, pred);
         return;
     }
     struct plan *f = plan_new(pl->pa, PLAN_FILTER, in->ncols);
@@ -178,21 +168,21 @@ static bool push_into_join(planner *pl, struct plan *j, struct expr *c)
     if (c->flags & EXPR_NONDET)
         return false;
     enum join_kind k = j->u.join.kind;
-    switch (sides(c, j->left->ncols)) {
+    switch (expr_sides(c, j->left->ncols)) {
     case 1:
         if (!keeps_left(k))
             return false;
-        add_filter(pl, &j->left, c);
+        plan_add_filter(pl, &j->left, c);
         return true;
     case 2:
         if (!keeps_right(k))
             return false;
-        add_filter(pl, &j->right, shift(pl, c, j->left->ncols));
+        plan_add_filter(pl, &j->right, expr_shift(pl, c, j->left->ncols));
         return true;
     case 3:
         if (k != JOIN_INNER && k != JOIN_CROSS)
             return false;
-        j->u.join.residual = and_of(pl, j->u.join.residual, c);
+        j->u.join.residual = expr_and(pl, j->u.join.residual, c);
         j->u.join.kind = JOIN_INNER;
         return true;
     default:
@@ -204,30 +194,30 @@ static void push_filter(planner *pl, struct plan **slot)
 {
     struct plan *f = *slot;
     while (f->in->kind == PLAN_FILTER && !f->in->shared) {
-        f->u.pred = and_of(pl, f->in->u.pred, f->u.pred);
+        f->u.pred = expr_and(pl, f->in->u.pred, f->u.pred);
         f->in = f->in->in;
     }
     if (f->in->kind != PLAN_JOIN || f->in->shared)
         return;
     struct conj c = { 0 }, keep = { 0 };
-    split(pl, f->u.pred, &c);
+    conj_split(pl, f->u.pred, &c);
     for (uint32_t i = 0; i < c.n && !pl->rc; i++)
         if (!push_into_join(pl, f->in, c.items[i]))
-            split(pl, c.items[i], &keep);
+            conj_split(pl, c.items[i], &keep);
     if (pl->rc)
         return;
     if (keep.n == 0)
         *slot = f->in;
     else
-        f->u.pred = join_conj(pl, &keep);
+        f->u.pred = conj_join(pl, &keep);
 }
 
 static bool add_key(planner *pl, struct plan *j, struct expr *l, struct expr *r,
                     const struct expr *eq)
 {
     uint32_t n = j->u.join.nkeys;
-    struct join_key *keys = palloc(pl, (n + 1) * sizeof *keys);
-    struct expr *rs = shift(pl, r, j->left->ncols);
+    struct join_key *keys = planner_alloc(pl, (n + 1) * sizeof *keys);
+    struct expr *rs = expr_shift(pl, r, j->left->ncols);
     if (!keys || !rs)
         return false;
     if (n)
@@ -246,21 +236,21 @@ static bool place_join_conj(planner *pl, struct plan *j, struct expr *c)
         return false;
     uint32_t split_at = j->left->ncols;
     if (c->kind == EXPR_BINARY && c->op == EOP_EQ) {
-        int a = sides(c->args[0], split_at), b = sides(c->args[1], split_at);
+        int a = expr_sides(c->args[0], split_at), b = expr_sides(c->args[1], split_at);
         if (a == 1 && b == 2)
             return add_key(pl, j, c->args[0], c->args[1], c);
         if (a == 2 && b == 1)
             return add_key(pl, j, c->args[1], c->args[0], c);
     }
     enum join_kind k = j->u.join.kind;
-    int s = sides(c, split_at);
+    int s = expr_sides(c, split_at);
     /* in an ON clause a side may be filtered unless the join keeps all its rows */
     if (s == 1 && (k == JOIN_INNER || k == JOIN_RIGHT)) {
-        add_filter(pl, &j->left, c);
+        plan_add_filter(pl, &j->left, c);
         return true;
     }
     if (s == 2 && (k == JOIN_INNER || k == JOIN_LEFT)) {
-        add_filter(pl, &j->right, shift(pl, c, split_at));
+        plan_add_filter(pl, &j->right, expr_shift(pl, c, split_at));
         return true;
     }
     return false;
@@ -271,12 +261,12 @@ static void extract_keys(planner *pl, struct plan *j)
     if (!j->u.join.residual || j->u.join.kind == JOIN_CROSS)
         return;
     struct conj c = { 0 }, rest = { 0 };
-    split(pl, j->u.join.residual, &c);
+    conj_split(pl, j->u.join.residual, &c);
     for (uint32_t i = 0; i < c.n && !pl->rc; i++)
         if (!place_join_conj(pl, j, c.items[i]))
-            split(pl, c.items[i], &rest);
+            conj_split(pl, c.items[i], &rest);
     if (!pl->rc)
-        j->u.join.residual = join_conj(pl, &rest);
+        j->u.join.residual = conj_join(pl, &rest);
 }
 
 /* ---- access paths ---------------------------------------------------------------------- */
@@ -425,7 +415,7 @@ static void set_access(planner *pl, struct plan *scan, const struct choice *c)
     a->kind = c->ix ? ACCESS_INDEX : ACCESS_KEY;
     a->index = c->ix;
     a->neq = c->neq;
-    if (c->neq && !(a->eq = palloc(pl, c->neq * sizeof *a->eq)))
+    if (c->neq && !(a->eq = planner_alloc(pl, c->neq * sizeof *a->eq)))
         return;
     for (uint32_t i = 0; i < c->neq; i++) {
         a->eq[i] = c->eq[i]->probe;
@@ -466,7 +456,7 @@ static void choose_access(planner *pl, struct plan *f)
     struct plan *scan = f->in;
     if (scan->u.scan.not_indexed)
         return;
-    struct bounds *b = palloc(pl, sizeof *b);
+    struct bounds *b = planner_alloc(pl, sizeof *b);
     if (!b)
         return;
     collect_bounds(b, f->u.pred);
@@ -481,13 +471,13 @@ static void choose_access(planner *pl, struct plan *f)
         return;
     set_access(pl, scan, &best);
     struct conj c = { 0 }, rest = { 0 };
-    split(pl, f->u.pred, &c);
+    conj_split(pl, f->u.pred, &c);
     for (uint32_t i = 0; i < c.n && !pl->rc; i++)
         if (!consumed(&best, &scan->u.scan.access, c.items[i]))
-            split(pl, c.items[i], &rest);
+            conj_split(pl, c.items[i], &rest);
     if (pl->rc)
         return;
-    f->exec_pred = join_conj(pl, &rest);
+    f->exec_pred = conj_join(pl, &rest);
     f->exec_pred_set = true;
 }
 
@@ -548,304 +538,6 @@ static void ordered_read(struct plan *sort)
         sort->u.sort.presorted = true;
         return;
     }
-}
-
-/* ---- sizes and build sides ------------------------------------------------------------------ */
-
-static double node_estimate(const struct plan *p);
-
-/* A shared node's estimate is computed once: the walk stays linear. */
-static double estimate(const struct plan *p)
-{
-    struct plan_shared *sh = p->shared;
-    if (!sh)
-        return node_estimate(p);
-    if (!sh->estimated) {
-        sh->estimate = node_estimate(p);
-        sh->estimated = true;
-    }
-    return sh->estimate;
-}
-
-static double node_estimate(const struct plan *p)
-{
-    switch (p->kind) {
-    case PLAN_SCAN:
-        switch (p->u.scan.access.kind) {
-        case ACCESS_KEY: return 1;
-        case ACCESS_INDEX: return 1 + (double)table_count(p->u.scan.table) / 16;
-        default: return (double)table_count(p->u.scan.table);
-        }
-    case PLAN_VALUES: return p->u.values.nrows;
-    case PLAN_FILTER: return estimate(p->in) / 4 + 1;
-    case PLAN_JOIN: {
-        double l = estimate(p->left), r = estimate(p->right);
-        return p->u.join.nkeys ? (l > r ? l : r) : l * r;
-    }
-    case PLAN_AGGREGATE: return p->u.agg.ngroups ? estimate(p->in) / 2 + 1 : 1;
-    case PLAN_SETOP: return estimate(p->left) + estimate(p->right);
-    default: return p->in ? estimate(p->in) : 1;
-    }
-}
-
-/* ---- join order ------------------------------------------------------------------------ */
-
-/*
- * A tree of inner and cross joins is reordered when its FROM order joins
- * two inputs with no condition between them (a cross product) while an
- * order exists that joins fewer so (select5-style comma joins with the
- * equalities in WHERE). The new order is greedy: the smallest input
- * first, then always the smallest input a condition connects to those
- * already joined. The joins become a left-deep chain of cross joins under
- * one FILTER holding every condition (which pushdown then places at the
- * lowest join that has its columns) and a PROJECT that puts the columns
- * back in their original order. Trees in a good order are left alone, so
- * their plans do not change.
- */
-#define REORDER_MAX 64
-
-struct join_graph {
-    uint32_t n, nnodes;
-    struct plan *leaf[REORDER_MAX];
-    uint32_t off[REORDER_MAX];     /* its first column in the original row */
-    double est[REORDER_MAX];       /* rows, with its own conditions applied */
-    uint64_t side[REORDER_MAX][2]; /* each join node's left and right leaves */
-    struct conj conds;             /* over the original row */
-    uint64_t *uses;                /* per condition: the leaves it reads */
-    bool unfit;                    /* a volatile condition, or too many inputs */
-};
-
-static bool inner_join(const struct plan *p)
-{
-    return p->kind == PLAN_JOIN && !p->shared && p->u.join.nkeys == 0 &&
-           (p->u.join.kind == JOIN_INNER || p->u.join.kind == JOIN_CROSS);
-}
-
-/* Leaves and conditions of the join tree p whose first column is base;
- * returns the leaves it holds. */
-static uint64_t collect_joins(planner *pl, struct join_graph *g, struct plan *p, uint32_t base)
-{
-    if (!inner_join(p)) {
-        if (g->n == REORDER_MAX) {
-            g->unfit = true;
-            return 0;
-        }
-        g->leaf[g->n] = p;
-        g->off[g->n] = base;
-        g->est[g->n] = estimate(p);
-        return (uint64_t)1 << g->n++;
-    }
-    uint64_t l = collect_joins(pl, g, p->left, base);
-    uint64_t r = collect_joins(pl, g, p->right, base + p->left->ncols);
-    if (g->nnodes < REORDER_MAX) {
-        g->side[g->nnodes][0] = l;
-        g->side[g->nnodes++][1] = r;
-    }
-    struct expr *cond = p->u.join.residual;
-    if (cond && base) /* over this join's row: to the whole tree's */
-        cond = shift(pl, cond, 0u - base);
-    if (cond)
-        split(pl, cond, &g->conds);
-    return l | r;
-}
-
-static uint32_t leaf_of(const struct join_graph *g, uint32_t col)
-{
-    uint32_t i = g->n - 1;
-    while (i > 0 && g->off[i] > col)
-        i--;
-    return i;
-}
-
-static uint64_t leaves_read(const struct join_graph *g, const struct expr *e)
-{
-    uint64_t m = e->kind == EXPR_COLUMN ? (uint64_t)1 << leaf_of(g, e->u.index) : 0;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        m |= leaves_read(g, e->args[i]);
-    if (e->kind == EXPR_SUBQUERY)
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            m |= leaves_read(g, e->u.sq.captures[i]);
-    return m;
-}
-
-/* Whether a condition joins leaf j to the leaves in done. */
-static bool connects(const struct join_graph *g, uint64_t done, uint32_t j)
-{
-    uint64_t bit = (uint64_t)1 << j;
-    for (uint32_t c = 0; c < g->conds.n; c++) {
-        uint64_t u = g->uses[c];
-        if ((u & bit) && (u & done) && !(u & ~(done | bit)))
-            return true;
-    }
-    return false;
-}
-
-/* Join nodes of the original tree with no condition across their sides. */
-static uint32_t original_crosses(const struct join_graph *g)
-{
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < g->nnodes; k++) {
-        uint64_t l = g->side[k][0], r = g->side[k][1];
-        bool across = false;
-        for (uint32_t c = 0; c < g->conds.n && !across; c++) {
-            uint64_t u = g->uses[c];
-            across = (u & l) && (u & r) && !(u & ~(l | r));
-        }
-        n += !across;
-    }
-    return n;
-}
-
-/* The greedy order into order[]; returns its cross products. */
-static uint32_t greedy_order(const struct join_graph *g, uint32_t *order)
-{
-    uint64_t done = 0;
-    uint32_t crosses = 0;
-    for (uint32_t k = 0; k < g->n; k++) {
-        int best = -1;
-        bool best_conn = false;
-        for (uint32_t j = 0; j < g->n; j++) {
-            if (done & ((uint64_t)1 << j))
-                continue;
-            bool conn = k > 0 && connects(g, done, j);
-            if (best < 0 || (conn && !best_conn) ||
-                (conn == best_conn && g->est[j] < g->est[best])) {
-                best = (int)j;
-                best_conn = conn;
-            }
-        }
-        crosses += k > 0 && !best_conn;
-        order[k] = (uint32_t)best;
-        done |= (uint64_t)1 << best;
-    }
-    return crosses;
-}
-
-/* Conditions read in the new row: column c of leaf i moves to at[i] + (c - off[i]). */
-static struct expr *remap(planner *pl, const struct join_graph *g, const uint32_t *at,
-                          const struct expr *e)
-{
-    struct expr *x = palloc(pl, sizeof *x);
-    if (!x)
-        return NULL;
-    *x = *e;
-    if (e->kind == EXPR_COLUMN) {
-        uint32_t i = leaf_of(g, e->u.index);
-        x->u.index = at[i] + (e->u.index - g->off[i]);
-        return x;
-    }
-    if (e->nargs && !(x->args = palloc(pl, e->nargs * sizeof *x->args)))
-        return NULL;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (!(x->args[i] = remap(pl, g, at, e->args[i])))
-            return NULL;
-    if (e->kind == EXPR_SUBQUERY && e->u.sq.ncaptures) {
-        if (!(x->u.sq.captures = palloc(pl, e->u.sq.ncaptures * sizeof *x->u.sq.captures)))
-            return NULL;
-        for (uint32_t i = 0; i < e->u.sq.ncaptures; i++)
-            if (!(x->u.sq.captures[i] = remap(pl, g, at, e->u.sq.captures[i])))
-                return NULL;
-    }
-    return x;
-}
-
-/* The leaves joined in order, left-deep, by cross joins; at[i] gets the
- * first column of leaf i in the new row. */
-static struct plan *chain_joins(planner *pl, const struct join_graph *g, const uint32_t *order,
-                                uint32_t *at)
-{
-    struct plan *t = g->leaf[order[0]];
-    at[order[0]] = 0;
-    for (uint32_t k = 1; t && k < g->n; k++) {
-        struct plan *r = g->leaf[order[k]];
-        struct plan *j = plan_new(pl->pa, PLAN_JOIN, t->ncols + r->ncols);
-        if (!j) {
-            pl->rc = LDB_NOMEM;
-            return NULL;
-        }
-        memcpy(j->cols, t->cols, t->ncols * sizeof *j->cols);
-        memcpy(j->cols + t->ncols, r->cols, r->ncols * sizeof *j->cols);
-        j->u.join.kind = JOIN_CROSS;
-        j->left = t;
-        j->right = r;
-        at[order[k]] = t->ncols;
-        t = j;
-    }
-    return t;
-}
-
-/* The original columns of root, read from the reordered row. */
-static struct plan *restore_columns(planner *pl, const struct join_graph *g, const uint32_t *at,
-                                    const struct plan *root, struct plan *in)
-{
-    struct plan *p = plan_new(pl->pa, PLAN_PROJECT, root->ncols);
-    struct expr **es = palloc(pl, root->ncols * sizeof *es);
-    if (!p || !es) {
-        pl->rc = LDB_NOMEM;
-        return NULL;
-    }
-    memcpy(p->cols, root->cols, root->ncols * sizeof *p->cols);
-    for (uint32_t c = 0; c < root->ncols; c++) {
-        struct expr *e = palloc(pl, sizeof *e);
-        if (!e)
-            return NULL;
-        memset(e, 0, sizeof *e);
-        uint32_t i = leaf_of(g, c);
-        e->kind = EXPR_COLUMN;
-        e->u.index = at[i] + (c - g->off[i]);
-        e->type = (uint8_t)root->cols[c].type;
-        e->aff = (uint8_t)root->cols[c].aff;
-        e->coll = (uint8_t)root->cols[c].coll;
-        e->csrc = COLL_COLUMN;
-        es[c] = e;
-    }
-    p->in = in;
-    p->u.exprs = es;
-    return p;
-}
-
-static bool graph_fit(planner *pl, struct join_graph *g)
-{
-    if (g->unfit || g->n < 3 || pl->rc)
-        return false;
-    if (!(g->uses = palloc(pl, (g->conds.n ? g->conds.n : 1) * sizeof *g->uses)))
-        return false;
-    for (uint32_t c = 0; c < g->conds.n; c++) {
-        if (g->conds.items[c]->flags & EXPR_NONDET)
-            return false;
-        g->uses[c] = leaves_read(g, g->conds.items[c]);
-        if (g->uses[c] && !(g->uses[c] & (g->uses[c] - 1))) /* one leaf: a filter */
-            g->est[__builtin_ctzll(g->uses[c])] /= 4;
-    }
-    return true;
-}
-
-/* *slot is a FILTER over joins, or joins: reorders them (see above). */
-static void reorder_joins(planner *pl, struct plan **slot)
-{
-    struct plan *root = *slot;
-    struct plan *joins = root->kind == PLAN_FILTER ? root->in : root;
-    if (!inner_join(joins) || (root != joins && root->shared))
-        return;
-    struct join_graph g;
-    memset(&g, 0, sizeof g);
-    collect_joins(pl, &g, joins, 0);
-    if (root != joins)
-        split(pl, root->u.pred, &g.conds);
-    uint32_t order[REORDER_MAX], at[REORDER_MAX];
-    if (!graph_fit(pl, &g) || greedy_order(&g, order) >= original_crosses(&g))
-        return;
-    struct plan *t = chain_joins(pl, &g, order, at);
-    struct conj moved = { 0 };
-    for (uint32_t c = 0; t && c < g.conds.n; c++)
-        split(pl, remap(pl, &g, at, g.conds.items[c]), &moved);
-    if (!t || pl->rc)
-        return;
-    if (moved.n)
-        add_filter(pl, &t, join_conj(pl, &moved));
-    struct plan *p = pl->rc ? NULL : restore_columns(pl, &g, at, root, t);
-    if (p)
-        *slot = p;
 }
 
 /* ---- index lookup joins ------------------------------------------------------------------- */
@@ -929,7 +621,7 @@ static bool lookup_side(planner *pl, struct plan *j, bool left)
     if (s->kind != PLAN_SCAN || s->shared || s->u.scan.not_indexed ||
         s->u.scan.access.kind != ACCESS_FULL || j->u.join.nkeys > INDEX_MAX_PARTS)
         return false;
-    uint32_t *part = palloc(pl, j->u.join.nkeys * sizeof *part);
+    uint32_t *part = planner_alloc(pl, j->u.join.nkeys * sizeof *part);
     bool ok = false;
     struct table_index *ix = part ? key_source(j, left, s, part, &ok) : NULL;
     if (!ok)
@@ -1017,7 +709,7 @@ static void optimize(planner *pl, struct plan **slot)
         p->shared->planned = true;
     }
     if (p->kind == PLAN_FILTER || p->kind == PLAN_JOIN) {
-        reorder_joins(pl, slot);
+        join_reorder(pl, slot);
         if (*slot != p) {
             optimize(pl, slot);
             return;
@@ -1046,23 +738,23 @@ static void optimize(planner *pl, struct plan **slot)
     else if (p->kind == PLAN_SORT)
         ordered_read(p);
     else if (p->kind == PLAN_JOIN && p->u.join.nkeys) {
-        p->u.join.build_left = estimate(p->left) < estimate(p->right);
+        p->u.join.build_left = estimate_rows(p->left) < estimate_rows(p->right);
         choose_lookup(pl, p);
     }
 }
 
 int planner_optimize(plan_arena *pa, struct plan **root)
 {
-    planner pl = { pa, LDB_OK };
+    planner pl = { pa, LDB_OK, NULL };
     optimize(&pl, root);
     return pl.rc;
 }
 
-double planner_estimate(const struct plan *p) { return node_estimate(p); }
+double planner_estimate(const struct plan *p) { return estimate_rows(p); }
 
 int planner_optimize_expr(plan_arena *pa, struct expr *e)
 {
-    planner pl = { pa, LDB_OK };
+    planner pl = { pa, LDB_OK, NULL };
     optimize_expr(&pl, e);
     return pl.rc;
 }

@@ -581,7 +581,7 @@ enum col_type sql_compare_affinity(enum col_type a, enum col_type b)
 {
     if (col_type_numeric(a) || col_type_numeric(b))
         return COL_NUMERIC;
-    if (a == COL_TEXT || b == COL_TEXT)
+    if ((a == COL_TEXT && b != COL_BLOB) || (b == COL_TEXT && a != COL_BLOB))
         return COL_TEXT;
     return COL_ANY;
 }
