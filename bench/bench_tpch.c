@@ -173,25 +173,28 @@ static void ins_open(struct ins *in, struct engines *e, const char *table, int n
         die(sql, ldb_errmsg(e->db));
 }
 
+static void bound(struct ins *in, int lite_rc, int ldb_rc)
+{
+    if (lite_rc != SQLITE_OK || ldb_rc != LDB_OK)
+        die("bind", lite_rc != SQLITE_OK ? sqlite3_errstr(lite_rc) : ldb_errstr(ldb_rc));
+    in->col++;
+}
+
 static void ins_int(struct ins *in, int64_t v)
 {
-    in->col++;
-    sqlite3_bind_int64(in->ss, in->col, v);
-    ldb_bind_int64(in->ls, in->col, v);
+    bound(in, sqlite3_bind_int64(in->ss, in->col + 1, v), ldb_bind_int64(in->ls, in->col + 1, v));
 }
 
 static void ins_real(struct ins *in, double v)
 {
-    in->col++;
-    sqlite3_bind_double(in->ss, in->col, v);
-    ldb_bind_double(in->ls, in->col, v);
+    bound(in, sqlite3_bind_double(in->ss, in->col + 1, v),
+          ldb_bind_double(in->ls, in->col + 1, v));
 }
 
 static void ins_text(struct ins *in, const char *s)
 {
-    in->col++;
-    sqlite3_bind_text(in->ss, in->col, s, -1, SQLITE_TRANSIENT);
-    ldb_bind_text(in->ls, in->col, s, -1);
+    bound(in, sqlite3_bind_text(in->ss, in->col + 1, s, -1, SQLITE_TRANSIENT),
+          ldb_bind_text(in->ls, in->col + 1, s, -1));
 }
 
 static void ins_row(struct ins *in)
@@ -252,8 +255,10 @@ static void text_words(char *buf, size_t size, int lo, int hi)
     while (len < target) {
         const char *w = PICK(words);
         int n = snprintf(buf + len, size - (size_t)len, "%s%s", len ? " " : "", w);
-        if (len + n > hi)
+        if (len + n > hi) {
+            buf[len] = 0; /* drop the word that does not fit */
             break;
+        }
         len += n;
     }
 }
