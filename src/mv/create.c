@@ -277,7 +277,7 @@ static int make_backing(struct mv_view *v, struct eval_error *err)
         cols[j].coll = l->colls[j];
         cols[j].dflt = value_null();
     }
-    struct table_def def = { v->name, cols, l->ncols, l->pk, l->npk, NULL, 0, v->ast->sql };
+    struct table_def def = { v->name, cols, l->ncols, l->pk, l->npk, NULL, 0, v->ast->sql, false };
     struct table_opts o = { l->hidden, true };
     int rc = store_create_table_opts(v->reg->store, &def, &o, &v->backing);
     mem_free(cols);

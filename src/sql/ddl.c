@@ -271,7 +271,7 @@ static int create_described(struct table_build *tb, const char *name, struct tab
     for (uint32_t i = 0, at = 0; i < tb->nuniques; at += tb->unique_len[i++])
         uniques[i] = (struct unique_def){ tb->unique_cols + at, tb->unique_len[i] };
     struct table_def def = { name, tb->cols, tb->ncols, tb->pk, tb->npk,
-                             uniques, tb->nuniques, tb->ast->sql };
+                             uniques, tb->nuniques, tb->ast->sql, true };
     int rc = store_create_table(tb->e->store, &def, out);
     mem_free(uniques);
     return rc ? store_failed(tb->e, rc, tb->ast->stmt->off) : LDB_OK;

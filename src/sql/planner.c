@@ -101,13 +101,8 @@ struct expr *expr_and(planner *pl, struct expr *a, struct expr *b)
 }
 
 /* Conjuncts of e, appended to a growing array. */
-void conj_split(planner *pl, struct expr *e, struct conj *c)
+void conj_append(planner *pl, struct conj *c, struct expr *e)
 {
-    if (e->kind == EXPR_BINARY && e->op == EOP_AND) {
-        conj_split(pl, e->args[0], c);
-        conj_split(pl, e->args[1], c);
-        return;
-    }
     if (c->n == c->cap) {
         uint32_t cap = c->cap ? c->cap * 2 : 8;
         struct expr **items = planner_alloc(pl, cap * sizeof *items);
@@ -119,6 +114,16 @@ void conj_split(planner *pl, struct expr *e, struct conj *c)
         c->cap = cap;
     }
     c->items[c->n++] = e;
+}
+
+void conj_split(planner *pl, struct expr *e, struct conj *c)
+{
+    if (e->kind == EXPR_BINARY && e->op == EOP_AND) {
+        conj_split(pl, e->args[0], c);
+        conj_split(pl, e->args[1], c);
+        return;
+    }
+    conj_append(pl, c, e);
 }
 
 struct expr *conj_join(planner *pl, struct conj *c)
@@ -147,6 +152,96 @@ void plan_add_filter(planner *pl, struct plan **slot, struct expr *pred)
     f->in = in;
     f->u.pred = pred;
     *slot = f;
+}
+
+/* ---- OR factoring ---------------------------------------------------------------------------- */
+
+/*
+ * A conjunct every branch of an OR repeats is taken out of it:
+ * (a AND b) OR (a AND c) is a AND (b OR c), which holds in SQL's
+ * three-valued logic too. The OR alone gives no join key, no access path
+ * and no pushdown; a factored a (a join's equality, as in TPC-H Q19's
+ * p_partkey = l_partkey in each of three branches) gives all three.
+ */
+
+/* The operands of a chain of ORs. */
+static void disjuncts(planner *pl, struct expr *e, struct conj *out)
+{
+    if (e->kind == EXPR_BINARY && e->op == EOP_OR) {
+        disjuncts(pl, e->args[0], out);
+        disjuncts(pl, e->args[1], out);
+        return;
+    }
+    conj_append(pl, out, e);
+}
+
+static struct expr *expr_or(planner *pl, struct expr *a, struct expr *b)
+{
+    struct expr *e = expr_and(pl, a, b);
+    if (e && e != a && e != b)
+        e->op = EOP_OR;
+    return e;
+}
+
+static bool holds_term(const struct conj *c, const struct expr *t)
+{
+    for (uint32_t i = 0; i < c->n; i++)
+        if (expr_equal(c->items[i], t))
+            return true;
+    return false;
+}
+
+static struct expr *factor_or(planner *pl, struct expr *e)
+{
+    struct conj branches = { 0 }, common = { 0 }, first = { 0 };
+    disjuncts(pl, e, &branches);
+    struct conj *terms = planner_alloc(pl, branches.n * sizeof *terms);
+    if (!terms || pl->rc)
+        return e;
+    for (uint32_t b = 0; b < branches.n; b++) {
+        terms[b] = (struct conj){ 0 };
+        conj_split(pl, branches.items[b], &terms[b]);
+    }
+    first = terms[0];
+    for (uint32_t i = 0; i < first.n; i++) {
+        bool everywhere = !(first.items[i]->flags & EXPR_NONDET);
+        for (uint32_t b = 1; b < branches.n && everywhere; b++)
+            everywhere = holds_term(&terms[b], first.items[i]);
+        if (everywhere && !holds_term(&common, first.items[i]))
+            conj_split(pl, first.items[i], &common);
+    }
+    if (common.n == 0 || pl->rc)
+        return e;
+    struct expr *rest = NULL;
+    for (uint32_t b = 0; b < branches.n; b++) {
+        struct expr *branch = NULL;
+        for (uint32_t i = 0; i < terms[b].n; i++)
+            if (!holds_term(&common, terms[b].items[i]))
+                branch = expr_and(pl, branch, terms[b].items[i]);
+        if (!branch)
+            return conj_join(pl, &common); /* that branch is common alone: the OR holds */
+        rest = expr_or(pl, rest, branch);
+    }
+    return expr_and(pl, conj_join(pl, &common), rest);
+}
+
+/* The conjuncts of *slot with their ORs factored. */
+static void factor_ors(planner *pl, struct expr **slot)
+{
+    if (!*slot)
+        return;
+    struct conj c = { 0 };
+    bool any = false;
+    conj_split(pl, *slot, &c);
+    for (uint32_t i = 0; i < c.n && !pl->rc; i++)
+        if (c.items[i]->kind == EXPR_BINARY && c.items[i]->op == EOP_OR &&
+            !(c.items[i]->flags & EXPR_NONDET)) {
+            struct expr *f = factor_or(pl, c.items[i]);
+            any |= f != c.items[i];
+            c.items[i] = f;
+        }
+    if (any && !pl->rc)
+        *slot = conj_join(pl, &c);
 }
 
 /* ---- pushdown and join keys ------------------------------------------------------------- */
@@ -708,6 +803,10 @@ static void optimize(planner *pl, struct plan **slot)
             return;
         p->shared->planned = true;
     }
+    if (p->kind == PLAN_FILTER)
+        factor_ors(pl, &p->u.pred);
+    else if (p->kind == PLAN_JOIN)
+        factor_ors(pl, &p->u.join.residual);
     if (p->kind == PLAN_FILTER || p->kind == PLAN_JOIN) {
         join_reorder(pl, slot);
         if (*slot != p) {

@@ -28,6 +28,8 @@ int expr_sides(const struct expr *e, uint32_t split);
 /* e with every column index lowered by delta (a copy). */
 struct expr *expr_shift(planner *pl, const struct expr *e, uint32_t delta);
 struct expr *expr_and(planner *pl, struct expr *a, struct expr *b);
+void conj_append(planner *pl, struct conj *c, struct expr *e);
+/* Appends the conjuncts of e (its AND operands, recursively). */
 void conj_split(planner *pl, struct expr *e, struct conj *c);
 struct expr *conj_join(planner *pl, struct conj *c);
 /* pred into a FILTER over *slot, merged with a FILTER already there. */

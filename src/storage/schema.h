@@ -80,6 +80,9 @@ struct table_def {
     const struct unique_def *uniques; /* each becomes a unique index */
     uint32_t nuniques;
     const char *sql;                  /* DDL text kept for .schema; may be NULL */
+    bool key_index;                   /* a key of several columns also gets an
+                                         automatic ordered index, so that its
+                                         leading columns can be sought */
 };
 
 /* ---- what the store keeps ------------------------------------------------ */

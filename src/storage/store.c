@@ -140,20 +140,26 @@ static int check_uniques(struct store *s, const struct table_def *def)
     return LDB_OK;
 }
 
-/* The automatic index of UNIQUE constraint k: ascending, column collations. */
-static int add_unique_index(struct store *s, struct table *t, const struct unique_def *u,
-                            uint32_t k)
+/* An automatic index over cols: ascending, column collations. The one of
+ * UNIQUE constraint k is unique; the one of the primary key (k ==
+ * UINT32_MAX) is not, since the key's own hash already refuses
+ * duplicates (and says so as a key violation). */
+static int add_automatic_index(struct store *s, struct table *t, const uint32_t *cols,
+                               uint32_t ncols, uint32_t k)
 {
     struct key_part parts[INDEX_MAX_PARTS];
-    for (uint32_t i = 0; i < u->ncols; i++)
-        parts[i] = (struct key_part){ u->cols[i], false, key_part_default_nulls_first(false),
-                                      t->schema.cols[u->cols[i]].coll };
+    for (uint32_t i = 0; i < ncols; i++)
+        parts[i] = (struct key_part){ cols[i], false, key_part_default_nulls_first(false),
+                                      t->schema.cols[cols[i]].coll };
     char name[300];
-    snprintf(name, sizeof name, "autoindex_%s_%u", t->name, k + 1);
+    if (k == UINT32_MAX)
+        snprintf(name, sizeof name, "autoindex_%s_key", t->name);
+    else
+        snprintf(name, sizeof name, "autoindex_%s_%u", t->name, k + 1);
     int rc = name_free(s, name);
     if (rc != LDB_OK)
         return rc;
-    struct index_def d = { name, INDEX_ORDERED, true, parts, u->ncols, NULL };
+    struct index_def d = { name, INDEX_ORDERED, k != UINT32_MAX, parts, ncols, NULL };
     struct table_index *ix = mem_alloc(sizeof *ix);
     if (!ix || vec_push(&t->indexes, ix)) {
         mem_free(ix);
@@ -202,7 +208,9 @@ static int new_table(struct store *s, const struct table_def *def,
     hmap_init(&t->rows);
     rc = failed ? LDB_NOMEM : LDB_OK;
     for (uint32_t k = 0; k < def->nuniques && rc == LDB_OK; k++)
-        rc = add_unique_index(s, t, &def->uniques[k], k);
+        rc = add_automatic_index(s, t, def->uniques[k].cols, def->uniques[k].ncols, k);
+    if (rc == LDB_OK && def->key_index && def->npk > 1 && def->npk <= INDEX_MAX_PARTS)
+        rc = add_automatic_index(s, t, t->schema.pk, t->schema.npk, UINT32_MAX);
     if (rc != LDB_OK) {
         table_free(t);
         return rc;

@@ -203,7 +203,8 @@ static void lookup_joins(void)
         { "SELECT f.x, c.v FROM f JOIN c ON c.a = f.z AND c.b = f.y", true },
         { "SELECT f.x, c.v FROM f LEFT JOIN c ON c.b = f.y AND c.a = f.x", true },
         { "SELECT f.x, c.v FROM f JOIN c ON c.a = f.z", true }, /* half c's key: f by f_z */
-        { "SELECT f.x, c.v FROM f NOT INDEXED JOIN c ON c.a = f.z", false },
+        { "SELECT f.x, c.v FROM f NOT INDEXED JOIN c ON c.a = f.z", true }, /* c by its key's
+                                                     automatic index (a leads it) */
         { "SELECT f.w, n.v FROM f JOIN n ON n.k = f.w", true },  /* NOCASE both */
         { "SELECT f.w, n.v FROM f JOIN n ON n.k = f.w COLLATE BINARY", false },
         { "SELECT f.x, d.v FROM f JOIN d ON d.id = f.z AND d.v <> f.w", true },
@@ -368,29 +369,55 @@ static void mixed_column(rng *r, int n, strbuf *q)
     sb_printf(q, "m%d.%s", (int)rng_below(r, (uint64_t)n), mixed_cols[rng_below(r, 5)]);
 }
 
+static void mixed_equality(rng *r, int n, strbuf *q)
+{
+    const char *c = mixed_cols[rng_below(r, 5)];
+    int a = (int)rng_below(r, (uint64_t)n), b = (int)rng_below(r, (uint64_t)n);
+    sb_printf(q, "m%d.%s = m%d.%s", a, c, b,
+              rng_chance(r, 1, 2) ? c : mixed_cols[rng_below(r, 5)]);
+}
+
+static void mixed_comparison(rng *r, int n, strbuf *q)
+{
+    mixed_column(r, n, q);
+    static const char *const ops[] = { "=", "<", ">=" };
+    sb_printf(q, " %s %s", ops[rng_below(r, 3)], mixed_vals[1 + rng_below(r, NVALS - 1)]);
+}
+
+/* (e AND x) OR (e AND y) [OR e]: an equality every branch repeats, which
+ * the planner takes out of the OR. */
+static void mixed_or(rng *r, int n, strbuf *q)
+{
+    strbuf e = STRBUF_INIT;
+    mixed_equality(r, n, &e);
+    int branches = 2 + (int)rng_below(r, 2);
+    sb_printf(q, "(");
+    for (int b = 0; b < branches; b++) {
+        sb_printf(q, "%s(%s", b ? " OR " : "", sb_str(&e));
+        if (b < 2 || rng_chance(r, 1, 2)) {
+            sb_printf(q, " AND ");
+            mixed_comparison(r, n, q);
+        }
+        sb_printf(q, ")");
+    }
+    sb_printf(q, ")");
+    sb_free(&e);
+}
+
 /* Chains of equalities between random columns (often one column name,
- * so classes form), constants on some, a range now and then. */
+ * so classes form), constants on some, ranges, ORs with a common term. */
 static void mixed_where(rng *r, int n, strbuf *q)
 {
     int nconds = 2 + (int)rng_below(r, (uint64_t)n * 2);
     for (int k = 0; k < nconds; k++) {
         sb_printf(q, "%s", k ? " AND " : " WHERE ");
-        int kind = (int)rng_below(r, 6);
-        if (kind <= 3) {
-            const char *c = mixed_cols[rng_below(r, 5)];
-            int a = (int)rng_below(r, (uint64_t)n), b = (int)rng_below(r, (uint64_t)n);
-            if (kind <= 1)
-                sb_printf(q, "m%d.%s = m%d.%s", a, c, b, c);
-            else
-                sb_printf(q, "m%d.%s = m%d.%s", a, c, b, mixed_cols[rng_below(r, 5)]);
-        } else if (kind == 4) {
-            mixed_column(r, n, q);
-            sb_printf(q, " = %s", mixed_vals[1 + rng_below(r, NVALS - 1)]);
-        } else {
-            mixed_column(r, n, q);
-            sb_printf(q, " %s %s", rng_chance(r, 1, 2) ? "<" : ">=",
-                      mixed_vals[1 + rng_below(r, NVALS - 1)]);
-        }
+        int kind = (int)rng_below(r, 7);
+        if (kind <= 3)
+            mixed_equality(r, n, q);
+        else if (kind <= 5)
+            mixed_comparison(r, n, q);
+        else
+            mixed_or(r, n, q);
     }
 }
 
