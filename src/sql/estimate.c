@@ -5,10 +5,8 @@
  * kept apart, so they cannot go stale: a table's row count is exact
  * (tables keep it on every write); the distinct values of a column are
  * exact for a key or a one-part unique index, and sampled from an ordered
- * index the column leads (SAMPLES entries picked by rank, each one's
- * duplicates counted by two seeks: rank sampling meets a value with c
- * copies c times as often, so n * mean(1/c) estimates the distinct count
- * without bias); the rows equal to a constant, in a constant range, or
+ * index the column leads (index_distinct_estimate: 32 entries by rank,
+ * kept until an eighth of the index changed); the rows equal to a constant, in a constant range, or
  * NULL are counted exactly in such an index (O(log n) each). Where nothing
  * is known the classic defaults stand in: 1/10 for an equality, 1/3 for a
  * range, 1/16 for a LIKE with a fixed prefix, 1/20 for IS NULL, 1/4 for
@@ -18,7 +16,6 @@
 
 #include "storage/store.h"
 
-#define SAMPLES 32
 #define SEL_EQ 0.1
 #define SEL_RANGE (1.0 / 3)
 #define SEL_LIKE_PREFIX (1.0 / 16)
@@ -79,23 +76,6 @@ static struct table_index *leading_index(const struct table *t, uint32_t col,
     return NULL;
 }
 
-static double sampled_distinct(const struct table_index *ix)
-{
-    size_t n = index_count(ix);
-    if (n == 0)
-        return 1;
-    uint32_t col = ix->parts[0].col, k = n < SAMPLES ? (uint32_t)n : SAMPLES;
-    double inv = 0;
-    for (uint32_t i = 0; i < k; i++) {
-        struct index_cursor c;
-        if (!index_at(ix, (size_t)((double)i * (double)n / k), &c))
-            return 0;
-        size_t same = index_count_eq(ix, &index_cursor_row(&c)->cols[col], 1);
-        inv += 1.0 / (double)(same ? same : 1);
-    }
-    return (double)n * inv / k;
-}
-
 static double table_distinct(const struct table *t, uint32_t col)
 {
     const struct schema *sc = table_schema(t);
@@ -106,8 +86,8 @@ static double table_distinct(const struct table *t, uint32_t col)
         if (ix->unique && ix->nparts == 1 && ix->parts[0].col == col)
             return (double)table_count(t);
     }
-    const struct table_index *ix = leading_index(t, col, LDB_COLL_BINARY, true);
-    return ix ? sampled_distinct(ix) : 0;
+    struct table_index *ix = leading_index(t, col, LDB_COLL_BINARY, true);
+    return ix ? index_distinct_estimate(ix) : 0;
 }
 
 double estimate_distinct(const struct plan *p, uint32_t col)

@@ -16,8 +16,9 @@
  * cheapest next leaf each time. An order never takes a cross product
  * while a leaf that a condition connects is left. The cost of adding leaf
  * j to the joined set S is the rows read from S, the rows of j unless j
- * is a table looked up by the joining column (its primary key or an
- * index's first part), and the rows out. The rows of S are its leaves'
+ * is a table looked up by the joining column (then each row of S costs
+ * one probe of its primary key or hash index, or SEEK_COST for a seek in
+ * an ordered index the column leads), and the rows out. The rows of S are its leaves'
  * rows (after their own filters) times, per class, one over the larger
  * distinct count at each join (estimate.c) and a quarter per other
  * condition: the same figure whatever the order.
@@ -43,13 +44,24 @@
 #define MEMBER_MAX 256
 #define SEL_COND 0.25
 
+/* How a joined table is reached from the other side's rows. */
+enum probe {
+    PROBE_HASH,   /* a hash join: read and hash the table, probe per row */
+    PROBE_KEY,    /* looked up per row in the primary key or a hash index */
+    PROBE_SEEK    /* looked up per row by a seek in an ordered index */
+};
+
+/* A seek costs about this many hash probes (a B-tree descent against one
+ * slot). */
+#define SEEK_COST 3
+
 struct member {
     uint32_t col;              /* in the original row */
     uint32_t leaf;
     uint32_t cls;
     const struct expr *ref;    /* a column reference to it */
     double distinct;           /* 0 until known; then filled in */
-    bool looked_up;            /* its table can be looked up by it */
+    enum probe looked_up;      /* how its table can be looked up by it */
     bool has_const;            /* a condition sets it to the class constant */
 };
 
@@ -60,7 +72,8 @@ struct eq_class {
                                   plain conditions */
     bool safe;                 /* transitive: one affinity and collation */
     double *dist;              /* per leaf: its columns' least distinct count */
-    uint64_t lookup;           /* leaves looked up by one of its columns */
+    uint64_t lookup;           /* leaves looked up by a key by one of its columns */
+    uint64_t seek;             /* leaves sought by one of its columns */
 };
 
 struct join_graph {
@@ -73,6 +86,10 @@ struct join_graph {
     uint64_t *uses;             /* per condition: the leaves it reads */
     int32_t *cls_of;            /* per condition: its class, or -1 */
     double *sel;                /* per condition of no class: its selectivity */
+    uint16_t *cls_at[JOIN_MAX];  /* per leaf: the classes it has a column in */
+    uint16_t ncls_at[JOIN_MAX];
+    uint32_t *plain;            /* conditions of no class over several leaves */
+    uint32_t nplain;
     uint32_t nmembers, nclasses;
     struct member m[MEMBER_MAX];
     struct eq_class cls[MEMBER_MAX];
@@ -197,7 +214,7 @@ static void make_classes(struct join_graph *g)
                 m->cls = g->m[k].cls;
         if (m->cls == UINT32_MAX) {
             m->cls = g->nclasses++;
-            g->cls[m->cls] = (struct eq_class){ NULL, NULL, 0, true, NULL, 0 };
+            g->cls[m->cls] = (struct eq_class){ NULL, NULL, 0, true, NULL, 0, 0 };
         }
         g->cls[m->cls].leaves |= (uint64_t)1 << m->leaf;
     }
@@ -278,20 +295,23 @@ static void derive_constants(planner *pl, struct join_graph *g)
 
 /* ---- estimates --------------------------------------------------------------------------- */
 
-static bool looked_up_by(const struct plan *leaf, uint32_t col)
+static enum probe looked_up_by(const struct plan *leaf, uint32_t col)
 {
     if (leaf->kind != PLAN_SCAN || leaf->u.scan.not_indexed)
-        return false;
+        return PROBE_HASH;
     const struct table *t = leaf->u.scan.table;
     const struct schema *sc = table_schema(t);
     if (sc->npk == 1 && sc->pk[0] == col)
-        return true;
+        return PROBE_KEY;
+    enum probe best = PROBE_HASH;
     for (size_t i = 0; i < table_index_count(t); i++) {
         const struct table_index *ix = table_index_at(t, i);
-        if (ix->parts[0].col == col && (ix->kind == INDEX_ORDERED || ix->nparts == 1))
-            return true;
+        if (ix->parts[0].col == col && ix->kind == INDEX_HASH && ix->nparts == 1)
+            return PROBE_KEY;
+        if (ix->parts[0].col == col && ix->kind == INDEX_ORDERED)
+            best = PROBE_SEEK;
     }
-    return false;
+    return best;
 }
 
 /* Distinct counts of the members; unknown ones take the class's largest
@@ -329,6 +349,32 @@ static double condition_selectivity(const struct join_graph *g, const struct exp
     return d >= 1 ? 1 / d : 1;
 }
 
+/* What step_of walks: each leaf's classes, the conditions of no class. */
+static bool index_steps(planner *pl, struct join_graph *g)
+{
+    for (uint32_t i = 0; i < g->n; i++) {
+        uint64_t bit = (uint64_t)1 << i;
+        uint16_t n = 0;
+        for (uint32_t k = 0; k < g->nclasses; k++)
+            n += (g->cls[k].leaves & bit) != 0;
+        if (n && !(g->cls_at[i] = planner_alloc(pl, n * sizeof *g->cls_at[i])))
+            return false;
+        g->ncls_at[i] = 0;
+        for (uint32_t k = 0; k < g->nclasses; k++)
+            if (g->cls[k].leaves & bit)
+                g->cls_at[i][g->ncls_at[i]++] = (uint16_t)k;
+    }
+    if (!(g->plain = planner_alloc(pl, (g->conds.n ? g->conds.n : 1) * sizeof *g->plain)))
+        return false;
+    g->nplain = 0;
+    for (uint32_t c = 0; c < g->conds.n; c++) {
+        uint64_t u = g->uses[c];
+        if (g->cls_of[c] < 0 && (u & (u - 1)))
+            g->plain[g->nplain++] = c;
+    }
+    return true;
+}
+
 static bool estimate_leaves(planner *pl, struct join_graph *g)
 {
     for (uint32_t i = 0; i < g->n; i++)
@@ -358,9 +404,10 @@ static bool estimate_leaves(planner *pl, struct join_graph *g)
         struct eq_class *c = &g->cls[m->cls];
         if (c->dist[m->leaf] == 0 || m->distinct < c->dist[m->leaf])
             c->dist[m->leaf] = m->distinct;
-        c->lookup |= (uint64_t)m->looked_up << m->leaf;
+        c->lookup |= (uint64_t)(m->looked_up == PROBE_KEY) << m->leaf;
+        c->seek |= (uint64_t)(m->looked_up == PROBE_SEEK) << m->leaf;
     }
-    return true;
+    return index_steps(pl, g);
 }
 
 /* The least distinct count in class c among the leaves in set. */
@@ -377,29 +424,32 @@ static double class_distinct(const struct eq_class *c, uint64_t set)
 struct step {
     double rows;      /* of set + j */
     bool connected;
-    bool looked_up;   /* j is looked up by a joining column */
+    enum probe probe; /* the cheapest way to reach j */
 };
 
 /* Joining leaf j to the leaves in set, whose rows are rows. */
 static struct step step_of(const struct join_graph *g, uint64_t set, double rows, uint32_t j)
 {
     uint64_t bit = (uint64_t)1 << j;
-    struct step s = { rows * g->est[j], false, false };
-    for (uint32_t k = 0; k < g->nclasses; k++) {
-        const struct eq_class *c = &g->cls[k];
-        if (!(c->leaves & bit) || !(c->leaves & set))
+    struct step s = { rows * g->est[j], false, PROBE_HASH };
+    for (uint32_t i = 0; i < g->ncls_at[j]; i++) {
+        const struct eq_class *c = &g->cls[g->cls_at[j][i]];
+        if (!(c->leaves & set))
             continue;
         s.connected = true;
         double dj = c->dist[j], ds = class_distinct(c, set);
         if (!c->konst)
             s.rows /= dj > ds ? dj : ds;
-        s.looked_up |= (c->lookup & bit) != 0;
+        if (c->lookup & bit)
+            s.probe = PROBE_KEY;
+        else if ((c->seek & bit) && s.probe == PROBE_HASH)
+            s.probe = PROBE_SEEK;
     }
-    for (uint32_t c = 0; c < g->conds.n; c++) {
-        uint64_t u = g->uses[c];
-        if (g->cls_of[c] < 0 && (u & bit) && (u & set) && !(u & ~(set | bit))) {
+    for (uint32_t i = 0; i < g->nplain; i++) {
+        uint64_t u = g->uses[g->plain[i]];
+        if ((u & bit) && (u & set) && !(u & ~(set | bit))) {
             s.connected = true;
-            s.rows *= g->sel[c];
+            s.rows *= g->sel[g->plain[i]];
         }
     }
     return s;
@@ -407,16 +457,35 @@ static struct step step_of(const struct join_graph *g, uint64_t set, double rows
 
 static double step_cost(const struct join_graph *g, double rows, const struct step *s, uint32_t j)
 {
-    return rows + (s->looked_up ? 0 : g->est[j]) + s->rows;
+    switch (s->probe) {
+    case PROBE_KEY: return rows + s->rows;
+    case PROBE_SEEK: return rows * SEEK_COST + s->rows;
+    default: return rows + g->est[j] + s->rows;
+    }
 }
 
-/* Whether some leaf outside set is connected to it. */
-static bool can_connect(const struct join_graph *g, uint64_t set)
+/* The leaves outside set that a condition connects to it. */
+static uint64_t neighbors(const struct join_graph *g, uint64_t set)
 {
-    for (uint32_t j = 0; j < g->n; j++)
-        if (!(set & ((uint64_t)1 << j)) && step_of(g, set, 1, j).connected)
-            return true;
-    return false;
+    uint64_t nb = 0;
+    for (uint32_t k = 0; k < g->nclasses; k++)
+        if (g->cls[k].leaves & set)
+            nb |= g->cls[k].leaves;
+    for (uint32_t i = 0; i < g->nplain; i++) {
+        uint64_t u = g->uses[g->plain[i]], out = u & ~set;
+        if ((u & set) && out && !(out & (out - 1)))
+            nb |= out;
+    }
+    return nb & ~set;
+}
+
+/* The leaves that may join set next: its neighbors, or any when it has
+ * none (a cross product is then unavoidable). */
+static uint64_t candidates(const struct join_graph *g, uint64_t set)
+{
+    uint64_t nb = neighbors(g, set);
+    uint64_t all = g->n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << g->n) - 1;
+    return nb ? nb : all & ~set;
 }
 
 /* ---- orders ---------------------------------------------------------------------------- */
@@ -451,15 +520,13 @@ static void greedy_order(const struct join_graph *g, struct order *o)
     double rows = g->est[first];
     o->leaf[0] = first;
     for (uint32_t k = 1; k < g->n; k++) {
-        bool must_connect = can_connect(g, set);
         int best = -1;
         double best_cost = 0, best_rows = 0;
-        for (uint32_t j = 0; j < g->n; j++) {
-            if (set & ((uint64_t)1 << j))
-                continue;
+        for (uint64_t b = candidates(g, set); b; b &= b - 1) {
+            uint32_t j = (uint32_t)__builtin_ctzll(b);
             struct step s = step_of(g, set, rows, j);
             double c = step_cost(g, rows, &s, j);
-            if ((s.connected || !must_connect) && (best < 0 || c < best_cost)) {
+            if (best < 0 || c < best_cost) {
                 best = (int)j;
                 best_cost = c;
                 best_rows = s.rows;
@@ -491,13 +558,9 @@ static bool dp_order(planner *pl, const struct join_graph *g, struct order *o)
     for (uint32_t s = 1; s < full; s++) {
         if (t[s].last < 0)
             continue;
-        bool must_connect = can_connect(g, s);
-        for (uint32_t j = 0; j < g->n; j++) {
-            if (s & (1u << j))
-                continue;
+        for (uint64_t b = candidates(g, s); b; b &= b - 1) {
+            uint32_t j = (uint32_t)__builtin_ctzll(b);
             struct step st = step_of(g, s, t[s].rows, j);
-            if (!st.connected && must_connect)
-                continue;
             double c = t[s].cost + step_cost(g, t[s].rows, &st, j);
             struct dp_entry *e = &t[s | (1u << j)];
             if (e->last < 0 || c < e->cost)

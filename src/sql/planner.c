@@ -1,6 +1,7 @@
 /*
- * planner.c - predicate pushdown, join keys, access paths, ordered reads
- * and build sides (planner.h). The rewrites walk the tree top-down so a
+ * planner.c - OR factoring, predicate pushdown, join keys, access paths,
+ * ordered reads and build sides (planner.h); join order is join_order.c's
+ * and estimates estimate.c's. The rewrites walk the tree top-down so a
  * predicate pushed into a join is pushed again into that join's inputs
  * before the inputs are planned; subquery plans met in expressions are
  * planned as their own roots. A shared node (a CTE or view body with

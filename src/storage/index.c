@@ -231,6 +231,7 @@ static row *hash_conflict(struct table_index *ix, const row *r, uint64_t h, cons
 int index_add(struct table_index *ix, row *r, const row *except, row **conflict)
 {
     bool check = ix->unique && !index_key_has_null(ix, r);
+    ix->changes++;
     if (ix->kind == INDEX_ORDERED) {
         if (check && (*conflict = ordered_conflict(ix, r, except)))
             return LDB_CONSTRAINT;
@@ -263,6 +264,7 @@ static uint64_t *hash_slot_of(struct table_index *ix, const row *r)
 
 void index_remove(struct table_index *ix, row *r)
 {
+    ix->changes++;
     if (ix->kind == INDEX_ORDERED) {
         btree_delete_held(&ix->tree, r);
         return;
@@ -292,6 +294,42 @@ void index_replace(struct table_index *ix, row *old, row *new_row)
     uint64_t *v = hash_slot_of(ix, old);
     if (v)
         *v = (uint64_t)(uintptr_t)new_row;
+}
+
+/* ---- statistics ------------------------------------------------------------------- */
+
+#define DISTINCT_SAMPLES 32
+
+/* Rank sampling meets a value with c copies c times as often, so
+ * n * mean(1/c) over the samples is an unbiased estimate of the count of
+ * distinct values. */
+static double sample_distinct(const struct table_index *ix)
+{
+    size_t n = index_count(ix);
+    if (n == 0)
+        return 0;
+    uint32_t col = ix->parts[0].col, k = n < DISTINCT_SAMPLES ? (uint32_t)n : DISTINCT_SAMPLES;
+    double inv = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        struct index_cursor c;
+        if (!index_at(ix, (size_t)((double)i * (double)n / k), &c))
+            return 0;
+        size_t same = index_count_eq(ix, &index_cursor_row(&c)->cols[col], 1);
+        inv += 1.0 / (double)(same ? same : 1);
+    }
+    return (double)n * inv / k;
+}
+
+double index_distinct_estimate(struct table_index *ix)
+{
+    if (ix->kind != INDEX_ORDERED)
+        return 0;
+    if (!ix->distinct_known || (ix->changes - ix->distinct_at) * 8 > index_count(ix)) {
+        ix->distinct = sample_distinct(ix);
+        ix->distinct_at = ix->changes;
+        ix->distinct_known = true;
+    }
+    return ix->distinct;
 }
 
 /* ---- building over existing rows ------------------------------------------------ */

@@ -90,6 +90,10 @@ struct table_index {
     btree tree;                /* INDEX_ORDERED: rows in index order */
     hmap hash;                 /* INDEX_HASH: key hash -> row (multimap) */
     uint64_t work;             /* entries and nodes visited, see above */
+    uint64_t changes;          /* entries added and removed, ever */
+    double distinct;           /* index_distinct_estimate's last figure, */
+    uint64_t distinct_at;      /* made when changes was this */
+    bool distinct_known;
 };
 
 /* ---- reading ordered indexes ---------------------------------------------- */
@@ -185,6 +189,10 @@ row *index_lookup_next(struct index_lookup *it);
 /* Bytes of the index structure (tree nodes or hash slots; rows are the
  * table's). */
 size_t index_bytes(const struct table_index *ix);
+/* Distinct values of an ordered index's first part, estimated by sampling
+ * (O(log n) per sample) and kept until an eighth of the entries changed;
+ * 0 for a hash index. For the planner's statistics. */
+double index_distinct_estimate(struct table_index *ix);
 static inline uint64_t index_work(const struct table_index *ix) { return ix->work; }
 static inline void index_work_reset(struct table_index *ix) { ix->work = 0; }
 
