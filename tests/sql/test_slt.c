@@ -248,7 +248,7 @@ static slt_counts run_script(const slt_engine *engine, const char *script, slt_o
     o->engine = engine;
     o->out = out;
     o->max_reports = 100;
-    slt_counts c = { 0, 0, 0, 0, 0 };
+    slt_counts c = { 0 };
     int rc = slt_run_file(path, o, &c);
     unlink(path);
     rewind(out);
@@ -531,7 +531,7 @@ static void known_deviations(void)
     CHECK(out);
     slt_options o = { .engine = &slt_engine_sqlite, .out = out, .max_reports = 100,
                       .known = known, .nknown = 5 };
-    slt_counts c = { 0, 0, 0, 0, 0 };
+    slt_counts c = { 0 };
     CHECK_INT(slt_run_file(path, &o, &c), 0);
     char report[4096];
     rewind(out);
