@@ -12,7 +12,9 @@
  * (more than one: a real cross product), gives each component a shape
  * (chain, star, random tree or cycle, sometimes with extra equalities),
  * and adds constant filters and now and then a condition across two
- * tables that is not an equality. Values are mostly permutations of
+ * tables that is not an equality. The FROM order is shuffled, or in a
+ * quarter of the queries a shuffled order made connected (each table
+ * joins one before it), which a planner may keep. Values are mostly permutations of
  * 1..10, so a connected component yields about ten rows; some tables
  * repeat values or hold NULLs, and a few have an index, so neither the
  * data nor the access paths are uniform. The expected values are SQLite's
@@ -188,6 +190,8 @@ typedef struct query {
     const char *shape;   /* of the first component, for the statistics */
     char *conj[4 * NTABLES]; /* WHERE conjuncts */
     int nconj;
+    int edge[2 * NTABLES][2]; /* the equalities' tables */
+    int nedge;
     char types[16];
     sbuf sql;
 } query;
@@ -232,6 +236,10 @@ static void equality(gen *g, query *q, int u, int v)
     cu = join_column(g, q, u, cu);
     cv = join_column(g, q, v, cv);
     add_conj(q, "%c%d = %c%d", cu, u, cv, v);
+    if (q->nedge < (int)(sizeof q->edge / sizeof q->edge[0])) {
+        q->edge[q->nedge][0] = u;
+        q->edge[q->nedge++][1] = v;
+    }
 }
 
 /* A filter on table t alone. */
@@ -303,6 +311,40 @@ static int draw_size(gen *g, int max)
     return n < max ? n : max;
 }
 
+/* Reorders from (a shuffled order) so that every table but the first of
+ * each component has an equality with a table before it: an order with
+ * no cross product before the last component, which a planner may keep
+ * as it is written. */
+static void connected_order(const query *q, int *from)
+{
+    int out[NTABLES], n = 0;
+    char placed[NTABLES + 1] = { 0 };
+    while (n < q->n) {
+        int grew = 0;
+        for (int i = 0; i < q->n && !grew; i++) {
+            int t = from[i];
+            for (int e = 0; !placed[t] && e < q->nedge && n > 0; e++) {
+                int u = q->edge[e][0], v = q->edge[e][1];
+                if ((u == t && placed[v]) || (v == t && placed[u])) {
+                    out[n++] = t;
+                    placed[t] = 1;
+                    grew = 1;
+                }
+            }
+        }
+        /* Nothing connects: the next component starts with the first
+         * table left. */
+        for (int i = 0; i < q->n && !grew; i++) {
+            if (!placed[from[i]]) {
+                out[n++] = from[i];
+                placed[from[i]] = 1;
+                grew = 1;
+            }
+        }
+    }
+    memcpy(from, out, (size_t)n * sizeof out[0]);
+}
+
 static void draw_query(gen *g, query *q, int max_tables)
 {
     int all[NTABLES];
@@ -332,8 +374,10 @@ static void draw_query(gen *g, query *q, int max_tables)
         for (int f = 0; f < filters; f++)
             constant_filter(g, q, members[below(&g->s, m)]);
     }
-    if (q->n >= 2 && chance(&g->s, 1, 6))
-        cross_condition(g, q, q->tab[below(&g->s, q->n)], q->tab[below(&g->s, q->n)]);
+    if (q->n >= 2 && chance(&g->s, 1, 6)) {
+        int u = below(&g->s, q->n), v = (u + 1 + below(&g->s, q->n - 1)) % q->n;
+        cross_condition(g, q, q->tab[u], q->tab[v]);
+    }
 
     /* Result columns: mostly xN of 1-4 tables, now and then aN. */
     int ncol = 1 + below(&g->s, q->n < 4 ? q->n : 4);
@@ -352,6 +396,8 @@ static void draw_query(gen *g, query *q, int max_tables)
     int from[NTABLES];
     memcpy(from, q->tab, (size_t)q->n * sizeof from[0]);
     shuffle(&g->s, from, q->n);
+    if (chance(&g->s, 1, 4))
+        connected_order(q, from);
     sb_add(&q->sql, "\n  FROM ");
     for (int i = 0; i < q->n; i++)
         sb_add(&q->sql, "%st%d", i ? "," : "", from[i]);
