@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "select5gen: %s\n", msg.text);
         return 1;
     }
-    fprintf(stderr, "select5gen: SQLite's slowest query: line %d, %d tables, %.1f ms\n",
-            st.slowest_line, st.slowest_tables, st.slowest * 1e3);
+    fprintf(stderr, "select5gen: SQLite took %.2f s; its slowest query: line %d, %d tables, "
+                    "%.1f ms\n", st.total, st.slowest_line, st.slowest_tables, st.slowest * 1e3);
     return 0;
 }

@@ -221,6 +221,7 @@ typedef struct slt_gen_stats {
     int max_tables;     /* most tables a written query joins */
     long redrawn;       /* queries drawn again: too many rows or too slow */
     long sqlite_slow;   /* of which SQLite took too long */
+    double total;       /* seconds SQLite took for the written queries */
     double slowest;     /* SQLite's slowest query, seconds */
     int slowest_line;   /* its record's line */
     int slowest_tables; /* and its tables */

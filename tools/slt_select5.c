@@ -45,6 +45,12 @@
 
 /* ---- text and randomness ---------------------------------------------- */
 
+static void die_oom(void)
+{
+    fputs("slt_select5: out of memory\n", stderr);
+    exit(2);
+}
+
 typedef struct sbuf {
     char *p;
     size_t len, cap;
@@ -66,10 +72,8 @@ static void sb_add(sbuf *b, const char *fmt, ...)
         }
         size_t cap = (b->cap + (size_t)(n > 0 ? n : 0) + 64) * 2;
         char *p = realloc(b->p, cap);
-        if (!p) {
-            fputs("slt_select5: out of memory\n", stderr);
-            exit(2);
-        }
+        if (!p)
+            die_oom();
         b->p = p;
         b->cap = cap;
     }
@@ -187,7 +191,6 @@ typedef struct query {
     int tab[NTABLES];    /* their numbers, in FROM order */
     int comp[NTABLES];   /* component of tab[i] */
     int ncomp;
-    const char *shape;   /* of the first component, for the statistics */
     char *conj[4 * NTABLES]; /* WHERE conjuncts */
     int nconj;
     int edge[2 * NTABLES][2]; /* the equalities' tables */
@@ -205,8 +208,10 @@ static void add_conj(query *q, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (q->nconj < (int)(sizeof q->conj / sizeof q->conj[0]))
-        q->conj[q->nconj++] = strdup(text);
+    if (q->nconj == (int)(sizeof q->conj / sizeof q->conj[0]))
+        return; /* not reached: a query has fewer conditions */
+    if (!(q->conj[q->nconj++] = strdup(text)))
+        die_oom();
 }
 
 static char ab(gen *g) { return chance(&g->s, 1, 2) ? 'a' : 'b'; }
@@ -271,22 +276,21 @@ static void cross_condition(gen *g, query *q, int u, int v)
     }
 }
 
-static const char *const shapes[] = { "chain", "star", "tree", "cycle" };
-
 /* Joins the m tables of one component (members, in a drawn order). */
-static const char *connect(gen *g, query *q, const int *members, int m)
+static void connect(gen *g, query *q, const int *members, int m)
 {
+    enum { CHAIN, STAR, TREE, CYCLE };
     /* Chains and trees most, cycles least: closing a cycle keeps about a
      * tenth of the rows, and empty results test little. */
-    static const int weights[] = { 0, 0, 0, 1, 1, 2, 2, 2, 3 };
+    static const int weights[] = { CHAIN, CHAIN, CHAIN, STAR, STAR, TREE, TREE, TREE, CYCLE };
     int shape = weights[below(&g->s, 9)];
-    if (shape == 3 && m < 3)
-        shape = 0;
+    if (shape == CYCLE && m < 3)
+        shape = CHAIN;
     for (int i = 1; i < m; i++) {
-        int parent = shape == 1 ? 0 : shape == 2 ? below(&g->s, i) : i - 1;
+        int parent = shape == STAR ? 0 : shape == TREE ? below(&g->s, i) : i - 1;
         equality(g, q, members[parent], members[i]);
     }
-    if (shape == 3)
+    if (shape == CYCLE)
         equality(g, q, members[m - 1], members[0]);
     if (m >= 3 && chance(&g->s, 1, 8)) {
         int extra = 1 + below(&g->s, 2);
@@ -296,7 +300,6 @@ static const char *connect(gen *g, query *q, const int *members, int m)
                 equality(g, q, members[u], members[v]);
         }
     }
-    return shapes[shape];
 }
 
 /* Tables in a query: mostly few, a quarter 9-20, a quarter up to max. */
@@ -365,9 +368,7 @@ static void draw_query(gen *g, query *q, int max_tables)
             if (q->comp[i] == c)
                 members[m++] = q->tab[i];
         shuffle(&g->s, members, m);
-        const char *shape = connect(g, q, members, m);
-        if (c == 0)
-            q->shape = shape;
+        connect(g, q, members, m);
         /* Components of a cross product are filtered more often, so the
          * product stays small enough to be checked. */
         int filters = chance(&g->s, q->ncomp > 1 ? 3 : 1, 4) ? 1 + chance(&g->s, 1, 4) : 0;
@@ -460,6 +461,7 @@ static int one_query(gen *g, int max_tables)
         }
         st->queries++;
         st->records++;
+        st->total += took;
         st->empty += nrow == 0;
         st->products += q.ncomp > 1;
         st->max_tables = q.n > st->max_tables ? q.n : st->max_tables;
