@@ -52,8 +52,7 @@ typedef struct run {
     label *labels[LABEL_BUCKETS];
 } run;
 
-/* ---- labels ------------------------------------------------------------- */
-
+/* Out of memory ends the run: no report could be trusted after it. */
 static void *must_alloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -63,6 +62,8 @@ static void *must_alloc(size_t n)
     }
     return p;
 }
+
+/* ---- labels ------------------------------------------------------------- */
 
 static unsigned label_bucket(const char *name)
 {
