@@ -28,15 +28,17 @@ TEST_SRCS  := $(shell find tests -mindepth 2 -name 'test_*.c' | sort)
 TEST_BINS  := $(foreach s,$(TEST_SRCS),$(O)/tests/$(basename $(notdir $(s))))
 BENCH_SRCS := $(shell find bench -name '*.c' ! -name 'bench_util.c' | sort)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),$(O)/bench/$(basename $(notdir $(s))))
-TOOL_BINS  := $(O)/demo $(O)/slt $(O)/livedb
+TOOL_BINS  := $(O)/demo $(O)/slt $(O)/select5gen $(O)/livedb
 
-# The sqllogictest runner's code minus its main(), also linked into its
-# tests; the shell is every tools/livedb*.c.
-SLT_OBJS   := $(patsubst %,$(O)/obj/tools/slt_%.o,md5 script result run livedb sqlite known)
+# The sqllogictest runner's code minus its main() (with the generator of
+# select5-style scripts), also linked into its tests; the shell is every
+# tools/livedb*.c.
+SLT_OBJS   := $(patsubst %,$(O)/obj/tools/slt_%.o,md5 script result run livedb sqlite known select5)
 SHELL_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/livedb*.c)))
 # Extra objects some test binaries link (TEST_EXTRA_<binary>).
 TEST_EXTRA_test_slt        := $(SLT_OBJS)
 TEST_EXTRA_test_slt_corpus := $(SLT_OBJS)
+TEST_EXTRA_test_slt_select5 := $(SLT_OBJS)
 # The example source provider (examples/), linked by the demo and a test.
 EXAMPLE_OBJS := $(O)/obj/examples/thread_provider.o
 TEST_EXTRA_test_source_threads := $(EXAMPLE_OBJS)
@@ -80,7 +82,8 @@ $(O)/obj/src/%.o: CFLAGS_ALL += -fvisibility=hidden
 $(O)/obj/tests/%.o: CPPFLAGS_ALL += -Itests
 $(O)/obj/bench/%.o: CPPFLAGS_ALL += -Ibench
 $(O)/obj/tools/%.o: CPPFLAGS_ALL += -Itools
-$(O)/obj/tests/sql/test_slt.o $(O)/obj/tests/sql/test_slt_corpus.o: CPPFLAGS_ALL += -Itools
+$(O)/obj/tests/sql/test_slt.o $(O)/obj/tests/sql/test_slt_corpus.o \
+$(O)/obj/tests/sql/test_slt_select5.o: CPPFLAGS_ALL += -Itools
 $(O)/obj/tools/demo.o $(O)/obj/tests/api/test_source_threads.o: CPPFLAGS_ALL += -Iexamples
 
 # The flags live here, so a changed Makefile rebuilds the library.
@@ -126,6 +129,10 @@ $(O)/demo: $(O)/obj/tools/demo.o $(EXAMPLE_OBJS) $(STATIC_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 $(O)/slt: $(O)/obj/tools/slt.o $(SLT_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_ALL)
+
+$(O)/select5gen: $(O)/obj/tools/select5gen.o $(SLT_OBJS) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_ALL)
 

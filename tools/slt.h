@@ -62,6 +62,15 @@ void slt_put_text(slt_result *r, const char *s, size_t n);
 void slt_format_real3(double v, char *out, size_t size);
 void slt_format_real15(double v, char *out, size_t size);
 
+/* The values of res in the order sort mode sort ("nosort", "rowsort" or
+ * "valuesort") gives, as pointers into res, in *vals (grown as needed;
+ * *cap is its size). Exits on out of memory, as the runner does. */
+void slt_order_values(const slt_result *res, const char *sort, const char ***vals,
+                      size_t *cap);
+/* The md5 of the values, each followed by '\n': the hash of a query's
+ * "<n> values hashing to <md5>". */
+void slt_md5_values(const char *const *v, size_t n, char hex[33]);
+
 /* ---- engines ----------------------------------------------------------- */
 
 enum slt_rc {
@@ -86,6 +95,9 @@ typedef struct slt_engine {
     int (*exec)(void *db, const char *sql, slt_msg *msg);
     /* Runs one query and feeds each value to res (res->ncol columns). */
     int (*query)(void *db, const char *sql, slt_result *res, slt_msg *msg);
+    /* Optional (NULL: the engine cannot be stopped): from now on, a query
+     * still running after seconds (0: no limit) stops with an error. */
+    void (*limit)(void *db, double seconds);
 } slt_engine;
 
 extern const slt_engine slt_engine_livedb;
@@ -135,6 +147,9 @@ void slt_script_free(slt_script *s);
  * caller frees it. */
 char *slt_record_sql(const slt_record *r);
 
+/* Seconds on the monotonic clock, for timing queries and limits. */
+double slt_now(void);
+
 /* ---- running ------------------------------------------------------------ */
 
 /* Reasons for unsupported records, tallied across files. */
@@ -148,6 +163,8 @@ typedef struct slt_counts {
     long skipped_cond;        /* excluded by skipif/onlyif */
     long skipped_unsupported; /* the engine said "not supported" */
     long deviations;          /* listed known deviations that failed */
+    double slowest;           /* seconds of the slowest query run */
+    int slowest_line;         /* its record's line (0: no query ran) */
 } slt_counts;
 
 /*
@@ -176,6 +193,9 @@ typedef struct slt_options {
     int nreasons, capreasons;
     const slt_deviation *known; /* known deviations of the engine */
     int nknown;
+    /* Seconds a query may take (0: any time): a slower one fails, and an
+     * engine with a limit function is stopped soon after. */
+    double query_limit;
 } slt_options;
 
 /* Runs one script on a fresh database; adds to *c. Returns 0, or -1 when
@@ -184,5 +204,31 @@ int slt_run_file(const char *path, slt_options *o, slt_counts *c);
 void slt_options_free(slt_options *o);
 /* Prints the reasons, most frequent first. */
 void slt_print_reasons(const slt_options *o, FILE *f);
+
+/* ---- generated scripts (tools/slt_select5.c) ---------------------------- */
+
+typedef struct slt_gen_options {
+    uint64_t seed;
+    int nqueries;
+    int max_tables; /* most tables a query joins, 2..64 */
+} slt_gen_options;
+
+typedef struct slt_gen_stats {
+    int records;        /* statements and queries */
+    int queries;
+    int empty;          /* queries whose result is empty */
+    int products;       /* queries with a cross product of components */
+    int max_tables;     /* most tables a written query joins */
+    long redrawn;       /* queries drawn again: too many rows or too slow */
+    long sqlite_slow;   /* of which SQLite took too long */
+    double total;       /* seconds SQLite took for the written queries */
+    double slowest;     /* SQLite's slowest query, seconds */
+    int slowest_line;   /* its record's line */
+    int slowest_tables; /* and its tables */
+} slt_gen_stats;
+
+/* Writes a select5-style script (the 64 tables, then o->nqueries queries
+ * with SQLite's answers) to f. Returns 0, or -1 with msg set. */
+int slt_gen_select5(FILE *f, const slt_gen_options *o, slt_gen_stats *st, slt_msg *msg);
 
 #endif

@@ -4,26 +4,62 @@
  * (every ';'-separated statement, stopping at the first error); a query is
  * prepared and stepped. LDB_UNSUPPORTED ("valid SQL that livedb does not
  * support") becomes SLT_UNSUPPORTED, which the runner counts as skipped
- * with its reason, never as passed.
+ * with its reason, never as passed. A query limit is a deadline set when
+ * each query starts and checked by the progress handler, so a runaway
+ * plan stops with "interrupted" soon after it (not while it plans).
  */
 #include "slt.h"
 
 #include "livedb.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The engine's database: the handle and the query limit's state. */
+typedef struct ld_db {
+    ldb *db;
+    double limit;    /* seconds per query; 0: none */
+    double deadline; /* of the running query, CLOCK_MONOTONIC seconds */
+} ld_db;
+
+/* Work units between two looks at the clock: a few microseconds. */
+#define CLOCK_EVERY 1000
+
+static int past_deadline(void *ctx)
+{
+    const ld_db *d = ctx;
+    return slt_now() > d->deadline;
+}
 
 static void *ld_open(slt_msg *msg)
 {
-    ldb *db;
-    int rc = ldb_open(NULL, &db);
-    if (rc != LDB_OK) {
-        snprintf(msg->text, sizeof msg->text, "%s", ldb_errstr(rc));
+    ld_db *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(msg->text, sizeof msg->text, "out of memory");
         return NULL;
     }
-    return db;
+    int rc = ldb_open(NULL, &d->db);
+    if (rc != LDB_OK) {
+        snprintf(msg->text, sizeof msg->text, "%s", ldb_errstr(rc));
+        free(d);
+        return NULL;
+    }
+    return d;
 }
 
-static void ld_close(void *db) { ldb_close(db); }
+static void ld_close(void *vd)
+{
+    ld_db *d = vd;
+    ldb_close(d->db);
+    free(d);
+}
+
+static void ld_limit(void *vd, double seconds)
+{
+    ld_db *d = vd;
+    d->limit = seconds;
+    ldb_progress_handler(d->db, seconds > 0 ? CLOCK_EVERY : 0, past_deadline, d);
+}
 
 static int ld_fail(ldb *db, int rc, slt_msg *msg)
 {
@@ -31,10 +67,13 @@ static int ld_fail(ldb *db, int rc, slt_msg *msg)
     return rc == LDB_UNSUPPORTED ? SLT_UNSUPPORTED : SLT_ERROR;
 }
 
-static int ld_exec(void *db, const char *sql, slt_msg *msg)
+static int ld_exec(void *vd, const char *sql, slt_msg *msg)
 {
-    int rc = ldb_exec(db, sql, NULL, NULL);
-    return rc == LDB_OK ? SLT_OK : ld_fail(db, rc, msg);
+    ld_db *d = vd;
+    /* Statements are not limited: the deadline is the last query's. */
+    d->deadline = 1e300;
+    int rc = ldb_exec(d->db, sql, NULL, NULL);
+    return rc == LDB_OK ? SLT_OK : ld_fail(d->db, rc, msg);
 }
 
 static void put_column(slt_result *res, const ldb_row *row, int i)
@@ -60,9 +99,11 @@ static void put_column(slt_result *res, const ldb_row *row, int i)
     }
 }
 
-static int ld_query(void *vdb, const char *sql, slt_result *res, slt_msg *msg)
+static int ld_query(void *vd, const char *sql, slt_result *res, slt_msg *msg)
 {
-    ldb *db = vdb;
+    ld_db *d = vd;
+    ldb *db = d->db;
+    d->deadline = d->limit > 0 ? slt_now() + d->limit : 1e300;
     ldb_stmt *st;
     int rc = ldb_prepare(db, sql, -1, &st, NULL);
     if (rc != LDB_OK)
@@ -93,4 +134,5 @@ const slt_engine slt_engine_livedb = {
     .close = ld_close,
     .exec = ld_exec,
     .query = ld_query,
+    .limit = ld_limit,
 };

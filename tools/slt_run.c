@@ -14,6 +14,10 @@
  * record on the options' list of known deviations that fails counts as a
  * deviation, printed with its reason; any other outcome of a listed
  * record, and a listed record the file does not have, is a failure.
+ *
+ * Every query is timed (the slowest is kept in the counts); with a
+ * query limit, a query slower than it fails whatever its result, and an
+ * engine that can be stopped is told the limit, so a runaway query ends.
  */
 #include "slt.h"
 
@@ -21,6 +25,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_HASH_THRESHOLD 8
 #define LABEL_BUCKETS 4096
@@ -47,6 +52,17 @@ typedef struct run {
     label *labels[LABEL_BUCKETS];
 } run;
 
+/* Out of memory ends the run: no report could be trusted after it. */
+static void *must_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("slt: out of memory\n", stderr);
+        exit(2);
+    }
+    return p;
+}
+
 /* ---- labels ------------------------------------------------------------- */
 
 static unsigned label_bucket(const char *name)
@@ -66,11 +82,7 @@ static int label_check(run *R, const char *name, const char *md5, int line)
         if (strcmp(l->name, name) == 0)
             return strcmp(l->md5, md5) == 0 ? 0 : l->line;
     size_t n = strlen(name);
-    label *l = malloc(sizeof *l + n + 1);
-    if (!l) {
-        fputs("slt: out of memory\n", stderr);
-        exit(2);
-    }
+    label *l = must_alloc(sizeof *l + n + 1);
     memcpy(l->name, name, n + 1);
     memcpy(l->md5, md5, 33);
     l->line = line;
@@ -243,6 +255,13 @@ static void run_statement(run *R, const slt_record *r)
 
 /* ---- queries ------------------------------------------------------------------ */
 
+double slt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static const slt_result *sort_ctx;
 
 static int cmp_rows(const void *a, const void *b)
@@ -262,43 +281,35 @@ static int cmp_strs(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Fills R->vals with the values in the order the sort mode gives. */
-static void order_values(run *R, const char *sort)
+void slt_order_values(const slt_result *res, const char *sort, const char ***vals,
+                      size_t *cap)
 {
-    const slt_result *res = &R->res;
-    if (res->nval > R->capvals) {
-        free(R->vals);
-        R->capvals = res->nval * 2;
-        R->vals = malloc(R->capvals * sizeof *R->vals);
-        if (!R->vals) {
-            fputs("slt: out of memory\n", stderr);
-            exit(2);
-        }
+    if (res->nval > *cap) {
+        free(*vals);
+        *cap = res->nval * 2;
+        *vals = must_alloc(*cap * sizeof **vals);
     }
+    const char **v = *vals;
     size_t ncol = (size_t)res->ncol, nrow = res->nval / ncol;
     if (strcmp(sort, "rowsort") == 0 && nrow > 1) {
-        size_t *rows = malloc(nrow * sizeof *rows);
-        if (!rows) {
-            fputs("slt: out of memory\n", stderr);
-            exit(2);
-        }
+        size_t *rows = must_alloc(nrow * sizeof *rows);
         for (size_t i = 0; i < nrow; i++)
             rows[i] = i;
         sort_ctx = res;
         qsort(rows, nrow, sizeof *rows, cmp_rows);
         for (size_t i = 0; i < nrow; i++)
             for (size_t k = 0; k < ncol; k++)
-                R->vals[i * ncol + k] = slt_value(res, rows[i] * ncol + k);
+                v[i * ncol + k] = slt_value(res, rows[i] * ncol + k);
         free(rows);
         return;
     }
     for (size_t i = 0; i < res->nval; i++)
-        R->vals[i] = slt_value(res, i);
+        v[i] = slt_value(res, i);
     if (strcmp(sort, "valuesort") == 0)
-        qsort(R->vals, res->nval, sizeof *R->vals, cmp_strs);
+        qsort(v, res->nval, sizeof *v, cmp_strs);
 }
 
-static void md5_of_values(const char *const *v, size_t n, char hex[33])
+void slt_md5_values(const char *const *v, size_t n, char hex[33])
 {
     slt_md5 m;
     slt_md5_init(&m);
@@ -319,7 +330,7 @@ static void expected_md5(const slt_record *r, char hex[33])
         memcpy(hex, p + 19, 33);
         return;
     }
-    md5_of_values((const char *const *)r->lines + r->results, (size_t)n, hex);
+    slt_md5_values((const char *const *)r->lines + r->results, (size_t)n, hex);
 }
 
 /* Compares the ordered values with the expected block; 1 when equal. */
@@ -410,13 +421,24 @@ static void run_query(run *R, const slt_record *r)
     char *sql = slt_record_sql(r);
     slt_msg msg = { "", 0 };
     slt_result_reset(&R->res, r->word[1]);
+    double start = slt_now();
     int rc = sql ? R->o->engine->query(R->db, sql, &R->res, &msg) : SLT_ERROR;
+    double took = slt_now() - start;
     free(sql);
+    if (took > R->c->slowest || !R->c->slowest_line) {
+        R->c->slowest = took;
+        R->c->slowest_line = r->line;
+    }
+    if (R->o->query_limit > 0 && took > R->o->query_limit) {
+        report(R, r, "too slow: %.3f s, the limit is %.3f s (%s)", took, R->o->query_limit,
+               rc == SLT_OK ? "it finished" : msg.text);
+        return;
+    }
     if (query_failed(R, r, rc, &msg))
         return;
-    order_values(R, sort);
+    slt_order_values(&R->res, sort, &R->vals, &R->capvals);
     char md5[33], hashline[96];
-    md5_of_values(R->vals, R->res.nval, md5);
+    slt_md5_values(R->vals, R->res.nval, md5);
     if (!matches(R, r, md5, hashline, sizeof hashline)) {
         report_mismatch(R, r, hashline);
         return;
@@ -481,6 +503,8 @@ int slt_run_file(const char *path, slt_options *o, slt_counts *c)
     *R = (run){ .path = path, .o = o, .c = c, .db = db,
                 .threshold = DEFAULT_HASH_THRESHOLD, .met = calloc((size_t)o->nknown + 1, 1) };
     slt_result_init(&R->res);
+    if (o->query_limit > 0 && o->engine->limit)
+        o->engine->limit(db, o->query_limit);
     for (int i = 0; R->met && i < s.nrecs && !run_record(R, &s.recs[i]); i++)
         ;
     if (R->met)

@@ -4,25 +4,61 @@
  * SQLite, so on this engine the runner must reproduce the reference
  * figures of the corpus README. Statements run as sqlite3_exec runs them
  * (every ';'-separated statement); a query is the first statement of its
- * text, stepped to the end.
+ * text, stepped to the end. A query limit is a deadline set when each
+ * query starts and checked by the progress handler, as on livedb.
  */
 #include "slt.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The engine's database: the connection and the query limit's state. */
+typedef struct sq_db {
+    sqlite3 *db;
+    double limit;    /* seconds per query; 0: none */
+    double deadline; /* of the running query, slt_now()'s clock */
+} sq_db;
+
+/* Virtual machine instructions between two looks at the clock. */
+#define CLOCK_EVERY 10000
+
+static int past_deadline(void *ctx)
+{
+    const sq_db *d = ctx;
+    return slt_now() > d->deadline;
+}
 
 static void *sq_open(slt_msg *msg)
 {
-    sqlite3 *db;
-    if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
-        snprintf(msg->text, sizeof msg->text, "%s", sqlite3_errmsg(db));
-        sqlite3_close(db);
+    sq_db *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(msg->text, sizeof msg->text, "out of memory");
         return NULL;
     }
-    return db;
+    if (sqlite3_open(":memory:", &d->db) != SQLITE_OK) {
+        snprintf(msg->text, sizeof msg->text, "%s", sqlite3_errmsg(d->db));
+        sqlite3_close(d->db);
+        free(d);
+        return NULL;
+    }
+    return d;
 }
 
-static void sq_close(void *db) { sqlite3_close(db); }
+static void sq_close(void *vd)
+{
+    sq_db *d = vd;
+    sqlite3_close(d->db);
+    free(d);
+}
+
+static void sq_limit(void *vd, double seconds)
+{
+    sq_db *d = vd;
+    d->limit = seconds;
+    sqlite3_progress_handler(d->db, seconds > 0 ? CLOCK_EVERY : 0,
+                             seconds > 0 ? past_deadline : NULL, d);
+}
 
 static int sq_fail(sqlite3 *db, slt_msg *msg)
 {
@@ -30,10 +66,12 @@ static int sq_fail(sqlite3 *db, slt_msg *msg)
     return SLT_ERROR;
 }
 
-static int sq_exec(void *db, const char *sql, slt_msg *msg)
+static int sq_exec(void *vd, const char *sql, slt_msg *msg)
 {
-    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return sq_fail(db, msg);
+    sq_db *d = vd;
+    d->deadline = 1e300; /* statements are not limited */
+    if (sqlite3_exec(d->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return sq_fail(d->db, msg);
     return SLT_OK;
 }
 
@@ -50,9 +88,11 @@ static void put_column(slt_result *res, sqlite3_stmt *st, int i)
     }
 }
 
-static int sq_query(void *vdb, const char *sql, slt_result *res, slt_msg *msg)
+static int sq_query(void *vd, const char *sql, slt_result *res, slt_msg *msg)
 {
-    sqlite3 *db = vdb;
+    sq_db *d = vd;
+    sqlite3 *db = d->db;
+    d->deadline = d->limit > 0 ? slt_now() + d->limit : 1e300;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return sq_fail(db, msg);
@@ -81,4 +121,5 @@ const slt_engine slt_engine_sqlite = {
     .close = sq_close,
     .exec = sq_exec,
     .query = sq_query,
+    .limit = sq_limit,
 };

@@ -248,7 +248,7 @@ static slt_counts run_script(const slt_engine *engine, const char *script, slt_o
     o->engine = engine;
     o->out = out;
     o->max_reports = 100;
-    slt_counts c = { 0, 0, 0, 0, 0 };
+    slt_counts c = { 0 };
     int rc = slt_run_file(path, o, &c);
     unlink(path);
     rewind(out);
@@ -531,7 +531,7 @@ static void known_deviations(void)
     CHECK(out);
     slt_options o = { .engine = &slt_engine_sqlite, .out = out, .max_reports = 100,
                       .known = known, .nknown = 5 };
-    slt_counts c = { 0, 0, 0, 0, 0 };
+    slt_counts c = { 0 };
     CHECK_INT(slt_run_file(path, &o, &c), 0);
     char report[4096];
     rewind(out);
@@ -554,7 +554,49 @@ static void known_deviations(void)
     slt_options_free(&o);
 }
 
+/* With a query limit, a query slower than it fails as too slow and is
+ * stopped soon after (here a product of 10^10 rows, which would run for
+ * hours), on both engines; the next query runs; the slowest is kept. */
+static void query_limit(void)
+{
+    char script[4096];
+    int len = snprintf(script, sizeof script,
+                       "statement ok\n"
+                       "CREATE TABLE t(a INTEGER)\n"
+                       "\n"
+                       "statement ok\n"
+                       "INSERT INTO t VALUES(0)");
+    for (int i = 1; i < 100; i++)
+        len += snprintf(script + len, sizeof script - (size_t)len, ",(%d)", i);
+    snprintf(script + len, sizeof script - (size_t)len,
+             "\n\n"
+             "query I nosort\n"                                  /* line 7 */
+             "SELECT count(*) FROM t AS a, t AS b, t AS c, t AS d, t AS e\n"
+             "----\n"
+             "10000000000\n"
+             "\n"
+             "query I nosort\n"
+             "SELECT count(*) FROM t\n"
+             "----\n"
+             "100\n");
+    const slt_engine *engines[] = { &slt_engine_sqlite, &slt_engine_livedb };
+    for (int e = 0; e < 2; e++) {
+        slt_options o = { .query_limit = 0.2 };
+        char report[2048];
+        double start = slt_now();
+        slt_counts c = run_script(engines[e], script, &o, report, sizeof report);
+        double took = slt_now() - start;
+        CHECKF(c.passed == 3 && c.failed == 1, "%s: %ld passed, %ld failed", engines[e]->name,
+               c.passed, c.failed);
+        CHECKF(strstr(report, ":7: too slow: ") != NULL, "%s: %s", engines[e]->name, report);
+        CHECK_INT(c.slowest_line, 7);
+        CHECK(c.slowest >= 0.2);
+        CHECKF(took < 5, "%s ran %.1f s", engines[e]->name, took);
+        slt_options_free(&o);
+    }
+}
+
 TEST_MAIN(T(md5_rfc_vectors), T(md5_chunked), T(real_format_fixed),
           T(real_format_matches_sqlite), T(render_rules), T(script_split),
           T(script_passes), T(script_failures_caught), T(label_mismatch),
-          T(unsupported_skipped), T(known_deviations))
+          T(unsupported_skipped), T(known_deviations), T(query_limit))

@@ -20,23 +20,11 @@
 #include "test.h"
 
 #include "slt.h"
+#include "slt_child.h"
 
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 #define MAX_FILES 256
 
@@ -93,9 +81,9 @@ static slt_counts run_files(const char *root, char **files, int n)
 {
     slt_options o = { .engine = &slt_engine_livedb, .max_reports = 3, .out = stdout,
                       .known = slt_livedb_deviations, .nknown = slt_livedb_ndeviations };
-    slt_counts total = { 0, 0, 0, 0, 0 };
+    slt_counts total = { 0 };
     for (int i = 0; i < n; i++) {
-        slt_counts c = { 0, 0, 0, 0, 0 };
+        slt_counts c = { 0 };
         if (slt_run_file(files[i], &o, &c) < 0)
             c.failed++;
         printf("#    %s: %ld passed, %ld failed, %ld skipped (%ld unsupported), "
@@ -115,6 +103,18 @@ static slt_counts run_files(const char *root, char **files, int n)
     fflush(stdout);
     slt_options_free(&o);
     return total;
+}
+
+struct part {
+    const char *root;
+    char **files;
+    int n;
+};
+
+static slt_counts run_part_child(void *ctx)
+{
+    const struct part *p = ctx;
+    return run_files(p->root, p->files, p->n);
 }
 
 /* Runs the files of one part (a folder, or the files named prefix* in
@@ -140,27 +140,13 @@ static void run_part(const char *sub, const char *prefix, int under_sanitizers)
     find_tests(dir, prefix, *sub != 0, files, &n);
     qsort(files, (size_t)n, sizeof files[0], cmp_names);
     CHECKF(n > 0, "no .test files in %s", dir);
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        slt_counts total = run_files(root, files, n);
-        _exit(write(fds[1], &total, sizeof total) == sizeof total ? 0 : 1);
-    }
-    close(fds[1]);
-    slt_counts total = { -1, 0, 0, 0, 0 };
-    ssize_t got = read(fds[0], &total, sizeof total);
-    close(fds[0]);
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
+    struct part p = { root, files, n };
+    slt_counts total;
+    int rc = slt_run_in_child(run_part_child, &p, &total);
     for (int i = 0; i < n; i++)
         free(files[i]);
-    CHECKF(!WIFSIGNALED(status), "livedb crashed (signal %d) in the file after the last listed",
-           WTERMSIG(status));
-    CHECKF(got == sizeof total && total.passed >= 0, "the runner failed in %s", dir);
+    CHECKF(rc <= 0, "livedb crashed (signal %d) in the file after the last listed", rc);
+    CHECKF(rc == 0, "the runner failed in %s", dir);
     CHECKF(total.failed == 0, "%ld records failed, %ld passed, %ld unsupported", total.failed,
            total.passed, total.skipped_unsupported);
     if (total.deviations)
