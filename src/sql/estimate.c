@@ -6,7 +6,9 @@
  * (tables keep it on every write); the distinct values of a column are
  * exact for a key or a one-part unique index, and sampled from an ordered
  * index the column leads (index_distinct_estimate: 32 entries by rank,
- * kept until an eighth of the index changed); the rows equal to a constant, in a constant range, or
+ * kept until an eighth of the index changed), else from a sample of the
+ * table's rows (table_distinct_estimate: exact for small tables); the
+ * rows equal to a constant, in a constant range, or
  * NULL are counted exactly in such an index (O(log n) each). Where nothing
  * is known the classic defaults stand in: 1/10 for an equality, 1/3 for a
  * range, 1/16 for a LIKE with a fixed prefix, 1/20 for IS NULL, 1/4 for
@@ -76,7 +78,7 @@ static struct table_index *leading_index(const struct table *t, uint32_t col,
     return NULL;
 }
 
-static double table_distinct(const struct table *t, uint32_t col)
+static double table_distinct(struct table *t, uint32_t col)
 {
     const struct schema *sc = table_schema(t);
     if (sc->npk == 1 && sc->pk[0] == col)
@@ -87,7 +89,7 @@ static double table_distinct(const struct table *t, uint32_t col)
             return (double)table_count(t);
     }
     struct table_index *ix = leading_index(t, col, LDB_COLL_BINARY, true);
-    return ix ? index_distinct_estimate(ix) : 0;
+    return ix ? index_distinct_estimate(ix) : table_distinct_estimate(t, col);
 }
 
 double estimate_distinct(const struct plan *p, uint32_t col)

@@ -19,6 +19,7 @@
 #include "base/hash.h"
 #include "base/mem.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- primary keys ------------------------------------------------------------ */
@@ -187,6 +188,7 @@ int table_link(struct table *t, row *r, row **conflict, int *where)
     hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved above */
     *v = (uint64_t)(uintptr_t)r;
     t->row_bytes += row_mem(r);
+    t->changes++;
     return LDB_OK;
 }
 
@@ -228,6 +230,7 @@ int table_relink(struct table *t, row *old, row *new_row, row **conflict, int *w
     }
     t->row_bytes += row_mem(new_row);
     t->row_bytes -= row_mem(old);
+    t->changes++;
     return LDB_OK;
 }
 
@@ -237,6 +240,7 @@ void table_unlink(struct table *t, row *r)
         index_remove(t->indexes.data[i], r);
     hmap_del(&t->rows, find_slot(t, r, table_key_hash(t, r)));
     t->row_bytes -= row_mem(r);
+    t->changes++;
 }
 
 /* ---- undo ------------------------------------------------------------------------ */
@@ -300,6 +304,53 @@ size_t table_bytes(const struct table *t)
     return n + t->indexes.cap * sizeof *t->indexes.data;
 }
 
+/* ---- statistics ------------------------------------------------------------------- */
+
+#define SAMPLE_ROWS 512
+#define SAMPLE_SLOTS 1024 /* a power of two, twice SAMPLE_ROWS */
+
+/* Distinct values among the first SAMPLE_ROWS rows in storage order: d of
+ * them, f1 seen once. With s sampled of n, sqrt(n / s) * f1 + (d - f1)
+ * estimates the table's count (the GEE estimator: a value seen once
+ * stands for sqrt(n / s) values, one seen more for itself). */
+static double sample_column(const struct table *t, uint32_t col)
+{
+    uint64_t hash[SAMPLE_SLOTS];
+    uint16_t seen[SAMPLE_SLOTS];
+    memset(seen, 0, sizeof seen);
+    size_t s = 0, n = table_count(t);
+    double d = 0, f1 = 0;
+    uint32_t pos = 0;
+    for (uint64_t *v; s < SAMPLE_ROWS && (v = hmap_next(&t->rows, &pos, NULL)); s++) {
+        const row *r = (const row *)(uintptr_t)*v;
+        uint64_t h = value_hash(&r->cols[col], LDB_COLL_BINARY) | 1;
+        uint32_t i = (uint32_t)h & (SAMPLE_SLOTS - 1);
+        while (seen[i] && hash[i] != h)
+            i = (i + 1) & (SAMPLE_SLOTS - 1);
+        hash[i] = h;
+        d += seen[i] == 0;
+        f1 += seen[i] == 0 ? 1 : seen[i] == 1 ? -1 : 0;
+        seen[i]++;
+    }
+    if (s == n)
+        return d;
+    double est = sqrt((double)n / (double)s) * f1 + (d - f1);
+    return est < d ? d : est > (double)n ? (double)n : est;
+}
+
+double table_distinct_estimate(struct table *t, uint32_t col)
+{
+    if (!t->stats)
+        t->stats = mem_calloc(t->schema.ncols, sizeof *t->stats);
+    struct column_stats *cs = t->stats ? &t->stats[col] : NULL;
+    if (cs && cs->known && (t->changes - cs->at) * 8 <= table_count(t))
+        return cs->distinct;
+    double d = sample_column(t, col);
+    if (cs)
+        *cs = (struct column_stats){ d, t->changes, true };
+    return d;
+}
+
 void table_free(struct table *t)
 {
     if (!t)
@@ -315,6 +366,7 @@ void table_free(struct table *t)
         mem_free(t->indexes.data[i]);
     }
     vec_free(&t->indexes);
+    mem_free(t->stats);
     schema_free(&t->schema);
     mem_free(t->name);
     mem_free(t->sql);

@@ -61,6 +61,15 @@ struct table {
     struct table *unsettled_next; /* that list (store_impl.h) */
     void (*on_free)(void *ctx); /* see table_set_on_free */
     void *on_free_ctx;
+    uint64_t changes;          /* rows linked, relinked and unlinked, ever */
+    struct column_stats *stats; /* per column, made on first use; or NULL */
+};
+
+/* table_distinct_estimate's figure for one column. */
+struct column_stats {
+    double distinct;
+    uint64_t at;               /* table changes when it was made */
+    bool known;
 };
 
 /* ---- schema and metadata ------------------------------------------------------ */
@@ -125,6 +134,12 @@ static inline bool table_is_view_store(const struct table *t)
 
 /* Bytes held by the table: rows, key table, schema (not its indexes). */
 size_t table_bytes(const struct table *t);
+/* Distinct values of column col (under BINARY), estimated from a sample
+ * of rows in storage order (which is key-hash order, so a spread of the
+ * table) and kept until an eighth of the rows changed: exact up to the
+ * sample's size. For the planner's statistics; never fails (without
+ * memory for the cache it samples each time). */
+double table_distinct_estimate(struct table *t, uint32_t col);
 
 /* ---- reading ---------------------------------------------------------------- */
 
