@@ -51,10 +51,6 @@ enum probe {
     PROBE_SEEK    /* looked up per row by a seek in an ordered index */
 };
 
-/* A seek costs about this many hash probes (a B-tree descent against one
- * slot). */
-#define SEEK_COST 3
-
 struct member {
     uint32_t col;              /* in the original row */
     uint32_t leaf;
@@ -459,7 +455,9 @@ static double step_cost(const struct join_graph *g, double rows, const struct st
 {
     switch (s->probe) {
     case PROBE_KEY: return rows + s->rows;
-    case PROBE_SEEK: return rows * SEEK_COST + s->rows;
+    case PROBE_SEEK: /* or hashed, when that is cheaper (planner.c) */
+        return (rows * SEEK_COST < rows + g->est[j] ? rows * SEEK_COST : rows + g->est[j]) +
+               s->rows;
     default: return rows + g->est[j] + s->rows;
     }
 }

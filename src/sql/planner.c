@@ -644,10 +644,15 @@ static void ordered_read(struct plan *sort)
  * the join's keys as its leading parts (all of them for the primary key
  * and a hash index), compared as the table stores them: one probe per row
  * of the other side instead of reading and hashing the whole table (a
- * star schema's dimensions, a chain's indexed columns). The probes are
- * the same as a hash join's, so it is chosen whenever it applies: only
- * where the build side is not preserved by the join.
+ * star schema's dimensions, a chain's indexed columns). A key or hash
+ * index probe costs what a hash join's probe does, so it is chosen
+ * whenever it applies (only where the build side is not preserved by the
+ * join); a seek in an ordered index costs SEEK_COST probes, so it is
+ * chosen while the other side's estimated rows make that cheaper than
+ * hashing the table, or when the table is small (either way is cheap
+ * then, and a lookup allocates nothing).
  */
+#define LOOKUP_SMALL 1024
 
 /* Whether the key's affinity leaves column col's stored values as they
  * are: none, the column's own, or NUMERIC over an INTEGER or NUMERIC
@@ -722,6 +727,9 @@ static bool lookup_side(planner *pl, struct plan *j, bool left)
     struct table_index *ix = part ? key_source(j, left, s, part, &ok) : NULL;
     if (!ok)
         return false;
+    double probes = estimate_rows(left ? j->right : j->left), rows = estimate_rows(s);
+    if (ix && ix->kind == INDEX_ORDERED && rows > LOOKUP_SMALL && probes * SEEK_COST > probes + rows)
+        return false; /* seeking per row costs more than hashing the table once */
     j->u.join.lookup = s->u.scan.table;
     j->u.join.lookup_index = ix;
     j->u.join.lookup_part = part;

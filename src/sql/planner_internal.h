@@ -35,6 +35,12 @@ struct expr *conj_join(planner *pl, struct conj *c);
 /* pred into a FILTER over *slot, merged with a FILTER already there. */
 void plan_add_filter(planner *pl, struct plan **slot, struct expr *pred);
 
+/* A seek in an ordered index costs about this many hash probes (a B-tree
+ * descent against one slot): a join looks a table up by such an index
+ * only while its probes cost less than hashing the table (planner.c), and
+ * join_order.c prices the step the same way. */
+#define SEEK_COST 3
+
 /* ---- estimate.c ---- */
 
 /* Rows p produces (a shared node's estimate is computed once). */

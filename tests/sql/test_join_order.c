@@ -544,6 +544,15 @@ static void statistics_follow_data(void)
     j = estimate_of(sb_str(&plan), "INNER JOIN");
     CHECKF(j >= 60000 && j <= 100000, "%s", sb_str(&plan)); /* 2000 * 2000 / 50 */
     sb_truncate(&plan, 0);
+    /* an ordered index is sought per probe row only while that costs less
+     * than hashing its table */
+    explain(db, "SELECT * FROM d JOIN f ON f.w = d.v", &plan);
+    CHECKF(strstr(sb_str(&plan), "lookup right by INDEX f_w"), "%s", sb_str(&plan));
+    sb_truncate(&plan, 0);
+    explain(db, "SELECT * FROM f AS a JOIN f AS b ON b.w = a.id + 0", &plan);
+    CHECKF(!strstr(sb_str(&plan), "lookup") && strstr(sb_str(&plan), "hash"), "%s",
+           sb_str(&plan));
+    sb_truncate(&plan, 0);
     /* every k becomes 7: the count follows at once, the sample once an
      * eighth of the index changed */
     CHECK_INT(ldb_exec(db, "UPDATE f SET k = 7", NULL, NULL), LDB_OK);
