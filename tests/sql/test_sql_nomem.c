@@ -100,6 +100,11 @@ static void queries(void)
     sweep_both("WITH c AS (SELECT a, b FROM v) SELECT x.a, y.b FROM c x JOIN c y "
                "ON x.a = y.a + 1 WHERE x.a IN (SELECT a FROM c) AND y.a IN (SELECT a FROM v)");
     sweep_both("EXPLAIN WITH c AS (SELECT a FROM t) SELECT * FROM c x, c y");
+    /* join order: statistics, classes of equal columns (a constant and a
+     * link derived), the order's search, an OR's common conjunct */
+    sweep_both("SELECT count(*), sum(w.x) FROM u, w, t, w AS w2 WHERE w.id = t.a AND t.a = u.a "
+               "AND w2.x = w.x AND u.a = 3 AND ((w2.z = 1 AND w.x > 0) OR (w2.z = 1 AND t.c > 2))");
+    sweep_both("EXPLAIN QUERY PLAN SELECT * FROM w AS p, w AS q, t WHERE p.x = q.x AND q.x = t.a");
 }
 
 static void schema_changes(void)
