@@ -342,6 +342,8 @@ static int run_ddl(ldb_stmt *s)
     struct ddl_env e = ddl_env(s, &err);
     if (s->ast->stmt->kind == AST_STMT_REINDEX)
         return ddl_reindex(&e, s->ast) ? db_error_from(s->db, s->ast, &err) : LDB_DONE;
+    if (s->ast->stmt->kind == AST_STMT_ANALYZE)
+        return ddl_analyze(&e, s->ast) ? db_error_from(s->db, s->ast, &err) : LDB_DONE;
     int rc = db_write_begin(s->db);
     if (rc)
         return rc;

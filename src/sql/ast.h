@@ -402,6 +402,7 @@ enum ast_stmt_kind {
     AST_STMT_EXPLAIN_VIEW, /* EXPLAIN MATERIALIZED VIEW name */
     AST_STMT_PRAGMA,
     AST_STMT_REINDEX,
+    AST_STMT_ANALYZE,
     AST_STMT_UNSUPPORTED /* recognised and skipped; see u.unsupported */
 };
 
@@ -615,7 +616,7 @@ struct ast_stmt {
             ast_expr *value;
             ast_name word;
         } pragma;
-        ast_qname reindex; /* name absent for a bare REINDEX */
+        ast_qname target; /* REINDEX, ANALYZE: name absent for the bare statement */
         /* A statement livedb recognises but does not run: what names it
          * ("CREATE TRIGGER", "ATTACH", ...); name is the object's name
          * when the statement has one. */

@@ -931,10 +931,11 @@ static void print_stmt(printer *pr, const ast_stmt *st)
         return;
     case AST_STMT_PRAGMA: print_pragma(pr, st); return;
     case AST_STMT_REINDEX:
-        sb_puts(pr->sb, "REINDEX");
-        if (st->u.reindex.name.str) {
+    case AST_STMT_ANALYZE:
+        sb_puts(pr->sb, st->kind == AST_STMT_REINDEX ? "REINDEX" : "ANALYZE");
+        if (st->u.target.name.str) {
             sb_putc(pr->sb, ' ');
-            print_qname(pr, &st->u.reindex);
+            print_qname(pr, &st->u.target);
         }
         return;
     case AST_STMT_UNSUPPORTED: print_unsupported(pr, st); return;

@@ -529,11 +529,27 @@ static int drop(const struct ddl_env *e, const sql_ast *ast)
 
 int ddl_reindex(const struct ddl_env *e, const sql_ast *ast)
 {
-    const ast_name *n = &ast->stmt->u.reindex.name;
+    const ast_name *n = &ast->stmt->u.target.name;
     if (!n->str || store_find_index(e->store, n->str) || store_find_table(e->store, n->str))
         return LDB_OK; /* indexes are always consistent: nothing to rebuild */
     return fail(e, LDB_ERROR, n->off, "unable to identify the object to be reindexed: %s",
                 n->str);
+}
+
+int ddl_analyze(const struct ddl_env *e, const sql_ast *ast)
+{
+    const ast_name *n = &ast->stmt->u.target.name;
+    if (!n->str) {
+        for (size_t i = 0; i < store_table_count(e->store); i++)
+            table_forget_statistics(store_table_at(e->store, i));
+        return LDB_OK;
+    }
+    struct table_index *ix = store_find_index(e->store, n->str);
+    struct table *t = ix ? ix->table : store_find_table(e->store, n->str);
+    if (!t)
+        return fail(e, LDB_ERROR, n->off, "no such table or index: %s", n->str);
+    table_forget_statistics(t);
+    return LDB_OK;
 }
 
 int ddl_run(const struct ddl_env *e, const sql_ast *ast)

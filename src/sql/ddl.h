@@ -46,6 +46,11 @@ int ddl_run(const struct ddl_env *e, const sql_ast *ast);
 /* REINDEX [name]: indexes are always consistent, so only the name is
  * checked (LDB_OK, or LDB_ERROR in e->err); no write statement needed. */
 int ddl_reindex(const struct ddl_env *e, const sql_ast *ast);
+/* ANALYZE [table or index]: the planner's statistics are read from
+ * storage and refresh themselves once an eighth of a table changed;
+ * ANALYZE drops the sampled ones (all tables', or the named one's) so the
+ * next plan samples again. */
+int ddl_analyze(const struct ddl_env *e, const sql_ast *ast);
 
 /* The value of a constant expression (a DEFAULT, a PRAGMA's value): a new
  * reference in *out, or the error in e->err. */

@@ -1,7 +1,7 @@
 /*
  * parser.c - the parser's core: token cursor with lookahead, errors and
  * nesting limits, arena helpers, names, the statement dispatcher and the
- * small statements (transactions, EXPLAIN, PRAGMA, REINDEX, unsupported
+ * small statements (transactions, EXPLAIN, PRAGMA, REINDEX, ANALYZE, unsupported
  * ones), and the public entry points of parser.h.
  *
  * Invariants: p->tok is always a real token (TK_EOF at the end); a
@@ -363,14 +363,15 @@ static ast_stmt *parse_pragma(parser *p, uint32_t off)
     return st;
 }
 
-static ast_stmt *parse_reindex(parser *p, uint32_t off)
+/* REINDEX [name] and ANALYZE [name]. */
+static ast_stmt *parse_targeted(parser *p, uint32_t off, enum ast_stmt_kind kind)
 {
-    ast_stmt *st = stmt_new(p, AST_STMT_REINDEX, off);
+    ast_stmt *st = stmt_new(p, kind, off);
     if (!st)
         return NULL;
-    advance(p); /* REINDEX */
+    advance(p); /* REINDEX or ANALYZE */
     if (tok_is_name(&p->tok) || at(p, TK_STRING))
-        if (!parse_qname(p, &st->u.reindex, "an index or table name"))
+        if (!parse_qname(p, &st->u.target, "an index or table name"))
             return NULL;
     return st;
 }
@@ -475,11 +476,11 @@ static ast_stmt *parse_statement(parser *p)
     case KW_RELEASE: return parse_savepoint(p, off, true);
     case KW_EXPLAIN: return parse_explain(p, off);
     case KW_PRAGMA: return parse_pragma(p, off);
-    case KW_REINDEX: return parse_reindex(p, off);
+    case KW_REINDEX: return parse_targeted(p, off, AST_STMT_REINDEX);
     case KW_ALTER: return parse_alter(p, off);
     case KW_ATTACH: return parse_unsupported(p, off, "ATTACH");
     case KW_DETACH: return parse_unsupported(p, off, "DETACH");
-    case KW_ANALYZE: return parse_unsupported(p, off, "ANALYZE");
+    case KW_ANALYZE: return parse_targeted(p, off, AST_STMT_ANALYZE);
     case KW_VACUUM: return parse_unsupported(p, off, "VACUUM");
     default: return expected(p, "a statement");
     }

@@ -351,6 +351,14 @@ double table_distinct_estimate(struct table *t, uint32_t col)
     return d;
 }
 
+void table_forget_statistics(struct table *t)
+{
+    for (uint32_t c = 0; t->stats && c < t->schema.ncols; c++)
+        t->stats[c].known = false;
+    for (size_t i = 0; i < t->indexes.len; i++)
+        t->indexes.data[i]->distinct_known = false;
+}
+
 void table_free(struct table *t)
 {
     if (!t)

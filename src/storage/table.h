@@ -140,6 +140,9 @@ size_t table_bytes(const struct table *t);
  * sample's size. For the planner's statistics; never fails (without
  * memory for the cache it samples each time). */
 double table_distinct_estimate(struct table *t, uint32_t col);
+/* Drops the table's and its indexes' sampled statistics (ANALYZE): the
+ * next estimate samples again. */
+void table_forget_statistics(struct table *t);
 
 /* ---- reading ---------------------------------------------------------------- */
 
