@@ -81,18 +81,6 @@ void live_program_free(struct live_program *prog)
 
 /* ---- runs ------------------------------------------------------------------------- */
 
-static int collect(df_batch *acc, const df_node *out)
-{
-    size_t n;
-    const df_entry *d = df_output_delta(out, &n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = df_batch_push(acc, d[i].r, d[i].w);
-        if (rc)
-            return rc;
-    }
-    return LDB_OK;
-}
-
 /* One graph run; its outputs join the accumulated outputs. */
 static int run_once(struct live_program *prog)
 {
@@ -100,12 +88,12 @@ static int run_once(struct live_program *prog)
     if (rc)
         return rc;
     prog->stats.runs++;
-    rc = collect(&prog->acc, prog->out);
+    rc = df_output_take(prog->out, &prog->acc);
     for (size_t i = 0; !rc && i < prog->children.len; i++) {
         struct live_child *ch = &prog->children.data[i];
-        rc = collect(&ch->dom_acc, ch->dom_out);
+        rc = df_output_take(ch->dom_out, &ch->dom_acc);
         if (!rc)
-            rc = collect(&ch->rows_acc, ch->rows_out);
+            rc = df_output_take(ch->rows_out, &ch->rows_acc);
     }
     df_clear_deltas(prog->g);
     return rc;

@@ -260,6 +260,7 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     if (nr) {
         ch.after = row_retain(nr);
         ch.after_mult = nm;
+        ch.after_bytes = row_mem(nr);
         if (!e)
             ch.named = row_retain(nr);
     }
@@ -289,11 +290,11 @@ static bool group_matches(const void *key, uint64_t val)
 }
 
 static int stage_group(struct result_set *rs, const df_entry *delta, const size_t *idx,
-                       size_t n, struct contrib *scratch)
+                       size_t n, uint64_t h, struct contrib *scratch)
 {
     const row *first = delta[idx[0]].r;
-    uint64_t h = key_hash(rs, first);
-    struct result_entry *e = find_entry(rs, first, h);
+    /* an empty result (a hydration) has no entry to find */
+    struct result_entry *e = hmap_count(&rs->by_key) ? find_entry(rs, first, h) : NULL;
     size_t nc = 0;
     if (e)
         add_contrib(scratch, &nc, e->r, e->mult);
@@ -309,10 +310,13 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
 
 /*
  * Sorts delta positions into groups of equal keys: next[i] chains the
- * entries of one key; heads lists the first entry of each key.
+ * entries of one key; heads lists the first entry of each key; hashes[i]
+ * is entry i's key hash (computed once: the rows of a large batch are
+ * rarely still in cache).
  */
 static int group_delta(struct result_set *rs, const df_entry *delta, size_t n,
-                       size_t *next, size_t *heads, size_t *nheads, size_t *tails)
+                       size_t *next, size_t *heads, size_t *nheads, size_t *tails,
+                       uint64_t *hashes)
 {
     hmap groups;
     hmap_init(&groups);
@@ -324,7 +328,8 @@ static int group_delta(struct result_set *rs, const df_entry *delta, size_t n,
         struct group_probe p = { rs, delta, delta[i].r };
         uint64_t *v;
         bool found;
-        hmap_put(&groups, key_hash(rs, delta[i].r), group_matches, &p, &v, &found);
+        hashes[i] = key_hash(rs, delta[i].r);
+        hmap_put(&groups, hashes[i], group_matches, &p, &v, &found);
         next[i] = SIZE_MAX;
         if (found) {
             size_t g = (size_t)*v;
@@ -345,18 +350,22 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
     result_discard(rs);
     if (n == 0)
         return LDB_OK;
-    size_t *idx = mem_alloc(4 * n * sizeof(size_t));
+    _Static_assert(sizeof(size_t) == sizeof(uint64_t), "hashes share the index block");
+    size_t *idx = mem_alloc(5 * n * sizeof(size_t));
     struct contrib *scratch = mem_alloc((n + 1) * sizeof *scratch);
     int rc = (idx && scratch) ? LDB_OK : LDB_NOMEM;
     size_t *next = idx, *heads = idx + n, *tails = idx + 2 * n, *members = idx + 3 * n;
+    uint64_t *hashes = (uint64_t *)(idx + 4 * n);
     size_t nheads = 0;
     if (!rc)
-        rc = group_delta(rs, delta, n, next, heads, &nheads, tails);
+        rc = group_delta(rs, delta, n, next, heads, &nheads, tails, hashes);
+    if (!rc && vec_reserve(&rs->staged, nheads))
+        rc = LDB_NOMEM;
     for (size_t g = 0; !rc && g < nheads; g++) {
         size_t k = 0;
         for (size_t i = heads[g]; i != SIZE_MAX; i = next[i])
             members[k++] = i;
-        rc = stage_group(rs, delta, members, k, scratch);
+        rc = stage_group(rs, delta, members, k, hashes[heads[g]], scratch);
     }
     mem_free(idx);
     mem_free(scratch);
@@ -418,7 +427,8 @@ static int make_next(struct result_set *rs, struct result_change *ch)
     if (!e)
         return LDB_NOMEM;
     e->r = ch->after;
-    e->named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
+    e->named = ch->named == ch->after || key_identical(rs, ch->named, ch->after) ? NULL
+                                                                                : ch->named;
     e->mult = ch->after_mult;
     e->hash = ch->hash;
     e->first = NULL;
@@ -438,6 +448,12 @@ static int make_next(struct result_set *rs, struct result_change *ch)
 static size_t entry_row_bytes(const struct result_entry *e)
 {
     return row_mem(e->r) + (e->named ? row_mem(e->named) : 0);
+}
+
+/* The same for the entry that holds a change's after row. */
+static size_t after_row_bytes(const struct result_change *ch, const row *named)
+{
+    return ch->after_bytes + (named ? row_mem(named) : 0);
 }
 
 static void free_entry(struct result_set *rs, struct result_entry *e)
@@ -480,7 +496,7 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
         row_release(e->named);
         e->r = ch->after;
         e->named = named;
-        rs->row_bytes += entry_row_bytes(e);
+        rs->row_bytes += after_row_bytes(ch, named);
         return;
     }
     uint64_t *v = NULL;
@@ -497,7 +513,7 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
         }
         *v = (uint64_t)(uintptr_t)ch->next;
         rs->rows += ch->next->mult;
-        rs->row_bytes += entry_row_bytes(ch->next);
+        rs->row_bytes += after_row_bytes(ch, ch->next->named);
     } else if (v) {
         hmap_del(&rs->by_key, v);
     }
