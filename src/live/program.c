@@ -110,11 +110,11 @@ static int consolidate_all(struct live_program *prog)
     return rc;
 }
 
-/* Runs until no window loader wants more rows; consolidates the output. */
-static int run_to_settle(struct live_program *prog)
+/* Runs until no window loader wants more rows; consolidates the output
+ * (several: runs before this one left output too). */
+static int run_to_settle(struct live_program *prog, bool several)
 {
     int rc = run_once(prog);
-    bool several = false; /* one run's output is already consolidated */
     for (bool again = !rc; again && !rc;) {
         again = false;
         for (size_t i = 0; !rc && i < prog->sources.len; i++) {
@@ -149,7 +149,7 @@ int live_program_run(struct live_program *prog)
 {
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = run_to_settle(prog);
+    int rc = run_to_settle(prog, false);
     return rc ? failed(prog, rc) : LDB_OK;
 }
 
@@ -168,12 +168,18 @@ int live_program_set_window(struct live_program *prog, int64_t offset, int64_t l
     return LDB_OK;
 }
 
+/* A hydration runs the graph on each chunk of table rows as it is read
+ * (a batch of a million rows would be out of cache again before the
+ * first operator saw it), then settles. */
 int live_program_hydrate(struct live_program *prog)
 {
-    int rc = live_hydrate(prog);
-    if (rc)
-        return failed(prog, rc);
-    return live_program_run(prog);
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    uint64_t runs = prog->stats.runs;
+    int rc = live_hydrate(prog, run_once);
+    if (!rc)
+        rc = run_to_settle(prog, prog->stats.runs > runs);
+    return rc ? failed(prog, rc) : LDB_OK;
 }
 
 int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched)
@@ -226,7 +232,7 @@ int live_program_trim(struct live_program *prog)
         any |= pushed;
     }
     if (!rc && any)
-        rc = run_to_settle(prog);
+        rc = run_to_settle(prog, false);
     if (!rc && live_program_has_output(prog))
         rc = LDB_INTERNAL; /* the unloaded rows were not past the window */
     live_program_clear_output(prog);

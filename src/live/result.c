@@ -2,7 +2,7 @@
  * result.c - keyed (and ordered) result state of a live query, and the
  * change batches between its states (see result.h).
  *
- * Staging groups the delta by key in a scratch table, folds each key's
+ * Staging groups the delta by key (sorting its key hashes), folds each key's
  * contributions (the current entry plus the delta rows) and records one
  * change per key whose state differs. Staging never edits anything, so a
  * failed stage leaves the published state whole. Commit first makes
@@ -15,6 +15,7 @@
 #include "live/result.h"
 
 #include "base/hash.h"
+#include "base/hsort.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
@@ -276,19 +277,6 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     return LDB_OK;
 }
 
-/* Groups of delta entries with equal keys, as index lists. */
-struct group_probe {
-    const struct result_set *rs;
-    const df_entry *delta;
-    const row *r;
-};
-
-static bool group_matches(const void *key, uint64_t val)
-{
-    const struct group_probe *p = key;
-    return key_eq(p->rs, p->delta[val].r, p->r);
-}
-
 static int stage_group(struct result_set *rs, const df_entry *delta, const size_t *idx,
                        size_t n, uint64_t h, struct contrib *scratch)
 {
@@ -308,40 +296,50 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
     return stage_change(rs, e, nr, nm, h);
 }
 
+#define TAKEN UINT64_MAX
+#define STAGE_PREFETCH 8
+
 /*
- * Sorts delta positions into groups of equal keys: next[i] chains the
- * entries of one key; heads lists the first entry of each key; hashes[i]
- * is entry i's key hash (computed once: the rows of a large batch are
- * rarely still in cache).
+ * Groups the delta by key without a table: its (key hash, index) pairs
+ * are sorted by the slot the hash takes in by_key once that has room for
+ * every entry, then by full hash, so one key's entries are adjacent (in
+ * delta order) and the keys come in slot order: the lookups of existing
+ * entries and the insertion of new ones then walk by_key instead of
+ * missing the cache once per entry, and so does nothing else.
  */
-static int group_delta(struct result_set *rs, const df_entry *delta, size_t n,
-                       size_t *next, size_t *heads, size_t *nheads, size_t *tails,
-                       uint64_t *hashes)
+static int stage_sorted(struct result_set *rs, const df_entry *delta, size_t n,
+                        struct hkey *keys, size_t *members, struct contrib *scratch)
 {
-    hmap groups;
-    hmap_init(&groups);
-    int rc = hmap_reserve(&groups, (uint32_t)n);
-    if (rc)
-        return rc;
-    *nheads = 0;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct hkey){ key_hash(rs, delta[i].r), i };
+    uint32_t mask = hmap_mask_after(&rs->by_key, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+    unsigned bits = 1; /* a small batch sorts on fewer bits: cheaper passes */
+    while (bits < 32 && ((mask >> bits) & 1) && ((size_t)1 << bits) < 4 * n)
+        bits++;
+    struct hkey *k = hsort_field(keys, keys + n, n, 0, bits);
+    hsort_runs(k, n, 0, bits);
     for (size_t i = 0; i < n; i++) {
-        struct group_probe p = { rs, delta, delta[i].r };
-        uint64_t *v;
-        bool found;
-        hashes[i] = key_hash(rs, delta[i].r);
-        hmap_put(&groups, hashes[i], group_matches, &p, &v, &found);
-        next[i] = SIZE_MAX;
-        if (found) {
-            size_t g = (size_t)*v;
-            next[tails[g]] = i;
-            tails[g] = i;
-        } else {
-            *v = i;
-            tails[i] = i;
-            heads[(*nheads)++] = i;
+        /* the delta is now read out of order: its entries and then their
+         * rows (retained for the change) are prefetched some keys ahead */
+        if (i + 2 * STAGE_PREFETCH < n && k[i + 2 * STAGE_PREFETCH].idx != TAKEN)
+            __builtin_prefetch(&delta[k[i + 2 * STAGE_PREFETCH].idx]);
+        if (i + STAGE_PREFETCH < n && k[i + STAGE_PREFETCH].idx != TAKEN)
+            __builtin_prefetch(delta[k[i + STAGE_PREFETCH].idx].r, 1);
+        if (k[i].idx == TAKEN)
+            continue;
+        size_t m = 0;
+        members[m++] = k[i].idx;
+        /* other keys with the same full hash are rare: compare in the run */
+        for (size_t j = i + 1; j < n && k[j].hash == k[i].hash; j++) {
+            if (k[j].idx != TAKEN && key_eq(rs, delta[k[i].idx].r, delta[k[j].idx].r)) {
+                members[m++] = k[j].idx;
+                k[j].idx = TAKEN;
+            }
         }
+        int rc = stage_group(rs, delta, members, m, k[i].hash, scratch);
+        if (rc)
+            return rc;
     }
-    hmap_free(&groups);
     return LDB_OK;
 }
 
@@ -350,24 +348,16 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
     result_discard(rs);
     if (n == 0)
         return LDB_OK;
-    _Static_assert(sizeof(size_t) == sizeof(uint64_t), "hashes share the index block");
-    size_t *idx = mem_alloc(5 * n * sizeof(size_t));
+    struct hkey *keys = mem_alloc(2 * n * sizeof *keys);
+    size_t *members = mem_alloc(n * sizeof *members);
     struct contrib *scratch = mem_alloc((n + 1) * sizeof *scratch);
-    int rc = (idx && scratch) ? LDB_OK : LDB_NOMEM;
-    size_t *next = idx, *heads = idx + n, *tails = idx + 2 * n, *members = idx + 3 * n;
-    uint64_t *hashes = (uint64_t *)(idx + 4 * n);
-    size_t nheads = 0;
-    if (!rc)
-        rc = group_delta(rs, delta, n, next, heads, &nheads, tails, hashes);
-    if (!rc && vec_reserve(&rs->staged, nheads))
+    int rc = keys && members && scratch ? LDB_OK : LDB_NOMEM;
+    if (!rc && vec_reserve(&rs->staged, n))
         rc = LDB_NOMEM;
-    for (size_t g = 0; !rc && g < nheads; g++) {
-        size_t k = 0;
-        for (size_t i = heads[g]; i != SIZE_MAX; i = next[i])
-            members[k++] = i;
-        rc = stage_group(rs, delta, members, k, hashes[heads[g]], scratch);
-    }
-    mem_free(idx);
+    if (!rc)
+        rc = stage_sorted(rs, delta, n, keys, members, scratch);
+    mem_free(keys);
+    mem_free(members);
     mem_free(scratch);
     /* commit sorts the befores and the afters of the batch here */
     if (!rc && rs->positions && rs->nquiet)

@@ -67,18 +67,34 @@ static int push_values(struct live_program *prog, const struct live_values *v)
     return LDB_OK;
 }
 
-int live_hydrate(struct live_program *prog)
+#define HYDRATE_PREFETCH 8
+
+static void prefetch_row(const row *r)
 {
+    if (r)
+        __builtin_prefetch(r, 1); /* pushing it retains it */
+}
+
+int live_hydrate(struct live_program *prog, int (*run)(struct live_program *prog))
+{
+    size_t pushed = 0;
     for (size_t i = 0; i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         if (s->loader || s->lookup_only)
             continue; /* the window loader fills it; lookups find its rows */
-        struct table_scan sc = table_scan_begin(s->table);
+        /* the rows lie in the heap in no order the scan follows: a second
+         * cursor a few rows ahead prefetches them */
+        struct table_scan sc = table_scan_begin(s->table), ahead = sc;
+        for (int k = 0; k < HYDRATE_PREFETCH; k++)
+            prefetch_row(table_scan_next(&ahead));
         for (row *r; (r = table_scan_next(&sc));) {
+            prefetch_row(table_scan_next(&ahead));
             prog->stats.rows_read++;
             int rc = intr_tick(); /* ldb_interrupt stops a long hydration */
             if (rc == LDB_OK)
                 rc = df_push(s->input, r, 1);
+            if (rc == LDB_OK && ++pushed % LIVE_HYDRATE_CHUNK == 0)
+                rc = run(prog);
             if (rc)
                 return rc;
         }
