@@ -229,10 +229,12 @@ int live_source_for(struct live_program *prog, struct table *t, struct live_sour
 #define LIVE_HYDRATE_CHUNK 1024
 int live_hydrate(struct live_program *prog, int (*run)(struct live_program *prog));
 /* Pushes one table delta (from change capture) into prog's inputs, as
- * -old +new, or +old -new when negate. */
+ * -old +new, or +old -new when negate; when run is not NULL, calls it
+ * after every LIVE_HYDRATE_CHUNK changes, as live_hydrate does (a large
+ * commit goes through the graph the way a hydration does). */
 struct delta;
 int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
-                    bool *touched);
+                    bool *touched, int (*run)(struct live_program *prog));
 /*
  * The external arrangement over t's storage for a join side that is a
  * scan of t (filters: conditions the rows must also pass), keyed by the

@@ -187,10 +187,11 @@ int live_program_apply(struct live_program *prog, const struct delta *d, bool *t
     *touched = false;
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = live_push_delta(prog, d, false, touched);
-    if (rc)
-        return failed(prog, rc);
-    return *touched ? live_program_run(prog) : LDB_OK;
+    uint64_t runs = prog->stats.runs;
+    int rc = live_push_delta(prog, d, false, touched, run_once);
+    if (!rc && *touched)
+        rc = run_to_settle(prog, prog->stats.runs > runs);
+    return rc ? failed(prog, rc) : LDB_OK;
 }
 
 int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched)
@@ -198,7 +199,7 @@ int live_program_push_negated(struct live_program *prog, const struct delta *d, 
     *touched = false;
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = live_push_delta(prog, d, true, touched);
+    int rc = live_push_delta(prog, d, true, touched, NULL);
     return rc ? failed(prog, rc) : LDB_OK;
 }
 

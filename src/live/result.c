@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch places kept between batches (more is freed after the batch). */
+/* Scratch places and staged changes kept between batches (more is freed
+ * after the batch). */
 #define RESULT_KEEP_PLACES 1024
 
 /* ---- order and keys --------------------------------------------------------- */
@@ -308,7 +309,7 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
  * missing the cache once per entry, and so does nothing else.
  */
 static int stage_sorted(struct result_set *rs, const df_entry *delta, size_t n,
-                        struct hkey *keys, size_t *members, struct contrib *scratch)
+                        struct hkey *keys)
 {
     for (size_t i = 0; i < n; i++)
         keys[i] = (struct hkey){ key_hash(rs, delta[i].r), i };
@@ -318,7 +319,17 @@ static int stage_sorted(struct result_set *rs, const df_entry *delta, size_t n,
         bits++;
     struct hkey *k = hsort_field(keys, keys + n, n, 0, bits);
     hsort_runs(k, n, 0, bits);
-    for (size_t i = 0; i < n; i++) {
+    /* a key's entries and contributions: at most a run of equal hashes */
+    size_t most = 1;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && k[j].hash == k[i].hash; j++)
+            ;
+        most = j - i > most ? j - i : most;
+    }
+    size_t *members = mem_alloc(most * sizeof *members);
+    struct contrib *scratch = mem_alloc((most + 1) * sizeof *scratch);
+    int rc = members && scratch ? LDB_OK : LDB_NOMEM;
+    for (size_t i = 0; !rc && i < n; i++) {
         /* the delta is now read out of order: its entries and then their
          * rows (retained for the change) are prefetched some keys ahead */
         if (i + 2 * STAGE_PREFETCH < n && k[i + 2 * STAGE_PREFETCH].idx != TAKEN)
@@ -336,11 +347,11 @@ static int stage_sorted(struct result_set *rs, const df_entry *delta, size_t n,
                 k[j].idx = TAKEN;
             }
         }
-        int rc = stage_group(rs, delta, members, m, k[i].hash, scratch);
-        if (rc)
-            return rc;
+        rc = stage_group(rs, delta, members, m, k[i].hash, scratch);
     }
-    return LDB_OK;
+    mem_free(members);
+    mem_free(scratch);
+    return rc;
 }
 
 int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
@@ -349,16 +360,12 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
     if (n == 0)
         return LDB_OK;
     struct hkey *keys = mem_alloc(2 * n * sizeof *keys);
-    size_t *members = mem_alloc(n * sizeof *members);
-    struct contrib *scratch = mem_alloc((n + 1) * sizeof *scratch);
-    int rc = keys && members && scratch ? LDB_OK : LDB_NOMEM;
+    int rc = keys ? LDB_OK : LDB_NOMEM;
     if (!rc && vec_reserve(&rs->staged, n))
         rc = LDB_NOMEM;
     if (!rc)
-        rc = stage_sorted(rs, delta, n, keys, members, scratch);
+        rc = stage_sorted(rs, delta, n, keys);
     mem_free(keys);
-    mem_free(members);
-    mem_free(scratch);
     /* commit sorts the befores and the afters of the batch here */
     if (!rc && rs->positions && rs->nquiet)
         rc = vec_reserve(&rs->places, 2 * rs->staged.len) ? LDB_NOMEM : LDB_OK;
@@ -649,6 +656,8 @@ void result_discard(struct result_set *rs)
     for (size_t i = 0; i < rs->staged.len; i++)
         release_rows(&rs->staged.data[i]);
     vec_clear(&rs->staged);
+    if (rs->staged.cap > RESULT_KEEP_PLACES) /* a hydration's is no reason to keep it */
+        vec_free(&rs->staged);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */

@@ -108,10 +108,11 @@ int live_hydrate(struct live_program *prog, int (*run)(struct live_program *prog
 }
 
 int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
-                    bool *touched)
+                    bool *touched, int (*run)(struct live_program *prog))
 {
     *touched = false;
     int64_t w = negate ? -1 : 1;
+    size_t pushed = 0;
     for (size_t i = 0; d && i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         const struct table_delta *td = delta_for_table(d, s->table);
@@ -127,11 +128,17 @@ int live_push_delta(struct live_program *prog, const struct delta *d, bool negat
         }
         for (size_t k = 0; k < td->n; k++) {
             const struct change *ch = &td->changes[k];
+            if (k + HYDRATE_PREFETCH < td->n) {
+                prefetch_row(td->changes[k + HYDRATE_PREFETCH].old);
+                prefetch_row(td->changes[k + HYDRATE_PREFETCH].new_row);
+            }
             int rc = LDB_OK;
             if (ch->old)
                 rc = df_push(s->input, ch->old, -w);
             if (!rc && ch->new_row)
                 rc = df_push(s->input, ch->new_row, w);
+            if (!rc && run && ++pushed % LIVE_HYDRATE_CHUNK == 0)
+                rc = run(prog);
             if (rc)
                 return rc;
         }
