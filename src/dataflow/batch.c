@@ -26,10 +26,17 @@ int df_batch_push(df_batch *b, row *r, int64_t w)
     return LDB_OK;
 }
 
+/* A large batch's rows lie in the heap in no order it follows: releasing
+ * them prefetches a few entries ahead. */
+#define CLEAR_PREFETCH 8
+
 void df_batch_clear(df_batch *b)
 {
-    for (size_t i = 0; i < b->len; i++)
+    for (size_t i = 0; i < b->len; i++) {
+        if (i + CLEAR_PREFETCH < b->len)
+            __builtin_prefetch(b->e[i + CLEAR_PREFETCH].r, 1);
         row_release(b->e[i].r);
+    }
     b->len = 0;
 }
 

@@ -25,6 +25,11 @@
  * after the batch). */
 #define RESULT_KEEP_PLACES 1024
 
+/* How many changes or delta entries ahead a pass over a large batch
+ * prefetches the rows it will touch (they lie in the heap in no order the
+ * batch follows). */
+#define STAGE_PREFETCH 8
+
 /* ---- order and keys --------------------------------------------------------- */
 
 static uint64_t key_hash(const struct result_set *rs, const row *r)
@@ -298,7 +303,6 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
 }
 
 #define TAKEN UINT64_MAX
-#define STAGE_PREFETCH 8
 
 /*
  * Groups the delta by key without a table: its (key hash, index) pairs
@@ -613,6 +617,8 @@ int result_prepare(struct result_set *rs)
         return LDB_NOMEM;
     for (size_t i = 0; i < n; i++) {
         struct result_change *ch = &rs->staged.data[i];
+        if (i + STAGE_PREFETCH < n && rs->staged.data[i + STAGE_PREFETCH].after)
+            __builtin_prefetch(rs->staged.data[i + STAGE_PREFETCH].after, 1); /* retained */
         int rc = ch->after ? make_next(rs, ch) : LDB_OK;
         if (rc) {
             unmake_next(rs, i);
@@ -653,8 +659,16 @@ int result_commit(struct result_set *rs)
 void result_discard(struct result_set *rs)
 {
     rs->nquiet = 0;
-    for (size_t i = 0; i < rs->staged.len; i++)
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        if (i + STAGE_PREFETCH < rs->staged.len) {
+            const struct result_change *ahead = &rs->staged.data[i + STAGE_PREFETCH];
+            if (ahead->after)
+                __builtin_prefetch(ahead->after, 1);
+            if (ahead->before)
+                __builtin_prefetch(ahead->before, 1);
+        }
         release_rows(&rs->staged.data[i]);
+    }
     vec_clear(&rs->staged);
     if (rs->staged.cap > RESULT_KEEP_PLACES) /* a hydration's is no reason to keep it */
         vec_free(&rs->staged);
