@@ -11,7 +11,19 @@
  *     bench base.<workload>.<case>.<n>.<stat> ...                livedb, no live query
  *     bench sqlite.<workload>.<case>.<n>.<stat> ...              SQLite, same run
  *     bench ratio.<workload>.<case>.<n> <x> x                    livedb / SQLite
- * plus <workload>.<n>.open_ms and <workload>.<n>.bytes per live query.
+ * plus <workload>.<n>.open_ms and <workload>.<n>.bytes per live query,
+ * sqlite.<workload>.<n>.query_ms (SQLite running the query once on the same
+ * data) and ratio.<workload>.hydrate.<n> (open_ms / query_ms).
+ *
+ * The "bulk" section times one transaction of n issue inserts with the
+ * list, join and group live queries open (each query's callback run by the
+ * time COMMIT returns) against SQLite inserting the same rows and then
+ * running the three queries once, and livedb with no live query open:
+ *     bench bulk.<n>.rows_per_s, base.bulk..., sqlite.bulk..., ratio.bulk.<n>
+ * (time / SQLite's time).
+ *
+ * LDB_BENCH_LIVE_SIZES (comma-separated) replaces the sizes;
+ * LDB_BENCH_LIVE_ITERS=0 skips the timed writes (hydration figures only).
  */
 #include "bench_util.h"
 
@@ -131,6 +143,15 @@ static void insert_issue(void *ctx, const struct bench_issue *r)
     step_all(s);
 }
 
+static void insert_issues(struct engine *e, int n)
+{
+    struct stmt s = prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
+    bench_issues(n, SEED, insert_issue, &s);
+    finalize(&s);
+}
+
+/* Creates both tables and their indexes, fills users, and inserts n issues
+ * in the same transaction. */
 static void load_issues(struct engine *e, int n, const char *indexes)
 {
     run(e, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
@@ -147,9 +168,7 @@ static void load_issues(struct engine *e, int n, const char *indexes)
         step_all(&u);
     }
     finalize(&u);
-    struct stmt s = prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
-    bench_issues(n, SEED, insert_issue, &s);
-    finalize(&s);
+    insert_issues(e, n);
     run(e, "COMMIT");
 }
 
@@ -322,6 +341,7 @@ static void run_workload(int w, int n, int iters)
 {
     const struct workload *wl = &workloads[w];
     double live[3] = { 0 }, base[3] = { 0 }, lite[3] = { 0 };
+    double open_ms = 0, query_ms = 0;
     char name[128];
     for (int mode = 0; mode < 3; mode++) {
         struct engine e = { mode == 2, NULL, NULL };
@@ -338,17 +358,27 @@ static void run_workload(int w, int n, int iters)
             uint64_t t0 = bench_ns();
             if (ldb_live_open(e.db, wl->query, bench_count_changes, NULL, &lq) != LDB_OK)
                 die(wl->query, ldb_errmsg(e.db));
+            open_ms = (double)(bench_ns() - t0) / 1e6;
             snprintf(name, sizeof name, "%s.%d.open_ms", wl->name, n);
-            bench_print(name, (double)(bench_ns() - t0) / 1e6, "ms");
+            bench_print(name, open_ms, "ms");
             ldb_live_stats st;
             ldb_live_stats_get(lq, &st);
             snprintf(name, sizeof name, "%s.%d.bytes", wl->name, n);
             bench_print(name, (double)st.retained_bytes, "bytes");
         }
         struct stmt q = { 0 };
-        if (mode == 2)
+        if (mode == 2) {
             q = prepare(&e, wl->query);
-        wl->writes(&e, mode == 2 ? &q : NULL, n, iters,
+            uint64_t t0 = bench_ns();
+            step_all(&q);
+            query_ms = (double)(bench_ns() - t0) / 1e6;
+            snprintf(name, sizeof name, "sqlite.%s.%d.query_ms", wl->name, n);
+            bench_print(name, query_ms, "ms");
+        }
+        if (mode == 1 && iters == 0)
+            continue; /* livedb without a live query: only timed writes */
+        if (iters > 0)
+            wl->writes(&e, mode == 2 ? &q : NULL, n, iters,
                    mode == 0 ? "" : mode == 1 ? "base." : "sqlite.",
                    mode == 0 ? live : mode == 1 ? base : lite);
         if (lq && ldb_live_error(lq, NULL) != LDB_OK)
@@ -361,12 +391,64 @@ static void run_workload(int w, int n, int iters)
             ldb_close(e.db);
         }
     }
-    for (int c = 0; c < 3 && case_names[w][c]; c++) {
+    snprintf(name, sizeof name, "ratio.%s.hydrate.%d", wl->name, n);
+    bench_print(name, open_ms / query_ms, "x");
+    for (int c = 0; iters > 0 && c < 3 && case_names[w][c]; c++) {
         snprintf(name, sizeof name, "ratio.%s.%d", case_names[w][c], n);
         bench_print(name, live[c] / lite[c], "x");
         snprintf(name, sizeof name, "ratio.base.%s.%d", case_names[w][c], n);
         bench_print(name, live[c] / base[c], "x");
     }
+}
+
+/* ---- bulk: one large transaction with the three live queries open ---------------- */
+
+static void run_bulk(int n)
+{
+    double secs[3] = { 0 };
+    static const char *const prefix[3] = { "", "base.", "sqlite." };
+    char name[128];
+    for (int mode = 0; mode < 3; mode++) {
+        struct engine e = { mode == 2, NULL, NULL };
+        if (e.sqlite)
+            sqlite3_open(":memory:", &e.lite);
+        else if (ldb_open(NULL, &e.db) != LDB_OK)
+            die("open", "livedb");
+        load_issues(&e, 0, workloads[1].indexes);
+        ldb_live *lq[3] = { NULL, NULL, NULL };
+        for (int w = 0; mode == 0 && w < 3; w++)
+            if (ldb_live_open(e.db, workloads[w].query, bench_count_changes, NULL, &lq[w]) !=
+                LDB_OK)
+                die(workloads[w].query, ldb_errmsg(e.db));
+        uint64_t seen = bench_changes_seen;
+        uint64_t t0 = bench_ns();
+        run(&e, "BEGIN");
+        insert_issues(&e, n);
+        run(&e, "COMMIT");
+        for (int w = 0; mode == 2 && w < 3; w++) {
+            struct stmt q = prepare(&e, workloads[w].query);
+            step_all(&q);
+            finalize(&q);
+        }
+        secs[mode] = (double)(bench_ns() - t0) / 1e9;
+        if (mode == 0 && bench_changes_seen == seen)
+            die("bulk", "the live queries published nothing");
+        snprintf(name, sizeof name, "%sbulk.%d.rows_per_s", prefix[mode], n);
+        bench_print(name, n / secs[mode], "rows/s");
+        for (int w = 0; w < 3; w++) {
+            if (lq[w] && ldb_live_error(lq[w], NULL) != LDB_OK)
+                die("live query failed", workloads[w].query);
+            ldb_live_close(lq[w]);
+        }
+        if (e.sqlite)
+            sqlite3_close(e.lite);
+        else
+            ldb_close(e.db);
+    }
+    snprintf(name, sizeof name, "ratio.bulk.%d", n);
+    bench_print(name, secs[0] / secs[2], "x");
+    snprintf(name, sizeof name, "ratio.base.bulk.%d", n);
+    bench_print(name, secs[0] / secs[1], "x");
 }
 
 int main(int argc, char **argv)
@@ -375,14 +457,22 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     printf("# bench_live: issues workloads, seed %u\n", SEED);
-    int sizes[] = { 10000, 1000000 };
+    int sizes[8] = { 10000, 1000000 };
     int nsizes = bench_quick ? 1 : 2;
     int iters = bench_quick ? 300 : 2000;
+    const char *env = getenv("LDB_BENCH_LIVE_SIZES");
+    for (nsizes = env ? 0 : nsizes; env && *env && nsizes < 8; env += *env == ',')
+        sizes[nsizes++] = (int)strtol(env, (char **)&env, 10);
+    if ((env = getenv("LDB_BENCH_LIVE_ITERS")))
+        iters = atoi(env);
     for (int w = 0; w < 3; w++) {
         if (!bench_selected(argc, argv, workloads[w].name))
             continue;
         for (int s = 0; s < nsizes; s++)
             run_workload(w, sizes[s], iters);
     }
+    if (bench_selected(argc, argv, "bulk"))
+        for (int s = 0; s < nsizes; s++)
+            run_bulk(bench_quick ? 20000 : sizes[s]);
     return 0;
 }

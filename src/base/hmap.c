@@ -52,24 +52,41 @@ static int rehash(hmap *m, uint32_t new_cap)
     return LDB_OK;
 }
 
-int hmap_reserve(hmap *m, uint32_t n)
+/* Whether hmap_reserve(m, n) rehashes, and into how many slots. */
+static bool reserve_rehashes(const hmap *m, uint32_t n, uint64_t *new_cap)
 {
     uint64_t cap = m->slots ? (uint64_t)m->mask + 1 : 0;
     uint64_t need_live = (uint64_t)m->count + n;
+    *new_cap = cap;
     if (cap && (need_live + m->tombs) * 4 <= cap * 3)
-        return LDB_OK;
-    uint64_t new_cap = cap ? cap : HMAP_MIN_CAP;
-    while (need_live * 4 > new_cap * 3)
-        new_cap *= 2;
+        return false;
+    *new_cap = cap ? cap : HMAP_MIN_CAP;
+    while (need_live * 4 > *new_cap * 3)
+        *new_cap *= 2;
     /* Dropping tombstones at the same size leaves room for as many more
      * as the table is short of its limit: none to speak of when live
      * entries fill more than half of it, and a table that churns there
      * (delete one, insert another) would rehash every few writes. */
-    if (new_cap == cap && need_live * 2 > cap)
-        new_cap *= 2;
+    if (*new_cap == cap && need_live * 2 > cap)
+        *new_cap *= 2;
+    return true;
+}
+
+int hmap_reserve(hmap *m, uint32_t n)
+{
+    uint64_t new_cap;
+    if (!reserve_rehashes(m, n, &new_cap))
+        return LDB_OK;
     if (new_cap > ((uint64_t)1 << 31))
         return LDB_NOMEM;
     return rehash(m, (uint32_t)new_cap);
+}
+
+uint32_t hmap_mask_after(const hmap *m, uint32_t n)
+{
+    uint64_t cap;
+    reserve_rehashes(m, n, &cap);
+    return cap > ((uint64_t)1 << 31) ? m->mask : (uint32_t)(cap - 1);
 }
 
 uint64_t *hmap_get(const hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key)

@@ -51,6 +51,10 @@ void hmap_free(hmap *m);
 void hmap_clear(hmap *m);
 /* Makes room for n more entries so that the next n puts cannot fail. */
 int hmap_reserve(hmap *m, uint32_t n);
+/* The mask (slot of a hash: hash & mask) the table has after a
+ * successful hmap_reserve(m, n): callers with many entries to put sort
+ * them by slot so that the puts walk the table. */
+uint32_t hmap_mask_after(const hmap *m, uint32_t n);
 
 /* Pointer to the payload of the entry equal to key, or NULL. */
 uint64_t *hmap_get(const hmap *m, uint64_t hash, hmap_eq_fn eq, const void *key);

@@ -284,6 +284,10 @@ int df_output(df_graph *g, df_node *in, df_node **out);
 /* The consolidated delta of the last successful run (borrowed until the
  * next run or df_clear_deltas); empty when the graph has failed. */
 const df_entry *df_output_delta(const df_node *out, size_t *n);
+/* Moves that delta's entries, with their references, to the end of acc
+ * (no copy when acc is empty: the two swap buffers); the output then
+ * reads empty. LDB_NOMEM leaves both as they were. */
+int df_output_take(df_node *out, df_batch *acc);
 /* Drops the last run's deltas, outputs included, once the owner has read
  * them. A run starts with the same step; doing it early frees a large
  * run's rows with that run instead of charging them to the next one. */

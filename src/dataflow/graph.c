@@ -242,3 +242,21 @@ const df_entry *df_output_delta(const df_node *n, size_t *len)
     *len = n->out.len;
     return n->out.e;
 }
+
+int df_output_take(df_node *n, df_batch *acc)
+{
+    if (n->g->err || n->ops != &output_ops || n->out.len == 0)
+        return LDB_OK;
+    if (acc->len == 0) {
+        df_batch t = *acc;
+        *acc = n->out;
+        n->out = t;
+        return LDB_OK;
+    }
+    if (batch_reserve(acc, n->out.len))
+        return LDB_NOMEM;
+    memcpy(acc->e + acc->len, n->out.e, n->out.len * sizeof *acc->e);
+    acc->len += n->out.len;
+    n->out.len = 0;
+    return LDB_OK;
+}

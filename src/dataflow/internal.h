@@ -16,6 +16,7 @@
 
 #include "base/hash.h"
 #include "base/hmap.h"
+#include "base/hsort.h"
 #include "base/vec.h"
 #include "dataflow/dataflow.h"
 
@@ -41,10 +42,7 @@ struct df_node {
 
 /* Buffers for consolidating large batches, kept across runs. */
 struct df_scratch {
-    struct ckey {
-        uint64_t hash;
-        uint64_t idx;
-    } *a, *b;
+    struct hkey *a, *b;
     size_t cap;
     df_entry *tmp;
     size_t tmp_cap;

@@ -223,13 +223,18 @@ int live_compile(struct live_program *prog, struct eval_error *err);
 
 /* The source of table t in prog, made on first use. */
 int live_source_for(struct live_program *prog, struct table *t, struct live_source **out);
-/* Pushes every row of every full source and every VALUES node. */
-int live_hydrate(struct live_program *prog);
+/* Pushes every row of every full source and every VALUES node, calling
+ * run(prog) after every LIVE_HYDRATE_CHUNK table rows, so that the graph
+ * consumes them while they are still in cache. */
+#define LIVE_HYDRATE_CHUNK 1024
+int live_hydrate(struct live_program *prog, int (*run)(struct live_program *prog));
 /* Pushes one table delta (from change capture) into prog's inputs, as
- * -old +new, or +old -new when negate. */
+ * -old +new, or +old -new when negate; when run is not NULL, calls it
+ * after every LIVE_HYDRATE_CHUNK changes, as live_hydrate does (a large
+ * commit goes through the graph the way a hydration does). */
 struct delta;
 int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
-                    bool *touched);
+                    bool *touched, int (*run)(struct live_program *prog));
 /*
  * The external arrangement over t's storage for a join side that is a
  * scan of t (filters: conditions the rows must also pass), keyed by the

@@ -81,18 +81,6 @@ void live_program_free(struct live_program *prog)
 
 /* ---- runs ------------------------------------------------------------------------- */
 
-static int collect(df_batch *acc, const df_node *out)
-{
-    size_t n;
-    const df_entry *d = df_output_delta(out, &n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = df_batch_push(acc, d[i].r, d[i].w);
-        if (rc)
-            return rc;
-    }
-    return LDB_OK;
-}
-
 /* One graph run; its outputs join the accumulated outputs. */
 static int run_once(struct live_program *prog)
 {
@@ -100,12 +88,12 @@ static int run_once(struct live_program *prog)
     if (rc)
         return rc;
     prog->stats.runs++;
-    rc = collect(&prog->acc, prog->out);
+    rc = df_output_take(prog->out, &prog->acc);
     for (size_t i = 0; !rc && i < prog->children.len; i++) {
         struct live_child *ch = &prog->children.data[i];
-        rc = collect(&ch->dom_acc, ch->dom_out);
+        rc = df_output_take(ch->dom_out, &ch->dom_acc);
         if (!rc)
-            rc = collect(&ch->rows_acc, ch->rows_out);
+            rc = df_output_take(ch->rows_out, &ch->rows_acc);
     }
     df_clear_deltas(prog->g);
     return rc;
@@ -122,11 +110,11 @@ static int consolidate_all(struct live_program *prog)
     return rc;
 }
 
-/* Runs until no window loader wants more rows; consolidates the output. */
-static int run_to_settle(struct live_program *prog)
+/* Runs until no window loader wants more rows; consolidates the output
+ * (several: runs before this one left output too). */
+static int run_to_settle(struct live_program *prog, bool several)
 {
     int rc = run_once(prog);
-    bool several = false; /* one run's output is already consolidated */
     for (bool again = !rc; again && !rc;) {
         again = false;
         for (size_t i = 0; !rc && i < prog->sources.len; i++) {
@@ -161,7 +149,7 @@ int live_program_run(struct live_program *prog)
 {
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = run_to_settle(prog);
+    int rc = run_to_settle(prog, false);
     return rc ? failed(prog, rc) : LDB_OK;
 }
 
@@ -180,12 +168,18 @@ int live_program_set_window(struct live_program *prog, int64_t offset, int64_t l
     return LDB_OK;
 }
 
+/* A hydration runs the graph on each chunk of table rows as it is read
+ * (a batch of a million rows would be out of cache again before the
+ * first operator saw it), then settles. */
 int live_program_hydrate(struct live_program *prog)
 {
-    int rc = live_hydrate(prog);
-    if (rc)
-        return failed(prog, rc);
-    return live_program_run(prog);
+    if (prog->state != LIVE_OK)
+        return prog->errcode;
+    uint64_t runs = prog->stats.runs;
+    int rc = live_hydrate(prog, run_once);
+    if (!rc)
+        rc = run_to_settle(prog, prog->stats.runs > runs);
+    return rc ? failed(prog, rc) : LDB_OK;
 }
 
 int live_program_apply(struct live_program *prog, const struct delta *d, bool *touched)
@@ -193,10 +187,11 @@ int live_program_apply(struct live_program *prog, const struct delta *d, bool *t
     *touched = false;
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = live_push_delta(prog, d, false, touched);
-    if (rc)
-        return failed(prog, rc);
-    return *touched ? live_program_run(prog) : LDB_OK;
+    uint64_t runs = prog->stats.runs;
+    int rc = live_push_delta(prog, d, false, touched, run_once);
+    if (!rc && *touched)
+        rc = run_to_settle(prog, prog->stats.runs > runs);
+    return rc ? failed(prog, rc) : LDB_OK;
 }
 
 int live_program_push_negated(struct live_program *prog, const struct delta *d, bool *touched)
@@ -204,7 +199,7 @@ int live_program_push_negated(struct live_program *prog, const struct delta *d, 
     *touched = false;
     if (prog->state != LIVE_OK)
         return prog->errcode;
-    int rc = live_push_delta(prog, d, true, touched);
+    int rc = live_push_delta(prog, d, true, touched, NULL);
     return rc ? failed(prog, rc) : LDB_OK;
 }
 
@@ -238,7 +233,7 @@ int live_program_trim(struct live_program *prog)
         any |= pushed;
     }
     if (!rc && any)
-        rc = run_to_settle(prog);
+        rc = run_to_settle(prog, false);
     if (!rc && live_program_has_output(prog))
         rc = LDB_INTERNAL; /* the unloaded rows were not past the window */
     live_program_clear_output(prog);

@@ -105,13 +105,24 @@ void live_batch_drop(ldb_live *q)
  * block (changes, their row views, key values, cell rows). A child's
  * callback may be set during the publication that shows it, so a
  * child's views are always reserved. */
+/* Key columns side by side in the row: a change's key view points into
+ * its named row, and the block needs no key values. */
+static bool key_in_row(const ldb_live *q)
+{
+    for (uint32_t i = 1; i < q->rs.nkey; i++)
+        if (q->rs.key[i] != q->rs.key[0] + i)
+            return false;
+    return q->rs.nkey > 0;
+}
+
 int live_views_reserve(ldb_live *q, size_t n)
 {
     if (n == 0 || (!q->fn && !q->is_child))
         return LDB_OK;
     size_t ncells = live_has_cells(q) ? 2 * n * live_layout_of(q)->nvisible : 0;
     size_t out = n * sizeof(ldb_change), rows = n * sizeof(struct change_views);
-    size_t keys = n * q->rs.nkey * sizeof(value), cells = ncells * sizeof(value);
+    size_t keys = key_in_row(q) ? 0 : n * q->rs.nkey * sizeof(value);
+    size_t cells = ncells * sizeof(value);
     _Static_assert(sizeof(ldb_change) % _Alignof(value) == 0 &&
                        sizeof(struct change_views) % _Alignof(value) == 0,
                    "views are laid out back to back");
@@ -328,13 +339,18 @@ void live_publish_batch(ldb_live *q)
     value *keys = q->views.keys;
     uint32_t nvis = live_layout_of(q)->nvisible;
     value *cells = q->views.cells;
+    bool in_row = key_in_row(q);
     for (size_t i = 0; i < n; i++) {
         const struct result_change *c = &chs[i];
         struct change_views *v = &views[i];
-        value *k = keys + i * nkey;
-        for (uint32_t j = 0; j < nkey; j++)
-            k[j] = c->named->cols[q->rs.key[j]]; /* borrowed views, no references */
-        v->key = (struct ldb_row){ k, nkey };
+        if (in_row) {
+            v->key = (struct ldb_row){ c->named->cols + q->rs.key[0], nkey };
+        } else {
+            value *k = keys + i * nkey;
+            for (uint32_t j = 0; j < nkey; j++)
+                k[j] = c->named->cols[q->rs.key[j]]; /* borrowed views, no references */
+            v->key = (struct ldb_row){ k, nkey };
+        }
         v->before = row_view(q, c->before, nvis, cells ? cells + 2 * i * nvis : NULL);
         v->after = row_view(q, c->after, nvis, cells ? cells + (2 * i + 1) * nvis : NULL);
         out[i] = (ldb_change){

@@ -2,7 +2,7 @@
  * result.c - keyed (and ordered) result state of a live query, and the
  * change batches between its states (see result.h).
  *
- * Staging groups the delta by key in a scratch table, folds each key's
+ * Staging groups the delta by key (sorting its key hashes), folds each key's
  * contributions (the current entry plus the delta rows) and records one
  * change per key whose state differs. Staging never edits anything, so a
  * failed stage leaves the published state whole. Commit first makes
@@ -15,13 +15,20 @@
 #include "live/result.h"
 
 #include "base/hash.h"
+#include "base/hsort.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch places kept between batches (more is freed after the batch). */
+/* Scratch places and staged changes kept between batches (more is freed
+ * after the batch). */
 #define RESULT_KEEP_PLACES 1024
+
+/* How many changes or delta entries ahead a pass over a large batch
+ * prefetches the rows it will touch (they lie in the heap in no order the
+ * batch follows). */
+#define STAGE_PREFETCH 8
 
 /* ---- order and keys --------------------------------------------------------- */
 
@@ -260,6 +267,7 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     if (nr) {
         ch.after = row_retain(nr);
         ch.after_mult = nm;
+        ch.after_bytes = row_mem(nr);
         if (!e)
             ch.named = row_retain(nr);
     }
@@ -275,25 +283,12 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     return LDB_OK;
 }
 
-/* Groups of delta entries with equal keys, as index lists. */
-struct group_probe {
-    const struct result_set *rs;
-    const df_entry *delta;
-    const row *r;
-};
-
-static bool group_matches(const void *key, uint64_t val)
-{
-    const struct group_probe *p = key;
-    return key_eq(p->rs, p->delta[val].r, p->r);
-}
-
 static int stage_group(struct result_set *rs, const df_entry *delta, const size_t *idx,
-                       size_t n, struct contrib *scratch)
+                       size_t n, uint64_t h, struct contrib *scratch)
 {
     const row *first = delta[idx[0]].r;
-    uint64_t h = key_hash(rs, first);
-    struct result_entry *e = find_entry(rs, first, h);
+    /* an empty result (a hydration) has no entry to find */
+    struct result_entry *e = hmap_count(&rs->by_key) ? find_entry(rs, first, h) : NULL;
     size_t nc = 0;
     if (e)
         add_contrib(scratch, &nc, e->r, e->mult);
@@ -307,37 +302,60 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
     return stage_change(rs, e, nr, nm, h);
 }
 
+#define TAKEN UINT64_MAX
+
 /*
- * Sorts delta positions into groups of equal keys: next[i] chains the
- * entries of one key; heads lists the first entry of each key.
+ * Groups the delta by key without a table: its (key hash, index) pairs
+ * are sorted by the slot the hash takes in by_key once that has room for
+ * every entry, then by full hash, so one key's entries are adjacent (in
+ * delta order) and the keys come in slot order: the lookups of existing
+ * entries and the insertion of new ones then walk by_key instead of
+ * missing the cache once per entry, and so does nothing else.
  */
-static int group_delta(struct result_set *rs, const df_entry *delta, size_t n,
-                       size_t *next, size_t *heads, size_t *nheads, size_t *tails)
+static int stage_sorted(struct result_set *rs, const df_entry *delta, size_t n,
+                        struct hkey *keys)
 {
-    hmap groups;
-    hmap_init(&groups);
-    int rc = hmap_reserve(&groups, (uint32_t)n);
-    if (rc)
-        return rc;
-    *nheads = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct group_probe p = { rs, delta, delta[i].r };
-        uint64_t *v;
-        bool found;
-        hmap_put(&groups, key_hash(rs, delta[i].r), group_matches, &p, &v, &found);
-        next[i] = SIZE_MAX;
-        if (found) {
-            size_t g = (size_t)*v;
-            next[tails[g]] = i;
-            tails[g] = i;
-        } else {
-            *v = i;
-            tails[i] = i;
-            heads[(*nheads)++] = i;
-        }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct hkey){ key_hash(rs, delta[i].r), i };
+    uint32_t mask = hmap_mask_after(&rs->by_key, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+    unsigned bits = 1; /* a small batch sorts on fewer bits: cheaper passes */
+    while (bits < 32 && ((mask >> bits) & 1) && ((size_t)1 << bits) < 4 * n)
+        bits++;
+    struct hkey *k = hsort_field(keys, keys + n, n, 0, bits);
+    hsort_runs(k, n, 0, bits);
+    /* a key's entries and contributions: at most a run of equal hashes */
+    size_t most = 1;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && k[j].hash == k[i].hash; j++)
+            ;
+        most = j - i > most ? j - i : most;
     }
-    hmap_free(&groups);
-    return LDB_OK;
+    size_t *members = mem_alloc(most * sizeof *members);
+    struct contrib *scratch = mem_alloc((most + 1) * sizeof *scratch);
+    int rc = members && scratch ? LDB_OK : LDB_NOMEM;
+    for (size_t i = 0; !rc && i < n; i++) {
+        /* the delta is now read out of order: its entries and then their
+         * rows (retained for the change) are prefetched some keys ahead */
+        if (i + 2 * STAGE_PREFETCH < n && k[i + 2 * STAGE_PREFETCH].idx != TAKEN)
+            __builtin_prefetch(&delta[k[i + 2 * STAGE_PREFETCH].idx]);
+        if (i + STAGE_PREFETCH < n && k[i + STAGE_PREFETCH].idx != TAKEN)
+            __builtin_prefetch(delta[k[i + STAGE_PREFETCH].idx].r, 1);
+        if (k[i].idx == TAKEN)
+            continue;
+        size_t m = 0;
+        members[m++] = k[i].idx;
+        /* other keys with the same full hash are rare: compare in the run */
+        for (size_t j = i + 1; j < n && k[j].hash == k[i].hash; j++) {
+            if (k[j].idx != TAKEN && key_eq(rs, delta[k[i].idx].r, delta[k[j].idx].r)) {
+                members[m++] = k[j].idx;
+                k[j].idx = TAKEN;
+            }
+        }
+        rc = stage_group(rs, delta, members, m, k[i].hash, scratch);
+    }
+    mem_free(members);
+    mem_free(scratch);
+    return rc;
 }
 
 int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
@@ -345,21 +363,13 @@ int result_stage(struct result_set *rs, const df_entry *delta, size_t n)
     result_discard(rs);
     if (n == 0)
         return LDB_OK;
-    size_t *idx = mem_alloc(4 * n * sizeof(size_t));
-    struct contrib *scratch = mem_alloc((n + 1) * sizeof *scratch);
-    int rc = (idx && scratch) ? LDB_OK : LDB_NOMEM;
-    size_t *next = idx, *heads = idx + n, *tails = idx + 2 * n, *members = idx + 3 * n;
-    size_t nheads = 0;
+    struct hkey *keys = mem_alloc(2 * n * sizeof *keys);
+    int rc = keys ? LDB_OK : LDB_NOMEM;
+    if (!rc && vec_reserve(&rs->staged, n))
+        rc = LDB_NOMEM;
     if (!rc)
-        rc = group_delta(rs, delta, n, next, heads, &nheads, tails);
-    for (size_t g = 0; !rc && g < nheads; g++) {
-        size_t k = 0;
-        for (size_t i = heads[g]; i != SIZE_MAX; i = next[i])
-            members[k++] = i;
-        rc = stage_group(rs, delta, members, k, scratch);
-    }
-    mem_free(idx);
-    mem_free(scratch);
+        rc = stage_sorted(rs, delta, n, keys);
+    mem_free(keys);
     /* commit sorts the befores and the afters of the batch here */
     if (!rc && rs->positions && rs->nquiet)
         rc = vec_reserve(&rs->places, 2 * rs->staged.len) ? LDB_NOMEM : LDB_OK;
@@ -418,7 +428,8 @@ static int make_next(struct result_set *rs, struct result_change *ch)
     if (!e)
         return LDB_NOMEM;
     e->r = ch->after;
-    e->named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
+    e->named = ch->named == ch->after || key_identical(rs, ch->named, ch->after) ? NULL
+                                                                                : ch->named;
     e->mult = ch->after_mult;
     e->hash = ch->hash;
     e->first = NULL;
@@ -438,6 +449,12 @@ static int make_next(struct result_set *rs, struct result_change *ch)
 static size_t entry_row_bytes(const struct result_entry *e)
 {
     return row_mem(e->r) + (e->named ? row_mem(e->named) : 0);
+}
+
+/* The same for the entry that holds a change's after row. */
+static size_t after_row_bytes(const struct result_change *ch, const row *named)
+{
+    return ch->after_bytes + (named ? row_mem(named) : 0);
 }
 
 static void free_entry(struct result_set *rs, struct result_entry *e)
@@ -480,7 +497,7 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
         row_release(e->named);
         e->r = ch->after;
         e->named = named;
-        rs->row_bytes += entry_row_bytes(e);
+        rs->row_bytes += after_row_bytes(ch, named);
         return;
     }
     uint64_t *v = NULL;
@@ -497,7 +514,7 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
         }
         *v = (uint64_t)(uintptr_t)ch->next;
         rs->rows += ch->next->mult;
-        rs->row_bytes += entry_row_bytes(ch->next);
+        rs->row_bytes += after_row_bytes(ch, ch->next->named);
     } else if (v) {
         hmap_del(&rs->by_key, v);
     }
@@ -600,6 +617,8 @@ int result_prepare(struct result_set *rs)
         return LDB_NOMEM;
     for (size_t i = 0; i < n; i++) {
         struct result_change *ch = &rs->staged.data[i];
+        if (i + STAGE_PREFETCH < n && rs->staged.data[i + STAGE_PREFETCH].after)
+            __builtin_prefetch(rs->staged.data[i + STAGE_PREFETCH].after, 1); /* retained */
         int rc = ch->after ? make_next(rs, ch) : LDB_OK;
         if (rc) {
             unmake_next(rs, i);
@@ -640,9 +659,19 @@ int result_commit(struct result_set *rs)
 void result_discard(struct result_set *rs)
 {
     rs->nquiet = 0;
-    for (size_t i = 0; i < rs->staged.len; i++)
+    for (size_t i = 0; i < rs->staged.len; i++) {
+        if (i + STAGE_PREFETCH < rs->staged.len) {
+            const struct result_change *ahead = &rs->staged.data[i + STAGE_PREFETCH];
+            if (ahead->after)
+                __builtin_prefetch(ahead->after, 1);
+            if (ahead->before)
+                __builtin_prefetch(ahead->before, 1);
+        }
         release_rows(&rs->staged.data[i]);
+    }
     vec_clear(&rs->staged);
+    if (rs->staged.cap > RESULT_KEEP_PLACES) /* a hydration's is no reason to keep it */
+        vec_free(&rs->staged);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */

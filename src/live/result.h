@@ -88,6 +88,8 @@ struct result_change {
                                       key the change reports */
     int64_t before_mult, after_mult;
     int64_t before_pos, after_pos; /* -1 when unordered or absent */
+    size_t after_bytes;            /* row_mem(after), taken at staging while
+                                      the row is in cache */
     uint64_t hash;
     struct result_entry *entry;    /* the entry when it existed before */
     struct result_entry *next;     /* the entry that replaces it (commit) */

@@ -67,18 +67,34 @@ static int push_values(struct live_program *prog, const struct live_values *v)
     return LDB_OK;
 }
 
-int live_hydrate(struct live_program *prog)
+#define HYDRATE_PREFETCH 8
+
+static void prefetch_row(const row *r)
 {
+    if (r)
+        __builtin_prefetch(r, 1); /* pushing it retains it */
+}
+
+int live_hydrate(struct live_program *prog, int (*run)(struct live_program *prog))
+{
+    size_t pushed = 0;
     for (size_t i = 0; i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         if (s->loader || s->lookup_only)
             continue; /* the window loader fills it; lookups find its rows */
-        struct table_scan sc = table_scan_begin(s->table);
+        /* the rows lie in the heap in no order the scan follows: a second
+         * cursor a few rows ahead prefetches them */
+        struct table_scan sc = table_scan_begin(s->table), ahead = sc;
+        for (int k = 0; k < HYDRATE_PREFETCH; k++)
+            prefetch_row(table_scan_next(&ahead));
         for (row *r; (r = table_scan_next(&sc));) {
+            prefetch_row(table_scan_next(&ahead));
             prog->stats.rows_read++;
             int rc = intr_tick(); /* ldb_interrupt stops a long hydration */
             if (rc == LDB_OK)
                 rc = df_push(s->input, r, 1);
+            if (rc == LDB_OK && ++pushed % LIVE_HYDRATE_CHUNK == 0)
+                rc = run(prog);
             if (rc)
                 return rc;
         }
@@ -92,10 +108,11 @@ int live_hydrate(struct live_program *prog)
 }
 
 int live_push_delta(struct live_program *prog, const struct delta *d, bool negate,
-                    bool *touched)
+                    bool *touched, int (*run)(struct live_program *prog))
 {
     *touched = false;
     int64_t w = negate ? -1 : 1;
+    size_t pushed = 0;
     for (size_t i = 0; d && i < prog->sources.len; i++) {
         struct live_source *s = &prog->sources.data[i];
         const struct table_delta *td = delta_for_table(d, s->table);
@@ -111,11 +128,17 @@ int live_push_delta(struct live_program *prog, const struct delta *d, bool negat
         }
         for (size_t k = 0; k < td->n; k++) {
             const struct change *ch = &td->changes[k];
+            if (k + HYDRATE_PREFETCH < td->n) {
+                prefetch_row(td->changes[k + HYDRATE_PREFETCH].old);
+                prefetch_row(td->changes[k + HYDRATE_PREFETCH].new_row);
+            }
             int rc = LDB_OK;
             if (ch->old)
                 rc = df_push(s->input, ch->old, -w);
             if (!rc && ch->new_row)
                 rc = df_push(s->input, ch->new_row, w);
+            if (!rc && run && ++pushed % LIVE_HYDRATE_CHUNK == 0)
+                rc = run(prog);
             if (rc)
                 return rc;
         }
@@ -162,6 +185,15 @@ static int visit_if_passes(struct table_arrangement *a, row *r, df_visit_fn visi
     return visit(vctx, r, 1);
 }
 
+/* Moves c one entry on and prefetches its row: 1, or -1 at the end. */
+static int advance_prefetch(struct index_cursor *c)
+{
+    if (!index_next(c))
+        return -1;
+    prefetch_row(index_cursor_row(c));
+    return 1;
+}
+
 static int table_arr_lookup(void *ctx, const value *key, uint64_t hash, df_visit_fn visit,
                             void *vctx)
 {
@@ -177,8 +209,23 @@ static int table_arr_lookup(void *ctx, const value *key, uint64_t hash, df_visit
         row *r = table_lookup(a->t, probe);
         return r ? visit_if_passes(a, r, visit, vctx) : LDB_OK;
     }
+    /* The rows of a key with many (a user's thousand issues) lie in the
+     * heap in no order the index follows: from a key's second row on, a
+     * raw cursor some entries ahead prefetches them (past the key's last
+     * row it only wastes a prefetch). */
     struct index_lookup it;
+    struct index_cursor ahead;
+    int ahead_state = a->ix->kind == INDEX_ORDERED ? 0 : -1; /* 0 not started, 1 on, -1 off */
+    size_t seen = 0;
     for (row *r = index_lookup_first(a->ix, probe, a->n, &it); r; r = index_lookup_next(&it)) {
+        if (++seen == 2 && ahead_state == 0) {
+            ahead = it.c;
+            ahead_state = 1;
+            for (int k = 0; ahead_state == 1 && k < HYDRATE_PREFETCH; k++)
+                ahead_state = advance_prefetch(&ahead);
+        } else if (ahead_state == 1) {
+            ahead_state = advance_prefetch(&ahead);
+        }
         int rc = visit_if_passes(a, r, visit, vctx);
         if (rc)
             return rc;

@@ -46,7 +46,8 @@ struct window_loader {
     bool ties_complete;        /* R restricted to the table is the window order */
     int64_t need;              /* offset + limit, saturated */
     row *boundary;             /* referenced; NULL: nothing loaded yet */
-    bool exhausted;            /* every row of the table is loaded */
+    bool exhausted;            /* every row of the table is loaded (the
+                                  boundary is still the last in L's order) */
     uint32_t npk;              /* leading result key columns = driving key */
     /* work accounting */
     uint64_t reads;            /* rows read from the index, ever */
@@ -169,10 +170,21 @@ static uint64_t budget(const struct window_loader *ld)
 int window_loader_push(struct window_loader *ld, const struct table_delta *td)
 {
     ld->peeked = NULL; /* the table changed */
+    /* A commit of more changes than the window needs into a fully loaded
+     * table: forwarding every new row would have the top-k order them all
+     * (a million-row insert into a table empty at open). The boundary is
+     * the last loaded row in L's order (exhausted keeps it so), so L may
+     * end there instead; the refill after the run reads only the rows the
+     * window lacks, and nothing is retracted. */
+    if (ld->exhausted && td->n > (uint64_t)ld->need)
+        ld->exhausted = false;
     for (size_t i = 0; i < td->n; i++) {
         const struct change *ch = &td->changes[i];
         bool was = ch->old && covered(ld, ch->old);
         bool is = ch->new_row && covered(ld, ch->new_row);
+        /* every row is loaded: the boundary follows the last one */
+        if (is && ld->exhausted && (!ld->boundary || l_cmp(ld, ch->new_row, ld->boundary) > 0))
+            set_boundary(ld, ch->new_row);
         int rc = LDB_OK;
         if (was)
             rc = df_push(input(ld), ch->old, -1);

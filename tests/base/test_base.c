@@ -1,12 +1,13 @@
 /*
  * test_base.c - hash table against a reference, arena, vec, strbuf, hash
- * function and the allocation-failure hook.
+ * function, hash sorting and the allocation-failure hook.
  */
 #include "test.h"
 
 #include "base/arena.h"
 #include "base/hash.h"
 #include "base/hmap.h"
+#include "base/hsort.h"
 #include "base/mem.h"
 #include "base/strbuf.h"
 #include "base/vec.h"
@@ -372,5 +373,55 @@ static void mem_hook(void)
     mem_free(p);
 }
 
+/* ---- hash sorting ---------------------------------------------------------- */
+
+/* Random fields of random widths and offsets (few distinct hashes, so runs
+ * and full-hash ties are common): the result is a permutation ordered by
+ * the field, then the full hash, then input order; and a table's mask
+ * after a reserve is the one hmap_mask_after promised. */
+static void hsort_orders(void)
+{
+    rng r;
+    rng_seed(&r, test_seed());
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)rng_below(&r, 3000);
+        unsigned lo = (unsigned)rng_below(&r, 40), bits = 1 + (unsigned)rng_below(&r, 24);
+        uint64_t distinct = 1 + rng_below(&r, 500);
+        struct hkey *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+        uint64_t *seen = calloc(n + 1, sizeof *seen);
+        for (size_t i = 0; i < n; i++)
+            a[i] = (struct hkey){ hash_u64(rng_below(&r, distinct)), i };
+        struct hkey *k = hsort_field(a, b, n, lo, bits);
+        hsort_runs(k, n, lo, bits);
+        uint64_t mask = ((uint64_t)1 << bits) - 1;
+        for (size_t i = 0; i < n; i++) {
+            CHECK(k[i].idx < n && !seen[k[i].idx]);
+            seen[k[i].idx] = 1;
+            if (i == 0)
+                continue;
+            uint64_t f0 = (k[i - 1].hash >> lo) & mask, f1 = (k[i].hash >> lo) & mask;
+            CHECKF(f0 < f1 || (f0 == f1 && (k[i - 1].hash < k[i].hash ||
+                                            (k[i - 1].hash == k[i].hash && k[i - 1].idx < k[i].idx))),
+                   "round %d: entries %zu and %zu out of order", round, i - 1, i);
+        }
+        free(a);
+        free(b);
+        free(seen);
+        hmap m;
+        hmap_init(&m);
+        uint32_t before = (uint32_t)rng_below(&r, 2000), more = (uint32_t)rng_below(&r, 5000);
+        CHECK(hmap_reserve(&m, before) == LDB_OK);
+        for (uint32_t i = 0; i < before; i++) {
+            uint64_t *v;
+            bool found;
+            CHECK(hmap_put(&m, hash_u64(i), NULL, NULL, &v, &found) == LDB_OK);
+        }
+        uint32_t want = hmap_mask_after(&m, more);
+        CHECK(hmap_reserve(&m, more) == LDB_OK);
+        CHECK_INT(m.mask, want);
+        hmap_free(&m);
+    }
+}
+
 TEST_MAIN(T(hmap_model), T(hmap_multimap), T(hmap_nomem), T(hmap_churn), T(hmap_put_back_undo), T(arena_basic),
-          T(vec_and_strbuf), T(hash_quality), T(mem_hook))
+          T(vec_and_strbuf), T(hash_quality), T(hsort_orders), T(mem_hook))

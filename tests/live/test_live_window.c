@@ -1125,5 +1125,61 @@ static void prefix_trimmed_without_publication(void)
     ldb_close(db);
 }
 
+/*
+ * One commit of many more rows than the window needs into a fully loaded
+ * table (empty, or smaller than the window): the prefix ends at the last
+ * row loaded before, so only the new rows before it are forwarded, and
+ * the window is refilled from the index. It used to forward every new row,
+ * and the top-k kept them all (its trim reads a bounded number per change).
+ */
+static void bulk_commit_into_loaded_table(void)
+{
+    static const char *const setups[] = {
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX tv ON t(v)",
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX tv ON t(v);"
+        "INSERT INTO t VALUES (1, 500), (2, 501), (3, 502)",
+    };
+    const char *live_sql = "SELECT id, v FROM t WHERE v % 3 <> 0 ORDER BY v LIMIT 5";
+    const char *lite_sql = "SELECT id, v FROM t WHERE v % 3 <> 0 ORDER BY v, id LIMIT 5";
+    for (size_t c = 0; c < sizeof setups / sizeof setups[0]; c++) {
+        ldb *db;
+        sqlite3 *lite;
+        open_both(&db, &lite, setups[c]);
+        struct replica live, want;
+        replica_init(&live);
+        replica_init(&want);
+        ldb_live *q;
+        CHECK(ldb_live_open(db, live_sql, replica_apply, &live, &q) == LDB_OK);
+        char sql[128];
+        exec_both(db, lite, "BEGIN");
+        for (int i = 0; i < 1000; i++) { /* two before the old rows, the rest past them */
+            snprintf(sql, sizeof sql, "INSERT INTO t VALUES (%d, %d)", 10 + i,
+                     i < 2 ? -i - 1 : 1000 + (i * 7919) % 2000);
+            exec_both(db, lite, sql);
+        }
+        exec_both(db, lite, "COMMIT");
+        sqlite_rows(lite, lite_sql, &want);
+        same_rows(&want, &live, setups[c]);
+        ldb_live_stats st;
+        ldb_live_stats_get(q, &st);
+        CHECKF(st.retained_rows <= 3 * 5 + 5, "%s: the prefix retains %llu rows", setups[c],
+               (unsigned long long)st.retained_rows);
+        /* the window refills from the rows past the old prefix */
+        for (int i = 0; i < 8; i++) {
+            snprintf(sql, sizeof sql, "DELETE FROM t WHERE id = (%s OFFSET %d)",
+                     "SELECT id FROM t WHERE v % 3 <> 0 ORDER BY v, id LIMIT 1", i % 2);
+            exec_both(db, lite, sql);
+            sqlite_rows(lite, lite_sql, &want);
+            same_rows(&want, &live, setups[c]);
+        }
+        CHECK(ldb_live_error(q, NULL) == LDB_OK);
+        ldb_live_close(q);
+        replica_free(&live);
+        replica_free(&want);
+        close_both(db, lite);
+    }
+}
+
 TEST_MAIN(T(prefix_served_pinned), T(prefix_served_random), T(window_int64_bounds),
-          T(window_work_law_1k), T(window_work_law_100k), T(prefix_trimmed_without_publication))
+          T(window_work_law_1k), T(window_work_law_100k), T(prefix_trimmed_without_publication),
+          T(bulk_commit_into_loaded_table))
