@@ -76,30 +76,24 @@ static uint64_t next_rand(void)
     return bench_rand(&rng_state);
 }
 
-static void die(ldb *db, const char *what)
-{
-    fprintf(stderr, "bench_include: %s: %s\n", what, db ? ldb_errmsg(db) : "failed");
-    exit(1);
-}
-
 static void run(ldb *db, const char *sql)
 {
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
 }
 
 static ldb_stmt *prepare(ldb *db, const char *sql)
 {
     ldb_stmt *s = NULL;
     if (ldb_prepare(db, sql, -1, &s, NULL) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
     return s;
 }
 
 static void step_done(ldb *db, ldb_stmt *s)
 {
     if (ldb_step(s) != LDB_DONE)
-        die(db, "step");
+        bench_die_db(db, "step");
     ldb_reset(s);
 }
 
@@ -154,7 +148,7 @@ static struct world make_world(int n)
 {
     struct world w = { NULL, n, n + 1, calloc((size_t)n + 1, sizeof(int)) };
     if (ldb_open(NULL, &w.db) != LDB_OK)
-        die(NULL, "open");
+        bench_die_db(NULL, "open");
     run(w.db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
     run(w.db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
               "created INTEGER, assignee INTEGER)");
@@ -302,7 +296,7 @@ static ldb_live *open_query(struct world *w, enum pass p, int opens)
         heap0 = heap_in_use();
         uint64_t t0 = bench_ns();
         if (ldb_live_open(w->db, pass_sql[p], count_and_follow, NULL, &q) != LDB_OK)
-            die(w->db, name);
+            bench_die_db(w->db, name);
         ms[i] = (double)(bench_ns() - t0) / 1e6;
     }
     double heap = (double)heap_in_use() - (double)heap0, med = bench_quantile(ms, opens, 0.5);
@@ -334,7 +328,7 @@ static void run_pass(struct world *w, enum pass p, int reps, double med[NKINDS])
     }
     w->next_id = w->n + 1; /* the delete loop removed every inserted child */
     if (q && ldb_live_error(q, NULL) != LDB_OK)
-        die(w->db, "live query failed");
+        bench_die_db(w->db, "live query failed");
     ldb_live_close(q);
 }
 

@@ -49,20 +49,6 @@
 #define SEED 20261202u
 #define MAX_TABLES 20
 
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "bench_join: %s: %s\n", what, msg);
-    exit(1);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("malloc", "out of memory");
-    return p;
-}
-
 /* ---- watchdog: interrupts livedb once a query passes its deadline --------- */
 
 /* The thread interrupts only while armed and under mu, and the main thread
@@ -109,7 +95,7 @@ static void dog_start(void)
     pthread_cond_init(&dog.cv, &attr);
     pthread_condattr_destroy(&attr);
     if (pthread_create(&dog.thread, NULL, dog_main, NULL) != 0)
-        die("watchdog", "cannot start the thread");
+        bench_die("watchdog", "cannot start the thread");
 }
 
 static void dog_arm(ldb *db, uint64_t deadline)
@@ -154,9 +140,9 @@ static void run_both(struct engines *e, const char *sql)
 {
     char *err = NULL;
     if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-        die(sql, err);
+        bench_die(sql, err);
     if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK)
-        die(sql, ldb_errmsg(e->db));
+        bench_die(sql, ldb_errmsg(e->db));
 }
 
 /* Inserts the rows of vals (ncols per row) into table on both engines. */
@@ -171,19 +157,19 @@ static void insert_rows(struct engines *e, const char *table, int ncols, const i
     sqlite3_stmt *ss;
     ldb_stmt *ls;
     if (sqlite3_prepare_v2(e->lite, sql, -1, &ss, NULL) != SQLITE_OK)
-        die(sql, sqlite3_errmsg(e->lite));
+        bench_die(sql, sqlite3_errmsg(e->lite));
     if (ldb_prepare(e->db, sql, -1, &ls, NULL) != LDB_OK)
-        die(sql, ldb_errmsg(e->db));
+        bench_die(sql, ldb_errmsg(e->db));
     for (int r = 0; r < nrows; r++) {
         for (int i = 0; i < ncols; i++) {
             sqlite3_bind_int64(ss, i + 1, vals[(size_t)r * (size_t)ncols + (size_t)i]);
             ldb_bind_int64(ls, i + 1, vals[(size_t)r * (size_t)ncols + (size_t)i]);
         }
         if (sqlite3_step(ss) != SQLITE_DONE)
-            die(sql, sqlite3_errmsg(e->lite));
+            bench_die(sql, sqlite3_errmsg(e->lite));
         sqlite3_reset(ss);
         if (ldb_step(ls) != LDB_DONE)
-            die(sql, ldb_errmsg(e->db));
+            bench_die(sql, ldb_errmsg(e->db));
         ldb_reset(ls);
     }
     sqlite3_finalize(ss);
@@ -217,12 +203,12 @@ static void load(struct engines *e, int ntab, int n)
 {
     size_t un = (size_t)n;
     int64_t *y[MAX_TABLES], *x[MAX_TABLES], *c[MAX_TABLES];
-    int64_t **row_of_y = xmalloc(sizeof(int64_t *) * (size_t)ntab); /* y value -> row index */
+    int64_t **row_of_y = bench_realloc(NULL, sizeof(int64_t *) * (size_t)ntab); /* y value -> row index */
     for (int t = 0; t < ntab; t++) {
-        y[t] = xmalloc(un * sizeof(int64_t));
-        x[t] = xmalloc(un * sizeof(int64_t));
-        c[t] = xmalloc(un * sizeof(int64_t));
-        row_of_y[t] = xmalloc((un + 1) * sizeof(int64_t));
+        y[t] = bench_realloc(NULL, un * sizeof(int64_t));
+        x[t] = bench_realloc(NULL, un * sizeof(int64_t));
+        c[t] = bench_realloc(NULL, un * sizeof(int64_t));
+        row_of_y[t] = bench_realloc(NULL, (un + 1) * sizeof(int64_t));
         permutation(y[t], n);
         for (int r = 0; r < n; r++) {
             row_of_y[t][y[t][r]] = r;
@@ -240,7 +226,7 @@ static void load(struct engines *e, int ntab, int n)
                 r = row_of_y[t + 1][x[t][r]];
         }
     }
-    int64_t *rows = xmalloc(un * (size_t)(ntab + 1) * sizeof(int64_t));
+    int64_t *rows = bench_realloc(NULL, un * (size_t)(ntab + 1) * sizeof(int64_t));
     char sql[1024], name[16];
     run_both(e, "BEGIN");
     for (int t = 0; t < ntab; t++) {
@@ -398,7 +384,7 @@ static uint64_t run_livedb(ldb *db, const char *sql, struct result *out)
     ldb_stmt *st;
     if (ldb_prepare(db, sql, -1, &st, NULL) != LDB_OK) {
         dog_disarm();
-        die(sql, ldb_errmsg(db));
+        bench_die(sql, ldb_errmsg(db));
     }
     int rc, rows = 0;
     while ((rc = ldb_step(st)) == LDB_ROW) {
@@ -415,9 +401,9 @@ static uint64_t run_livedb(ldb *db, const char *sql, struct result *out)
     if (rc == LDB_INTERRUPT || (fired && rc != LDB_DONE))
         return 0;
     if (rc != LDB_DONE)
-        die(sql, ldb_errmsg(db));
+        bench_die(sql, ldb_errmsg(db));
     if (rows != 1)
-        die(sql, "livedb did not return one row");
+        bench_die(sql, "livedb did not return one row");
     return t ? t : 1;
 }
 
@@ -436,7 +422,7 @@ static uint64_t run_sqlite(sqlite3 *lite, const char *sql, struct result *out)
     lite_deadline = t0 + budget_ns;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(lite, sql, -1, &st, NULL) != SQLITE_OK)
-        die(sql, sqlite3_errmsg(lite));
+        bench_die(sql, sqlite3_errmsg(lite));
     int rc, rows = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         for (int i = 0; i < 3; i++) {
@@ -451,9 +437,9 @@ static uint64_t run_sqlite(sqlite3 *lite, const char *sql, struct result *out)
     if (rc == SQLITE_INTERRUPT)
         return 0;
     if (rc != SQLITE_DONE)
-        die(sql, sqlite3_errmsg(lite));
+        bench_die(sql, sqlite3_errmsg(lite));
     if (rows != 1)
-        die(sql, "SQLite did not return one row");
+        bench_die(sql, "SQLite did not return one row");
     return t ? t : 1;
 }
 
@@ -556,7 +542,7 @@ int main(int argc, char **argv)
     for (size_t p = 0; p < nplan; p++) {
         struct engines e;
         if (ldb_open(NULL, &e.db) != LDB_OK || sqlite3_open(":memory:", &e.lite) != SQLITE_OK)
-            die("open", "cannot open the databases");
+            bench_die("open", "cannot open the databases");
         sqlite3_progress_handler(e.lite, 1000, lite_progress, NULL);
         uint64_t t0 = bench_ns();
         load(&e, plan[p].max_tables, plan[p].rows);

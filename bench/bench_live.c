@@ -43,12 +43,6 @@ static uint64_t next_rand(void)
     return bench_rand(&rng_state);
 }
 
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "bench_live: %s: %s\n", what, msg);
-    exit(1);
-}
-
 /* ---- the two engines behind one interface ---------------------------------- */
 
 struct engine {
@@ -62,9 +56,9 @@ static void run(struct engine *e, const char *sql)
     if (e->sqlite) {
         char *err = NULL;
         if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-            die(sql, err);
+            bench_die(sql, err);
     } else if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK) {
-        die(sql, ldb_errmsg(e->db));
+        bench_die(sql, ldb_errmsg(e->db));
     }
 }
 
@@ -80,7 +74,7 @@ static struct stmt prepare(struct engine *e, const char *sql)
     struct stmt s = { e, NULL, NULL };
     if (e->sqlite ? sqlite3_prepare_v2(e->lite, sql, -1, &s.ss, NULL) != SQLITE_OK
                   : ldb_prepare(e->db, sql, -1, &s.ls, NULL) != LDB_OK)
-        die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
+        bench_die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
     return s;
 }
 
@@ -109,14 +103,14 @@ static int64_t step_all(struct stmt *s)
         while ((rc = sqlite3_step(s->ss)) == SQLITE_ROW)
             rows++;
         if (rc != SQLITE_DONE)
-            die("sqlite step", sqlite3_errmsg(s->e->lite));
+            bench_die("sqlite step", sqlite3_errmsg(s->e->lite));
         sqlite3_reset(s->ss);
     } else {
         int rc;
         while ((rc = ldb_step(s->ls)) == LDB_ROW)
             rows++;
         if (rc != LDB_DONE)
-            die("livedb step", ldb_errmsg(s->e->db));
+            bench_die("livedb step", ldb_errmsg(s->e->db));
         ldb_reset(s->ls);
     }
     return rows;
@@ -348,7 +342,7 @@ static void run_workload(int w, int n, int iters)
         if (e.sqlite)
             sqlite3_open(":memory:", &e.lite);
         else if (ldb_open(NULL, &e.db) != LDB_OK)
-            die("open", "livedb");
+            bench_die("open", "livedb");
         load_issues(&e, n, wl->indexes);
         next_id = n + 1;
         next_created = BENCH_CREATED0 + (int64_t)n * 60000;
@@ -357,7 +351,7 @@ static void run_workload(int w, int n, int iters)
         if (mode == 0) {
             uint64_t t0 = bench_ns();
             if (ldb_live_open(e.db, wl->query, bench_count_changes, NULL, &lq) != LDB_OK)
-                die(wl->query, ldb_errmsg(e.db));
+                bench_die(wl->query, ldb_errmsg(e.db));
             open_ms = (double)(bench_ns() - t0) / 1e6;
             snprintf(name, sizeof name, "%s.%d.open_ms", wl->name, n);
             bench_print(name, open_ms, "ms");
@@ -382,7 +376,7 @@ static void run_workload(int w, int n, int iters)
                    mode == 0 ? "" : mode == 1 ? "base." : "sqlite.",
                    mode == 0 ? live : mode == 1 ? base : lite);
         if (lq && ldb_live_error(lq, NULL) != LDB_OK)
-            die("live query failed", wl->query);
+            bench_die("live query failed", wl->query);
         if (mode == 2) {
             finalize(&q);
             sqlite3_close(e.lite);
@@ -413,13 +407,13 @@ static void run_bulk(int n)
         if (e.sqlite)
             sqlite3_open(":memory:", &e.lite);
         else if (ldb_open(NULL, &e.db) != LDB_OK)
-            die("open", "livedb");
+            bench_die("open", "livedb");
         load_issues(&e, 0, workloads[1].indexes);
         ldb_live *lq[3] = { NULL, NULL, NULL };
         for (int w = 0; mode == 0 && w < 3; w++)
             if (ldb_live_open(e.db, workloads[w].query, bench_count_changes, NULL, &lq[w]) !=
                 LDB_OK)
-                die(workloads[w].query, ldb_errmsg(e.db));
+                bench_die(workloads[w].query, ldb_errmsg(e.db));
         uint64_t seen = bench_changes_seen;
         uint64_t t0 = bench_ns();
         run(&e, "BEGIN");
@@ -432,12 +426,12 @@ static void run_bulk(int n)
         }
         secs[mode] = (double)(bench_ns() - t0) / 1e9;
         if (mode == 0 && bench_changes_seen == seen)
-            die("bulk", "the live queries published nothing");
+            bench_die("bulk", "the live queries published nothing");
         snprintf(name, sizeof name, "%sbulk.%d.rows_per_s", prefix[mode], n);
         bench_print(name, n / secs[mode], "rows/s");
         for (int w = 0; w < 3; w++) {
             if (lq[w] && ldb_live_error(lq[w], NULL) != LDB_OK)
-                die("live query failed", workloads[w].query);
+                bench_die("live query failed", workloads[w].query);
             ldb_live_close(lq[w]);
         }
         if (e.sqlite)

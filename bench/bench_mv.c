@@ -35,23 +35,17 @@ static uint64_t next_rand(void)
     return z ^ (z >> 31);
 }
 
-static void die(const char *what, ldb *db)
-{
-    fprintf(stderr, "bench_mv: %s: %s\n", what, ldb_errmsg(db));
-    exit(1);
-}
-
 static void run(ldb *db, const char *sql)
 {
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
-        die(sql, db);
+        bench_die_db(db, sql);
 }
 
 static ldb_stmt *prepare(ldb *db, const char *sql)
 {
     ldb_stmt *s;
     if (ldb_prepare(db, sql, -1, &s, NULL) != LDB_OK)
-        die(sql, db);
+        bench_die_db(db, sql);
     return s;
 }
 
@@ -59,7 +53,7 @@ static void step_done(ldb *db, ldb_stmt *s)
 {
     int rc = ldb_step(s);
     if (rc != LDB_DONE)
-        die("step", db);
+        bench_die_db(db, "step");
     ldb_reset(s);
 }
 

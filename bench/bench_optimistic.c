@@ -53,16 +53,10 @@ static const char list_sql[] =
 static const char join_sql[] =
     "SELECT i.id, i.title, u.name FROM issues i JOIN users u ON u.id = i.assignee";
 
-static void die(ldb *db, const char *what)
-{
-    fprintf(stderr, "bench_optimistic: %s: %s\n", what, db ? ldb_errmsg(db) : "failed");
-    exit(1);
-}
-
 static void run(ldb *db, const char *sql)
 {
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
 }
 
 /* ---- the database --------------------------------------------------------------- */
@@ -91,7 +85,7 @@ struct world {
 static void step_done(ldb *db, ldb_stmt *s)
 {
     if (ldb_step(s) != LDB_DONE)
-        die(db, "step");
+        bench_die_db(db, "step");
     ldb_reset(s);
 }
 
@@ -119,7 +113,7 @@ static void make_world(struct world *w, int n)
     w->rows = calloc((size_t)n + 1, sizeof *w->rows);
     w->pending = calloc((size_t)n + 1, sizeof *w->pending);
     if (!w->rows || !w->pending || ldb_open(NULL, &w->db) != LDB_OK)
-        die(NULL, "open");
+        bench_die_db(NULL, "open");
     run(w->db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
     run(w->db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
                "priority INTEGER, created INTEGER, assignee INTEGER)");
@@ -127,7 +121,7 @@ static void make_world(struct world *w, int n)
                "issues(status); CREATE INDEX issues_assignee ON issues(assignee)");
     run(w->db, "BEGIN");
     if (ldb_prepare(w->db, "INSERT INTO users VALUES (?, ?)", -1, &w->ins, NULL) != LDB_OK)
-        die(w->db, "prepare");
+        bench_die_db(w->db, "prepare");
     char name[32];
     for (int i = 1; i <= BENCH_USERS; i++) {
         snprintf(name, sizeof name, "User %d", i);
@@ -138,12 +132,12 @@ static void make_world(struct world *w, int n)
     ldb_finalize(w->ins);
     if (ldb_prepare(w->db, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)", -1, &w->ins, NULL) !=
         LDB_OK)
-        die(w->db, "prepare");
+        bench_die_db(w->db, "prepare");
     bench_issues(n, SEED, insert_issue, w); /* w->ins stays for inserted issues */
     run(w->db, "COMMIT");
     if (ldb_prepare(w->db, "UPDATE issues SET title = ? WHERE id = ?", -1, &w->upd, NULL) !=
         LDB_OK)
-        die(w->db, "prepare");
+        bench_die_db(w->db, "prepare");
 }
 
 static void free_world(struct world *w)
@@ -165,7 +159,7 @@ static void attach_source(struct world *w)
 {
     static const ldb_provider eager = { load_at_once, NULL, NULL, NULL };
     if (ldb_source_attach(w->db, "issues", LDB_SOURCE_EAGER, &eager, NULL, &w->src) != LDB_OK)
-        die(w->db, "ldb_source_attach");
+        bench_die_db(w->db, "ldb_source_attach");
 }
 
 static int collect_window(void *ctx, const ldb_row *row)
@@ -183,7 +177,7 @@ static int collect_window(void *ctx, const ldb_row *row)
 static void pick_keys(struct world *w, ldb_live *list)
 {
     if (ldb_live_read(list, collect_window, w) != LDB_OK || w->window[WINDOW - 1] == 0)
-        die(w->db, "reading the list window");
+        bench_die_db(w->db, "reading the list window");
     for (int i = 0; i < WINDOW; i++)
         w->pending[w->window[i]] = true; /* excluded while picking */
     for (int i = 0; i < PENDING; i++) {
@@ -211,10 +205,10 @@ static ldb_optimistic *opt_write(struct world *w, int64_t id, const char *title)
 {
     ldb_optimistic *o;
     if (ldb_optimistic_begin(w->db) != LDB_OK)
-        die(w->db, "ldb_optimistic_begin");
+        bench_die_db(w->db, "ldb_optimistic_begin");
     update_title(w, id, title);
     if (ldb_optimistic_commit(w->db, NULL, NULL, &o) != LDB_OK)
-        die(w->db, "ldb_optimistic_commit");
+        bench_die_db(w->db, "ldb_optimistic_commit");
     return o;
 }
 
@@ -224,14 +218,14 @@ static void sync_confirm(struct world *w, int64_t id, const char *title, ldb_opt
     const struct synced *r = &w->rows[id];
     ldb_sync *t;
     if (ldb_sync_begin(w->src, NULL, &t) != LDB_OK)
-        die(NULL, "ldb_sync_begin");
+        bench_die_db(NULL, "ldb_sync_begin");
     if (ldb_sync_int64(t, 0, id) || ldb_sync_text(t, 1, title, -1) ||
         ldb_sync_text(t, 2, r->open ? "open" : "closed", -1) ||
         ldb_sync_int64(t, 3, r->priority) || ldb_sync_int64(t, 4, r->created) ||
         ldb_sync_int64(t, 5, r->assignee) || ldb_sync_update(t) || ldb_sync_confirm(t, o))
-        die(NULL, "building the sync transaction");
+        bench_die_db(NULL, "building the sync transaction");
     if (ldb_sync_commit(t, NULL) != LDB_OK)
-        die(w->db, "ldb_sync_commit");
+        bench_die_db(w->db, "ldb_sync_commit");
 }
 
 /* A new open issue, newest of all (it enters the list's window). */
@@ -252,10 +246,10 @@ static ldb_optimistic *opt_insert(struct world *w, const char *title, int64_t *i
 {
     ldb_optimistic *o;
     if (ldb_optimistic_begin(w->db) != LDB_OK)
-        die(w->db, "ldb_optimistic_begin");
+        bench_die_db(w->db, "ldb_optimistic_begin");
     *id = insert_new(w, title);
     if (ldb_optimistic_commit(w->db, NULL, NULL, &o) != LDB_OK)
-        die(w->db, "ldb_optimistic_commit");
+        bench_die_db(w->db, "ldb_optimistic_commit");
     return o;
 }
 
@@ -265,14 +259,14 @@ static void sync_confirm_insert(struct world *w, int64_t id, const char *title,
 {
     ldb_sync *t;
     if (ldb_sync_begin(w->src, NULL, &t) != LDB_OK)
-        die(NULL, "ldb_sync_begin");
+        bench_die_db(NULL, "ldb_sync_begin");
     if (ldb_sync_int64(t, 0, id) || ldb_sync_text(t, 1, title, -1) ||
         ldb_sync_text(t, 2, "open", -1) || ldb_sync_int64(t, 3, 1) ||
         ldb_sync_int64(t, 4, w->next_created) || ldb_sync_int64(t, 5, 1) ||
         ldb_sync_insert(t) || ldb_sync_confirm(t, o))
-        die(NULL, "building the sync transaction");
+        bench_die_db(NULL, "building the sync transaction");
     if (ldb_sync_commit(t, NULL) != LDB_OK)
-        die(w->db, "ldb_sync_commit");
+        bench_die_db(w->db, "ldb_sync_commit");
 }
 
 /* ---- timing ------------------------------------------------------------------------ */
@@ -300,7 +294,7 @@ static struct stats time_ops(struct world *w, enum op op, bool list, int reps)
     int warm = reps / 10;
     double *total = malloc(sizeof(double) * (size_t)reps * 2), *write = total + reps;
     if (!total)
-        die(NULL, "out of memory");
+        bench_die_db(NULL, "out of memory");
     uint64_t changes0 = 0;
     char title[32];
     for (int i = 0; i < warm + reps; i++) {
@@ -326,7 +320,7 @@ static struct stats time_ops(struct world *w, enum op op, bool list, int reps)
             if (op == CONFIRM)
                 sync_confirm(w, id, title, o);
             else if (ldb_optimistic_reject(o, "bench") != LDB_OK)
-                die(NULL, "ldb_optimistic_reject");
+                bench_die_db(NULL, "ldb_optimistic_reject");
         }
         uint64_t t2 = bench_ns();
         if (i >= warm) {
@@ -351,7 +345,7 @@ static struct stats time_ops(struct world *w, enum op op, bool list, int reps)
                         bench_quantile(write, (size_t)reps, 0.95) };
     free(total);
     if (st.changes == 0)
-        die(w->db, "the live query saw no change");
+        bench_die_db(w->db, "the live query saw no change");
     return st;
 }
 
@@ -392,9 +386,9 @@ static ldb_live *open_query(struct world *w, const struct workload *wl)
 {
     ldb_live *q;
     if (ldb_live_open(w->db, wl->sql, bench_count_changes, NULL, &q) != LDB_OK)
-        die(w->db, wl->sql);
+        bench_die_db(w->db, wl->sql);
     if (ldb_live_status(q, NULL) != LDB_STATUS_READY)
-        die(w->db, "live query not READY");
+        bench_die_db(w->db, "live query not READY");
     return q;
 }
 
@@ -425,13 +419,13 @@ static void optimistic_cases(struct world *w, const struct workload *wl, int rep
     struct stats reject_p = time_ops(w, REJECT, wl->list, reps);
     for (int i = 0; i < PENDING; i++) {
         if (ldb_optimistic_state(held[i]) != LDB_OPTIMISTIC_PENDING)
-            die(w->db, "a pending transaction resolved by itself");
+            bench_die_db(w->db, "a pending transaction resolved by itself");
         if (ldb_optimistic_reject(held[i], "bench cleanup") != LDB_OK)
-            die(NULL, "ldb_optimistic_reject");
+            bench_die_db(NULL, "ldb_optimistic_reject");
         ldb_optimistic_free(held[i]);
     }
     if (ldb_live_count(q) != rows)
-        die(w->db, "the live result changed size");
+        bench_die_db(w->db, "the live result changed size");
     close_query(q);
 
     int n = w->n;

@@ -37,16 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void die(ldb *db, const char *what)
-{
-    fprintf(stderr, "bench_source: %s: %s\n", what, db ? ldb_errmsg(db) : "failed");
-    exit(1);
-}
-
 static void run(ldb *db, const char *sql)
 {
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
 }
 
 static size_t heap_in_use(void)
@@ -96,7 +90,7 @@ static ldb_source *attach(ldb *db, const char *table, struct prov *p)
     static const ldb_provider ops = { load, unload, NULL, destroy };
     ldb_source *s;
     if (ldb_source_attach(db, table, LDB_SOURCE_ON_DEMAND, &ops, p, &s) != LDB_OK)
-        die(db, "attach");
+        bench_die_db(db, "attach");
     return s;
 }
 
@@ -119,7 +113,7 @@ static ldb_live *open_agg(ldb *db, const char *table)
     snprintf(sql, sizeof sql, AGG, table);
     ldb_live *q;
     if (ldb_live_open(db, sql, bench_count_changes, NULL, &q) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
     return q;
 }
 
@@ -127,14 +121,14 @@ static ldb_sync *sync_rows(ldb_source *s, ldb_request *req, int64_t from, int n,
 {
     ldb_sync *t;
     if (ldb_sync_begin(s, req, &t) != LDB_OK)
-        die(NULL, "ldb_sync_begin");
+        bench_die_db(NULL, "ldb_sync_begin");
     for (int64_t id = from; id < from + n; id++) {
         ldb_sync_int64(t, 0, id);
         ldb_sync_int64(t, 1, grp >= 0 ? grp : id % 100);
         ldb_sync_int64(t, 2, id % 1000);
         ldb_sync_text(t, 3, "a title of some length", -1);
         if (ldb_sync_insert(t) != LDB_OK)
-            die(NULL, "ldb_sync_insert");
+            bench_die_db(NULL, "ldb_sync_insert");
     }
     return t;
 }
@@ -150,10 +144,10 @@ static double sync_home(int nrows)
     uint64_t t0 = bench_ns();
     for (int64_t i = 0; i < nrows; i += TXN_ROWS)
         if (ldb_sync_commit(sync_rows(s, NULL, i, TXN_ROWS, -1), NULL) != LDB_OK)
-            die(db, "ldb_sync_commit");
+            bench_die_db(db, "ldb_sync_commit");
     double secs = (double)(bench_ns() - t0) / 1e9;
     if (ldb_live_count(q) != 100)
-        die(db, "sync rows missing");
+        bench_die_db(db, "sync rows missing");
     ldb_live_close(q);
     ldb_close(db);
     return nrows / secs;
@@ -169,7 +163,7 @@ static void *produce(void *arg)
     struct producer *pr = arg;
     for (int64_t i = 0; i < pr->nrows; i += TXN_ROWS)
         if (ldb_sync_commit(sync_rows(pr->s, NULL, i, TXN_ROWS, -1), NULL) != LDB_OK)
-            die(NULL, "ldb_sync_commit");
+            bench_die_db(NULL, "ldb_sync_commit");
     return NULL;
 }
 
@@ -186,7 +180,7 @@ static double sync_thread(int nrows)
     pthread_t th;
     uint64_t t0 = bench_ns();
     if (pthread_create(&th, NULL, produce, &pr))
-        die(NULL, "pthread_create");
+        bench_die_db(NULL, "pthread_create");
     do {
         struct pollfd pfd = { fd, POLLIN, 0 };
         if (poll(&pfd, 1, 100) > 0)
@@ -208,7 +202,7 @@ static double insert_local(int nrows)
     ldb_live *q = open_agg(db, "l");
     ldb_stmt *ins;
     if (ldb_prepare(db, "INSERT INTO l VALUES (?, ?, ?, ?)", -1, &ins, NULL) != LDB_OK)
-        die(db, "prepare");
+        bench_die_db(db, "prepare");
     uint64_t t0 = bench_ns();
     for (int64_t i = 0; i < nrows; i += TXN_ROWS) {
         run(db, "BEGIN");
@@ -218,7 +212,7 @@ static double insert_local(int nrows)
             ldb_bind_int64(ins, 3, id % 1000);
             ldb_bind_text(ins, 4, "a title of some length", -1);
             if (ldb_step(ins) != LDB_DONE)
-                die(db, "insert");
+                bench_die_db(db, "insert");
             ldb_reset(ins);
         }
         run(db, "COMMIT");
@@ -263,7 +257,7 @@ static ldb_live *open_child(ldb *db, const char *table)
     snprintf(sql, sizeof sql, CHILD, table);
     ldb_live *q;
     if (ldb_live_open(db, sql, NULL, NULL, &q) != LDB_OK)
-        die(db, sql);
+        bench_die_db(db, sql);
     return q;
 }
 
@@ -305,13 +299,13 @@ static void drop_rows(ldb_source *s, int64_t from, int n)
 {
     ldb_sync *t;
     if (ldb_sync_begin(s, NULL, &t) != LDB_OK)
-        die(NULL, "ldb_sync_begin");
+        bench_die_db(NULL, "ldb_sync_begin");
     for (int64_t id = from; id < from + n; id++) {
         ldb_sync_int64(t, 0, id);
         ldb_sync_delete(t);
     }
     if (ldb_sync_commit(t, NULL) != LDB_OK)
-        die(NULL, "ldb_sync_commit");
+        bench_die_db(NULL, "ldb_sync_commit");
 }
 
 static void settles(void)
@@ -329,16 +323,16 @@ static void settles(void)
         snprintf(sql, sizeof sql, "SELECT id, v FROM s WHERE grp = %d", i);
         ldb_live *q;
         if (ldb_live_open(db, sql, NULL, NULL, &q) != LDB_OK || !p.last)
-            die(db, sql);
+            bench_die_db(db, sql);
         bool rows = i % 2;
         uint64_t t0 = bench_ns();
         if (rows && ldb_sync_commit(sync_rows(s, p.last, (int64_t)i * 100, 100, i), NULL))
-            die(db, "ldb_sync_commit");
+            bench_die_db(db, "ldb_sync_commit");
         ldb_request_settle(p.last, LDB_OK, NULL);
         double us = (double)(bench_ns() - t0) / 1e3;
         (rows ? t_rows : t_empty)[i / 2] = us;
         if (ldb_live_status(q, NULL) != LDB_STATUS_READY || ldb_live_count(q) != (rows ? 100 : 0))
-            die(db, "settle not applied");
+            bench_die_db(db, "settle not applied");
         ldb_live_close(q);
         if (rows) /* the cache stays small: a live open scans the table */
             drop_rows(s, (int64_t)i * 100, 100);

@@ -52,12 +52,6 @@ static const char schema[] =
     " created INTEGER, assignee INTEGER);"
     "CREATE INDEX issues_created ON issues(created);";
 
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "bench_sql: %s: %s\n", what, msg);
-    exit(1);
-}
-
 /* splitmix64: the data's PRNG (seed printed). */
 static uint64_t next_random(uint64_t *s)
 {
@@ -79,7 +73,7 @@ static issue *make_issues(long n, uint64_t seed)
     issue *v = malloc((size_t)n * sizeof *v);
     int64_t *perm = malloc((size_t)n * sizeof *perm);
     if (!v || !perm)
-        die("data", "out of memory");
+        bench_die("data", "out of memory");
     for (long i = 0; i < n; i++)
         perm[i] = i;
     for (long i = n - 1; i > 0; i--) { /* created: a random permutation */
@@ -106,7 +100,7 @@ static issue *make_issues(long n, uint64_t seed)
 static void ldb_must(ldb *db, int rc, const char *what)
 {
     if (rc != LDB_OK && rc != LDB_DONE && rc != LDB_ROW)
-        die(what, ldb_errmsg(db));
+        bench_die(what, ldb_errmsg(db));
 }
 
 static void load_livedb(ldb *db, const issue *v, long n)
@@ -143,7 +137,7 @@ static void load_livedb(ldb *db, const issue *v, long n)
 static void sq_must(sqlite3 *db, int rc, const char *what)
 {
     if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW)
-        die(what, sqlite3_errmsg(db));
+        bench_die(what, sqlite3_errmsg(db));
 }
 
 static void load_sqlite(sqlite3 *db, const issue *v, long n)
@@ -234,7 +228,7 @@ static void bench_one(const bench_case *bc, ldb *ld, sqlite3 *sq, long n, int re
     sq_must(sq, sqlite3_prepare_v2(sq, bc->sql, -1, &ss, NULL), bc->name);
     double *tl = malloc((size_t)reps * sizeof *tl), *ts = malloc((size_t)reps * sizeof *ts);
     if (!tl || !ts)
-        die("bench", "out of memory");
+        bench_die("bench", "out of memory");
     for (int r = 0; r < reps; r++) {
         int64_t lo = 1700000000000 + (int64_t)(next_random(seed) % (uint64_t)(n - 1000)) * 60000;
         int64_t bounds[2] = { lo, lo + 999 * 60000 };
@@ -278,7 +272,7 @@ int main(int argc, char **argv)
     ldb *ld;
     sqlite3 *sq;
     if (ldb_open(NULL, &ld) != LDB_OK || sqlite3_open(":memory:", &sq) != SQLITE_OK)
-        die("open", "cannot open the databases");
+        bench_die("open", "cannot open the databases");
     load_livedb(ld, data, n);
     load_sqlite(sq, data, n);
     free(data);

@@ -50,20 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "bench_tpch: %s: %s\n", what, msg);
-    exit(1);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p)
-        die("malloc", "out of memory");
-    return p;
-}
-
 /* ---- options ------------------------------------------------------------------ */
 
 static struct {
@@ -86,7 +72,7 @@ static int parse_args(int argc, char **argv)
 {
     double scale = 0; /* none given */
     opt.seed = 20261202u;
-    opt.only = xrealloc(NULL, sizeof(char *) * (size_t)argc);
+    opt.only = bench_realloc(NULL, sizeof(char *) * (size_t)argc);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             bench_quick = true;
@@ -135,7 +121,7 @@ static int past_deadline(void *ctx)
 static void open_engines(struct engines *e)
 {
     if (ldb_open(NULL, &e->db) != LDB_OK || sqlite3_open(":memory:", &e->lite) != SQLITE_OK)
-        die("open", "cannot open the databases");
+        bench_die("open", "cannot open the databases");
     ldb_progress_handler(e->db, 10000, past_deadline, NULL);
     sqlite3_progress_handler(e->lite, 10000, past_deadline, NULL);
 }
@@ -144,9 +130,9 @@ static void run_both(struct engines *e, const char *sql)
 {
     char *err = NULL;
     if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-        die(sql, err);
+        bench_die(sql, err);
     if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK)
-        die(sql, ldb_errmsg(e->db));
+        bench_die(sql, ldb_errmsg(e->db));
 }
 
 /* An INSERT prepared on both engines; values are bound column by column
@@ -168,15 +154,15 @@ static void ins_open(struct ins *in, struct engines *e, const char *table, int n
     in->e = e;
     in->col = 0;
     if (sqlite3_prepare_v2(e->lite, sql, -1, &in->ss, NULL) != SQLITE_OK)
-        die(sql, sqlite3_errmsg(e->lite));
+        bench_die(sql, sqlite3_errmsg(e->lite));
     if (ldb_prepare(e->db, sql, -1, &in->ls, NULL) != LDB_OK)
-        die(sql, ldb_errmsg(e->db));
+        bench_die(sql, ldb_errmsg(e->db));
 }
 
 static void bound(struct ins *in, int lite_rc, int ldb_rc)
 {
     if (lite_rc != SQLITE_OK || ldb_rc != LDB_OK)
-        die("bind", lite_rc != SQLITE_OK ? sqlite3_errstr(lite_rc) : ldb_errstr(ldb_rc));
+        bench_die("bind", lite_rc != SQLITE_OK ? sqlite3_errstr(lite_rc) : ldb_errstr(ldb_rc));
     in->col++;
 }
 
@@ -200,10 +186,10 @@ static void ins_text(struct ins *in, const char *s)
 static void ins_row(struct ins *in)
 {
     if (sqlite3_step(in->ss) != SQLITE_DONE)
-        die("insert", sqlite3_errmsg(in->e->lite));
+        bench_die("insert", sqlite3_errmsg(in->e->lite));
     sqlite3_reset(in->ss);
     if (ldb_step(in->ls) != LDB_DONE)
-        die("insert", ldb_errmsg(in->e->db));
+        bench_die("insert", ldb_errmsg(in->e->db));
     ldb_reset(in->ls);
     in->col = 0;
 }
@@ -293,7 +279,7 @@ static int day_of(const char *iso)
     for (int d = 0; d < ndates; d++)
         if (strcmp(dates[d], iso) == 0)
             return d;
-    die("date", iso);
+    bench_die("date", iso);
     return -1;
 }
 
@@ -906,14 +892,14 @@ static void result_add(struct result *r, enum cell_kind kind, double num, const 
 {
     if (r->n == r->cap) {
         r->cap = r->cap ? 2 * r->cap : 64;
-        r->cells = xrealloc(r->cells, r->cap * sizeof *r->cells);
+        r->cells = bench_realloc(r->cells, r->cap * sizeof *r->cells);
     }
     struct cell *c = &r->cells[r->n++];
     c->kind = kind;
     c->num = num;
     c->text = NULL;
     if (kind == CELL_TEXT) {
-        c->text = xrealloc(NULL, len + 1);
+        c->text = bench_realloc(NULL, len + 1);
         memcpy(c->text, text, len);
         c->text[len] = 0;
     }
@@ -1159,7 +1145,7 @@ static void bench_query(struct engines *e, int q)
         return;
     }
     if (ls.how == RUN_ERROR)
-        die(queries[q], ls.err);
+        bench_die(queries[q], ls.err);
     if (lv.how == RUN_OK && ls.how == RUN_OK && !results_agree(name, &res[0], &res[1]))
         sum.mismatches++;
     bool stopped = lv.how == RUN_STOPPED;

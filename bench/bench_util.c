@@ -11,8 +11,11 @@
 
 bool bench_quick;
 
+static const char *program = "bench";
+
 int bench_init(int argc, char **argv)
 {
+    program = argc > 0 ? argv[0] : program;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             bench_quick = true;
@@ -66,6 +69,26 @@ bool bench_selected(int argc, char **argv, const char *section)
 }
 
 uint64_t bench_changes_seen;
+
+void bench_die(const char *what, const char *msg)
+{
+    const char *slash = strrchr(program, '/');
+    fprintf(stderr, "%s: %s: %s\n", slash ? slash + 1 : program, what, msg);
+    exit(1);
+}
+
+void bench_die_db(ldb *db, const char *what)
+{
+    bench_die(what, db ? ldb_errmsg(db) : "failed");
+}
+
+void *bench_realloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        bench_die("malloc", "out of memory");
+    return p;
+}
 
 void bench_count_changes(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
 {

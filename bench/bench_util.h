@@ -20,6 +20,14 @@ extern bool bench_quick;
 /* Parses the common flags (--quick); returns 0, or 2 after printing usage
  * for an unknown flag. Other arguments name sections to run. */
 int bench_init(int argc, char **argv);
+
+/* Prints "<program>: what: msg" and exits with 1 (a benchmark that cannot
+ * go on measures nothing). The program name comes from argv[0]. */
+void bench_die(const char *what, const char *msg);
+/* The same with db's last error message (or "failed" when db is NULL). */
+void bench_die_db(ldb *db, const char *what);
+/* realloc that dies instead of failing; p may be NULL. */
+void *bench_realloc(void *p, size_t n);
 /* Whether a section runs: named on the command line, or none named. */
 bool bench_selected(int argc, char **argv, const char *section);
 /* Monotonic clock in nanoseconds. */
