@@ -79,6 +79,8 @@ struct join_graph {
     double est[JOIN_MAX];       /* rows, with its own conditions applied */
     uint64_t side[JOIN_MAX][2]; /* each join node's left and right leaves */
     struct conj conds;          /* over the original row */
+    uint32_t nindexed;          /* conditions uses and cls_of cover (the
+                                   rewrite's links come after them) */
     uint64_t *uses;             /* per condition: the leaves it reads */
     int32_t *cls_of;            /* per condition: its class, or -1 */
     double *sel;                /* per condition of no class: its selectivity */
@@ -601,7 +603,7 @@ static void link_step(planner *pl, struct join_graph *g, uint64_t set, uint32_t 
         if (!c->safe || !(c->leaves & bit) || !(c->leaves & set))
             continue;
         bool direct = false;
-        for (uint32_t i = 0; i < g->conds.n && !direct; i++) {
+        for (uint32_t i = 0; i < g->nindexed && !direct; i++) {
             uint64_t u = g->uses[i];
             direct = g->cls_of[i] == (int32_t)k && (u & bit) && (u & set) && !(u & ~(set | bit));
         }
@@ -763,6 +765,7 @@ static bool index_conditions(planner *pl, struct join_graph *g)
         return false;
     for (uint32_t c = 0; c < g->conds.n; c++)
         g->uses[c] = leaves_read(g, g->conds.items[c]);
+    g->nindexed = g->conds.n;
     classify(g);
     return true;
 }
