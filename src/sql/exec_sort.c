@@ -166,7 +166,8 @@ static bool use_heap(const struct sort_op *s)
 /* Moves the candidate's further keys (tmp + 1) to at. */
 static void take_more(struct sort_op *s, size_t at, uint32_t nmore)
 {
-    memcpy(s->more.data + at, s->tmp + 1, nmore * sizeof(value));
+    if (nmore) /* more.data is NULL while it holds nothing */
+        memcpy(s->more.data + at, s->tmp + 1, nmore * sizeof(value));
 }
 
 /* Takes row r with the keys in tmp (owned) into the items, or drops it;
