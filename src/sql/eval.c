@@ -187,26 +187,37 @@ static int eval_unary(const expr *e, struct eval_ctx *cx, value *out)
 
 /* ---- BETWEEN, IN, LIKE, CASE ------------------------------------------------------------ */
 
+/* The truth of x >= v (low) or x <= v. */
+static int bound_cmp(const expr *e, struct eval_ctx *cx, const value *x, const value *v,
+                     enum col_type aff, enum ldb_collation coll, bool low, int *t)
+{
+    int c, rc;
+    if (value_is_null(v))
+        *t = -1;
+    else if ((rc = sqlv_compare(x, v, aff, coll, &c)))
+        return fail(cx, e, rc);
+    else
+        *t = low ? c >= 0 : c <= 0;
+    return LDB_OK;
+}
+
 /* The truth of x OP bound (OP a comparison) with bound evaluated here. */
 static int bound_truth(const expr *e, struct eval_ctx *cx, const value *x, const expr *bound,
                        enum col_type aff, enum ldb_collation coll, bool low, int *t)
 {
     value v;
     int rc = expr_eval(bound, cx, &v);
-    if (rc)
-        return rc;
-    if (value_is_null(&v)) {
-        *t = -1;
-    } else {
-        int c;
-        if ((rc = sqlv_compare(x, &v, aff, coll, &c))) {
-            value_release(&v);
-            return fail(cx, e, rc);
-        }
-        *t = low ? c >= 0 : c <= 0;
-    }
+    if (rc == LDB_OK)
+        rc = bound_cmp(e, cx, x, &v, aff, coll, low, t);
     value_release(&v);
-    return LDB_OK;
+    return rc;
+}
+
+/* BETWEEN's truth from its two bounds' truths. */
+static int between_result(const expr *e, int lo, int hi)
+{
+    int t = lo == 0 || hi == 0 ? 0 : (lo < 0 || hi < 0) ? -1 : 1;
+    return e->flags & EXPR_NEGATED && t >= 0 ? !t : t;
 }
 
 static int eval_between(const expr *e, struct eval_ctx *cx, value *out)
@@ -229,10 +240,7 @@ static int eval_between(const expr *e, struct eval_ctx *cx, value *out)
     value_release(&x);
     if (rc)
         return rc;
-    int t = lo == 0 || hi == 0 ? 0 : (lo < 0 || hi < 0) ? -1 : 1;
-    if (e->flags & EXPR_NEGATED && t >= 0)
-        t = !t;
-    *out = truth_value(t);
+    *out = truth_value(between_result(e, lo, hi));
     return LDB_OK;
 }
 
@@ -507,10 +515,35 @@ static bool leaf_compare(const expr *e, struct eval_ctx *cx, int *truth, int *rc
     return true;
 }
 
+/* BETWEEN over three leaves (a column between constants: range filters)
+ * without copies: false when e is not one. */
+static bool leaf_between(const expr *e, struct eval_ctx *cx, int *truth, int *rc)
+{
+    if (e->kind != EXPR_BETWEEN)
+        return false;
+    const value *x = peek(e->args[0], cx), *lo = peek(e->args[1], cx),
+                *hi = peek(e->args[2], cx);
+    if (!x || !lo || !hi)
+        return false;
+    int tl = -1, th = -1;
+    *rc = LDB_OK;
+    if (value_is_null(x)) {
+        *truth = -1;
+        return true;
+    }
+    *rc = bound_cmp(e, cx, x, lo, (enum col_type)e->aff, (enum ldb_collation)e->coll, true, &tl);
+    if (*rc == LDB_OK && tl != 0)
+        *rc = bound_cmp(e, cx, x, hi, (enum col_type)e->aff2, (enum ldb_collation)e->u.coll_hi,
+                        false, &th);
+    if (*rc == LDB_OK)
+        *truth = between_result(e, tl, th);
+    return true;
+}
+
 int expr_eval_truth(const expr *e, struct eval_ctx *cx, int *truth)
 {
     int rc;
-    if (leaf_compare(e, cx, truth, &rc))
+    if (leaf_compare(e, cx, truth, &rc) || leaf_between(e, cx, truth, &rc))
         return rc;
     if (e->kind == EXPR_BINARY && (e->op == EOP_AND || e->op == EOP_OR))
         return logic_truth(e, cx, truth);

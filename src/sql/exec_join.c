@@ -54,7 +54,7 @@ struct join_op {
     uint32_t pos;
     bool cur_matched;
     size_t unmatched_i;
-    row *scratch;
+    row *scratch;              /* the last output row; see pair_row */
 };
 
 static const struct expr *key_expr(const struct join_op *j, uint32_t i, bool build)
@@ -158,19 +158,63 @@ static int build(struct join_op *j)
     return LDB_OK;
 }
 
+/*
+ * Output rows borrow their values: copying (retaining) every value of both
+ * sides per pair touched each long text's heap object, a cache miss per
+ * column per pair. While only the join holds its output row, its values
+ * are plain bit copies of values in rows the join keeps alive (the probe
+ * row and the build rows). A consumer that kept a reference is given
+ * owned values before the join lets go of any source row: settle_pair runs
+ * at the start of every pull and at close, before anything is released.
+ */
+static void settle_pair(struct join_op *j)
+{
+    row *o = j->scratch;
+    if (!o)
+        return;
+    if (o->refs > 1) {
+        for (uint32_t i = 0; i < o->ncols; i++)
+            value_retain(&o->cols[i]);
+    } else {
+        for (uint32_t i = 0; i < o->ncols; i++)
+            o->cols[i] = value_null(); /* borrowed: nothing to release */
+    }
+    row_release(o);
+    j->scratch = NULL;
+}
+
+/* A row for the next pair: the join's own one when no consumer kept it. */
+static row *pair_row(struct join_op *j, uint32_t n)
+{
+    if (j->scratch && j->scratch->refs == 1) {
+        j->scratch->hash = 0;
+        return j->scratch;
+    }
+    settle_pair(j);
+    if (!(j->scratch = row_alloc(n)))
+        exec_nomem(j->base.x);
+    return j->scratch;
+}
+
 /* The output row for a pair (either may be NULL: padded). */
 static int emit(struct join_op *j, const row *b, const row *pr, row **out)
 {
     const row *l = j->build_left ? b : pr, *r = j->build_left ? pr : b;
     const struct plan *p = j->base.p;
     uint32_t nl = p->left->ncols, nr = p->right->ncols;
-    row *o = scratch_row(&j->base, &j->scratch, nl + nr);
+    row *o = pair_row(j, nl + nr);
     if (!o)
         return LDB_NOMEM;
-    for (uint32_t i = 0; l && i < nl; i++)
-        o->cols[i] = value_copy(&l->cols[i]);
-    for (uint32_t i = 0; r && i < nr; i++)
-        o->cols[nl + i] = value_copy(&r->cols[i]);
+    if (l)
+        memcpy(o->cols, l->cols, nl * sizeof(value));
+    else
+        for (uint32_t i = 0; i < nl; i++)
+            o->cols[i] = value_null();
+    if (r)
+        memcpy(o->cols + nl, r->cols, nr * sizeof(value));
+    else
+        for (uint32_t i = 0; i < nr; i++)
+            o->cols[nl + i] = value_null();
     *out = o;
     return LDB_ROW;
 }
@@ -292,6 +336,7 @@ static int join_next(struct op *o, row **out)
 {
     struct join_op *j = (struct join_op *)o;
     int rc;
+    settle_pair(j);
     if (!j->built && (rc = build(j)))
         return rc;
     for (;;) {
@@ -350,6 +395,7 @@ static int join_open(struct op *o)
 static void join_close(struct op *o)
 {
     struct join_op *j = (struct join_op *)o;
+    settle_pair(j); /* while the rows it borrows from are held */
     for (size_t i = 0; i < j->rows.len; i++) {
         row_release(j->rows.data[i]);
         for (uint32_t k = 0; j->keys && k < j->nkeys; k++)
@@ -368,7 +414,6 @@ static void join_close(struct op *o)
     mem_free(j->pkeys);
     j->pkeys = NULL;
     release_probe_row(j);
-    scratch_free(&j->scratch);
 }
 
 static bool preserves(enum join_kind k, bool left)

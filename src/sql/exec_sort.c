@@ -67,39 +67,61 @@ int msort(void *base, size_t n, size_t size, int (*cmp)(void *, const void *, co
 /* Above this many rows a LIMIT does not use the heap. */
 #define TOPK_MAX 100000
 
+/*
+ * An entry carries its first key inline: the merge compares entries
+ * scattered across the heap, and a key array allocated per row made
+ * every comparison two cache misses (and every row a malloc). Further
+ * keys lie in one array (more), nkeys - 1 per kept row.
+ */
 struct sort_entry {
+    value k0;                  /* the first key */
     row *r;
-    value *keys;               /* nkeys values */
     uint64_t seq;              /* arrival: the last tie-breaker */
+    size_t more;               /* keys 1.. at more.data[more]; CANDIDATE:
+                                  the row being read, keys in tmp */
 };
+
+#define CANDIDATE SIZE_MAX
 
 struct sort_op {
     struct op base;
     uint64_t topk;             /* 0: keep every row */
     VEC(struct sort_entry) items;
+    VEC(value) more;           /* keys after the first, per item */
+    value *tmp;                /* the keys of the row being read */
     size_t emit_i;
     bool sorted;
 };
 
+static const value *more_keys(const struct sort_op *s, const struct sort_entry *e)
+{
+    return e->more == CANDIDATE ? s->tmp + 1 : s->more.data + e->more;
+}
+
 static int entry_cmp(void *ctx, const void *pa, const void *pb)
 {
-    const struct plan *p = ctx;
+    const struct sort_op *s = ctx;
+    const struct plan *p = s->base.p;
     const struct sort_entry *a = pa, *b = pb;
-    for (uint32_t i = 0; i < p->u.sort.nkeys; i++) {
-        const struct sort_key *k = &p->u.sort.keys[i];
-        int c = sort_cmp(&a->keys[i], &b->keys[i], k->desc, k->nulls_first, k->coll);
-        if (c)
-            return c;
+    const struct sort_key *k = p->u.sort.keys;
+    int c = p->u.sort.nkeys ? sort_cmp(&a->k0, &b->k0, k->desc, k->nulls_first, k->coll) : 0;
+    if (c)
+        return c;
+    if (p->u.sort.nkeys > 1) {
+        const value *ma = more_keys(s, a), *mb = more_keys(s, b);
+        for (uint32_t i = 1; i < p->u.sort.nkeys; i++) {
+            k = &p->u.sort.keys[i];
+            if ((c = sort_cmp(&ma[i - 1], &mb[i - 1], k->desc, k->nulls_first, k->coll)))
+                return c;
+        }
     }
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-static void entry_free(struct sort_entry *e, uint32_t nkeys)
+static void release_keys(value *keys, size_t n)
 {
-    row_release(e->r);
-    for (uint32_t i = 0; i < nkeys; i++)
-        value_release(&e->keys[i]);
-    mem_free(e->keys);
+    for (size_t i = 0; i < n; i++)
+        value_release(&keys[i]);
 }
 
 /* A max-heap of the k least entries seen. */
@@ -109,9 +131,9 @@ static void sift_down(struct sort_op *s, size_t i)
     size_t n = s->items.len;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && entry_cmp((void *)s->base.p, &h[l], &h[m]) > 0)
+        if (l < n && entry_cmp(s, &h[l], &h[m]) > 0)
             m = l;
-        if (r < n && entry_cmp((void *)s->base.p, &h[r], &h[m]) > 0)
+        if (r < n && entry_cmp(s, &h[r], &h[m]) > 0)
             m = r;
         if (m == i)
             return;
@@ -127,7 +149,7 @@ static void sift_up(struct sort_op *s, size_t i)
     struct sort_entry *h = s->items.data;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (entry_cmp((void *)s->base.p, &h[i], &h[parent]) <= 0)
+        if (entry_cmp(s, &h[i], &h[parent]) <= 0)
             return;
         struct sort_entry t = h[i];
         h[i] = h[parent];
@@ -141,24 +163,45 @@ static bool use_heap(const struct sort_op *s)
     return s->topk > 0 && s->topk <= TOPK_MAX;
 }
 
-/* Takes e (its row and keys) into the items or drops it. */
-static int keep(struct sort_op *s, struct sort_entry *e)
+/* Moves the candidate's further keys (tmp + 1) to at. */
+static void take_more(struct sort_op *s, size_t at, uint32_t nmore)
 {
-    uint32_t nkeys = s->base.p->u.sort.nkeys;
+    if (nmore) /* more.data is NULL while it holds nothing */
+        memcpy(s->more.data + at, s->tmp + 1, nmore * sizeof(value));
+}
+
+/* Takes row r with the keys in tmp (owned) into the items, or drops it;
+ * tmp is left without values either way. */
+static int keep(struct sort_op *s, row *r, uint64_t seq)
+{
+    uint32_t nkeys = s->base.p->u.sort.nkeys, nmore = nkeys ? nkeys - 1 : 0;
+    struct sort_entry e = { s->tmp[0], r, seq, CANDIDATE };
     if (use_heap(s) && s->items.len == s->topk) {
-        if (entry_cmp((void *)s->base.p, e, &s->items.data[0]) >= 0) {
-            entry_free(e, nkeys);
+        struct sort_entry *top = &s->items.data[0];
+        if (entry_cmp(s, &e, top) >= 0) {
+            release_keys(s->tmp, nkeys);
             return LDB_OK;
         }
-        entry_free(&s->items.data[0], nkeys);
-        s->items.data[0] = *e;
+        /* the evicted entry's slots in more are reused */
+        row_release(top->r);
+        value_release(&top->k0);
+        release_keys(s->more.data + top->more, nmore);
+        take_more(s, top->more, nmore);
+        e.more = top->more;
+        *top = e;
+        row_retain(r);
         sift_down(s, 0);
         return LDB_OK;
     }
-    if (vec_push(&s->items, *e)) {
-        entry_free(e, nkeys);
+    if (vec_reserve(&s->items, 1) || vec_reserve(&s->more, nmore)) {
+        release_keys(s->tmp, nkeys);
         return exec_nomem(s->base.x);
     }
+    e.more = s->more.len;
+    take_more(s, e.more, nmore);
+    s->more.len += nmore;
+    s->items.data[s->items.len++] = e;
+    row_retain(r);
     if (use_heap(s))
         sift_up(s, s->items.len - 1);
     return LDB_OK;
@@ -172,26 +215,20 @@ static int consume(struct sort_op *s)
     int rc;
     uint64_t seq = 0;
     while ((rc = op_next(s->base.in, &r)) == LDB_ROW) {
-        struct sort_entry e = { row_retain(r), mem_calloc(nkeys ? nkeys : 1, sizeof(value)),
-                                seq++ };
-        if (!e.keys) {
-            row_release(r);
-            return exec_nomem(s->base.x);
-        }
         for (uint32_t i = 0; i < nkeys; i++) {
-            int erc = op_eval(&s->base, p->u.sort.keys[i].e, r, &e.keys[i]);
+            int erc = op_eval(&s->base, p->u.sort.keys[i].e, r, &s->tmp[i]);
             if (erc) {
-                entry_free(&e, nkeys);
+                release_keys(s->tmp, i);
                 return erc;
             }
         }
-        int krc = keep(s, &e);
+        int krc = keep(s, r, seq++);
         if (krc)
             return krc;
     }
     if (rc != LDB_DONE)
         return rc;
-    if ((rc = msort(s->items.data, s->items.len, sizeof *s->items.data, entry_cmp, (void *)p)))
+    if ((rc = msort(s->items.data, s->items.len, sizeof *s->items.data, entry_cmp, s)))
         return exec_fail(s->base.x, rc);
     s->sorted = true;
     return LDB_OK;
@@ -217,15 +254,23 @@ static int sort_open(struct op *o)
     s->topk = 0;
     s->emit_i = 0;
     s->sorted = false;
+    if (!(s->tmp = mem_calloc(o->p->u.sort.nkeys + 1, sizeof *s->tmp)))
+        return exec_nomem(o->x);
     return LDB_OK;
 }
 
 static void sort_close(struct op *o)
 {
     struct sort_op *s = (struct sort_op *)o;
-    for (size_t i = 0; i < s->items.len; i++)
-        entry_free(&s->items.data[i], o->p->u.sort.nkeys);
+    for (size_t i = 0; i < s->items.len; i++) {
+        row_release(s->items.data[i].r);
+        value_release(&s->items.data[i].k0);
+    }
     vec_free(&s->items);
+    release_keys(s->more.data, s->more.len);
+    vec_free(&s->more);
+    mem_free(s->tmp);
+    s->tmp = NULL;
 }
 
 void op_sort_limit(struct op *sort, uint64_t k)
