@@ -214,6 +214,16 @@ static void tie_group(const struct table_index *ix, size_t p, size_t *tlo, size_
     *thi = count_key(ix, key, ix->nparts, true);
 }
 
+/* Puts near and far on the ends, in walk order, of the tie group of the
+ * entry at index rank p, by counts: a group may hold any number of
+ * entries (every NULL of a column), so it is never walked. */
+static void enter_group(struct order_cursor *c, size_t p, size_t *tlo, size_t *thi)
+{
+    tie_group(c->ix, p, tlo, thi);
+    btree_at(&c->ix->tree, c->spec.reverse ? *thi - 1 : *tlo, &c->near);
+    btree_at(&c->ix->tree, c->spec.reverse ? *tlo : *thi - 1, &c->far);
+}
+
 /* Puts the cursor on R rank r (r < count). */
 static bool position(struct order_cursor *c, size_t r)
 {
@@ -230,10 +240,8 @@ static bool position(struct order_cursor *c, size_t r)
     if (!c->tie_rev)
         return btree_at(&ix->tree, p, &c->cur);
     size_t tlo, thi;
-    tie_group(ix, p, &tlo, &thi);
+    enter_group(c, p, &tlo, &thi);
     btree_at(&ix->tree, tlo + thi - 1 - p, &c->cur);
-    btree_at(&ix->tree, c->spec.reverse ? thi - 1 : tlo, &c->near);
-    btree_at(&ix->tree, c->spec.reverse ? tlo : thi - 1, &c->far);
     return true;
 }
 
@@ -272,14 +280,35 @@ static size_t run_end(const struct order_cursor *c)
     return c->run_start + (c->run_hi - c->run_lo);
 }
 
+/* Entries of a tie group walked before its ends are found by counts
+ * instead: small groups cost their size, large ones O(log n). */
+#define GROUP_WALK 4
+
+/* The far end (in the direction step walks) of the tie group that starts
+ * at from: walked while short, else counted. */
+static void group_end(struct order_cursor *c, const btree_cursor *from,
+                      bool (*step)(const struct order_cursor *, btree_cursor *), btree_cursor *end)
+{
+    btree_cursor probe = *from;
+    *end = *from;
+    for (int n = 0; step(c, &probe) && same_key(c->ix, &probe, from); n++) {
+        if (n == GROUP_WALK) {
+            size_t tlo, thi;
+            bool up = (step == walk_fwd) != c->spec.reverse; /* toward higher ranks */
+            tie_group(c->ix, btree_cursor_rank(from), &tlo, &thi);
+            btree_at(&c->ix->tree, up ? thi - 1 : tlo, end);
+            return;
+        }
+        *end = probe;
+    }
+}
+
 /* tie_rev, forward: the next tie group in walk order starts after far. */
 static void enter_next_group(struct order_cursor *c)
 {
-    btree_cursor near = c->far;
+    btree_cursor near = c->far, far;
     walk_fwd(c, &near);
-    btree_cursor far = near, probe = near;
-    while (walk_fwd(c, &probe) && same_key(c->ix, &probe, &near))
-        far = probe;
+    group_end(c, &near, walk_fwd, &far);
     c->near = near;
     c->far = far;
     c->cur = far;
@@ -288,11 +317,9 @@ static void enter_next_group(struct order_cursor *c)
 /* tie_rev, backward: the previous tie group ends before near. */
 static void enter_prev_group(struct order_cursor *c)
 {
-    btree_cursor far = c->near;
+    btree_cursor far = c->near, near;
     walk_back(c, &far);
-    btree_cursor near = far, probe = far;
-    while (walk_back(c, &probe) && same_key(c->ix, &probe, &far))
-        near = probe;
+    group_end(c, &far, walk_back, &near);
     c->near = near;
     c->far = far;
     c->cur = near;

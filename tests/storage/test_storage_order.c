@@ -9,6 +9,7 @@
 #include "storage_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static struct store *s;
 
@@ -204,6 +205,45 @@ static void composite_mixed(void)
     done();
 }
 
+/* Tie groups longer than a read walks (reader.c counts their ends): 20
+ * NULLs, 20 ones, then 20 distinct values, read in every direction, null
+ * place and tie order, forward and backward, against the order spelled
+ * out by a comparison of (x under the spec, then id). */
+static const struct order_spec *big_spec;
+
+static int big_x(int id) { return id < 20 ? -1 : id < 40 ? 1 : id; } /* -1: NULL */
+
+static int big_cmp(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb, xa = big_x(a), xb = big_x(b);
+    if ((xa < 0) != (xb < 0))
+        return (xa < 0) == big_spec->nulls_first[0] ? -1 : 1;
+    if (xa != xb)
+        return (xa < xb) != big_spec->reverse ? -1 : 1;
+    return (a < b) != big_spec->ties_desc ? -1 : 1;
+}
+
+static void large_tie_groups(void)
+{
+    value xs[60];
+    for (int i = 0; i < 60; i++)
+        xs[i] = big_x(i) < 0 ? V_N() : V_I(big_x(i));
+    struct table *t = fill(xs, NULL, 60);
+    struct key_part p = PART(1, false);
+    struct table_index *ix = make_index(s, t, "bx", INDEX_ORDERED, false, &p, 1);
+    for (int k = 0; k < 8; k++) {
+        struct order_spec sp = spec(ix, k & 1, (k & 2) != 0);
+        sp.ties_desc = (k & 4) != 0;
+        int ids[60];
+        for (int i = 0; i < 60; i++)
+            ids[i] = i;
+        big_spec = &sp;
+        qsort(ids, 60, sizeof *ids, big_cmp);
+        expect_order(ix, &sp, ids, 60);
+    }
+    done();
+}
+
 /* Windows: seek after a row that is gone, rank of a row, entry at a rank. */
 static void windows(void)
 {
@@ -245,4 +285,5 @@ static void windows(void)
     done();
 }
 
-TEST_MAIN(T(nulls_nan_and_zero), T(collations), T(composite_mixed), T(windows))
+TEST_MAIN(T(nulls_nan_and_zero), T(collations), T(composite_mixed), T(windows),
+          T(large_tie_groups))
