@@ -136,15 +136,6 @@ struct engines {
     sqlite3 *lite;
 };
 
-static void run_both(struct engines *e, const char *sql)
-{
-    char *err = NULL;
-    if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-        bench_die(sql, err);
-    if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK)
-        bench_die(sql, ldb_errmsg(e->db));
-}
-
 /* Inserts the rows of vals (ncols per row) into table on both engines. */
 static void insert_rows(struct engines *e, const char *table, int ncols, const int64_t *vals,
                         int nrows)
@@ -228,13 +219,13 @@ static void load(struct engines *e, int ntab, int n)
     }
     int64_t *rows = bench_realloc(NULL, un * (size_t)(ntab + 1) * sizeof(int64_t));
     char sql[1024], name[16];
-    run_both(e, "BEGIN");
+    bench_exec_both(e->db, e->lite, "BEGIN");
     for (int t = 0; t < ntab; t++) {
         snprintf(sql, sizeof sql,
                  "CREATE TABLE t%d(id INTEGER PRIMARY KEY, x INTEGER, y INTEGER, c INTEGER, "
                  "v INTEGER)",
                  t + 1);
-        run_both(e, sql);
+        bench_exec_both(e->db, e->lite, sql);
         for (int r = 0; r < n; r++) {
             int64_t *row = rows + (size_t)r * 5;
             row[0] = r + 1;
@@ -250,7 +241,7 @@ static void load(struct engines *e, int ntab, int n)
     for (int d = 1; d < ntab; d++)
         len += snprintf(sql + len, sizeof sql - (size_t)len, ", d%d INTEGER", d);
     snprintf(sql + len, sizeof sql - (size_t)len, ", v INTEGER)");
-    run_both(e, sql);
+    bench_exec_both(e->db, e->lite, sql);
     int fcols = ntab + 1;
     for (int r = 0; r < n; r++) {
         int64_t *row = rows + (size_t)r * (size_t)fcols;
@@ -260,7 +251,7 @@ static void load(struct engines *e, int ntab, int n)
         row[ntab] = rand_below(1000);
     }
     insert_rows(e, "f", fcols, rows, n);
-    run_both(e, "COMMIT");
+    bench_exec_both(e->db, e->lite, "COMMIT");
     free(rows);
     for (int t = 0; t < ntab; t++) {
         free(y[t]);
@@ -279,10 +270,10 @@ static void create_indexes(struct engines *e, int ntab)
                  "CREATE INDEX t%d_x ON t%d(x); CREATE INDEX t%d_y ON t%d(y); "
                  "CREATE INDEX t%d_c ON t%d(c)",
                  t, t, t, t, t, t);
-        run_both(e, sql);
+        bench_exec_both(e->db, e->lite, sql);
         if (t < ntab) {
             snprintf(sql, sizeof sql, "CREATE INDEX f_d%d ON f(d%d)", t, t);
-            run_both(e, sql);
+            bench_exec_both(e->db, e->lite, sql);
         }
     }
 }

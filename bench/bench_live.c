@@ -51,6 +51,14 @@ struct engine {
     sqlite3 *lite;
 };
 
+static struct engine engine_open(bool sqlite)
+{
+    struct engine e = { sqlite, NULL, NULL };
+    if (sqlite ? sqlite3_open(":memory:", &e.lite) != SQLITE_OK : ldb_open(NULL, &e.db) != LDB_OK)
+        bench_die("open", sqlite ? "SQLite" : "livedb");
+    return e;
+}
+
 static void run(struct engine *e, const char *sql)
 {
     if (e->sqlite) {
@@ -338,11 +346,7 @@ static void run_workload(int w, int n, int iters)
     double open_ms = 0, query_ms = 0;
     char name[128];
     for (int mode = 0; mode < 3; mode++) {
-        struct engine e = { mode == 2, NULL, NULL };
-        if (e.sqlite)
-            sqlite3_open(":memory:", &e.lite);
-        else if (ldb_open(NULL, &e.db) != LDB_OK)
-            bench_die("open", "livedb");
+        struct engine e = engine_open(mode == 2);
         load_issues(&e, n, wl->indexes);
         next_id = n + 1;
         next_created = BENCH_CREATED0 + (int64_t)n * 60000;
@@ -403,11 +407,7 @@ static void run_bulk(int n)
     static const char *const prefix[3] = { "", "base.", "sqlite." };
     char name[128];
     for (int mode = 0; mode < 3; mode++) {
-        struct engine e = { mode == 2, NULL, NULL };
-        if (e.sqlite)
-            sqlite3_open(":memory:", &e.lite);
-        else if (ldb_open(NULL, &e.db) != LDB_OK)
-            bench_die("open", "livedb");
+        struct engine e = engine_open(mode == 2);
         load_issues(&e, 0, workloads[1].indexes);
         ldb_live *lq[3] = { NULL, NULL, NULL };
         for (int w = 0; mode == 0 && w < 3; w++)

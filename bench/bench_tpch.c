@@ -126,15 +126,6 @@ static void open_engines(struct engines *e)
     sqlite3_progress_handler(e->lite, 10000, past_deadline, NULL);
 }
 
-static void run_both(struct engines *e, const char *sql)
-{
-    char *err = NULL;
-    if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-        bench_die(sql, err);
-    if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK)
-        bench_die(sql, ldb_errmsg(e->db));
-}
-
 /* An INSERT prepared on both engines; values are bound column by column
  * and ins_row writes the row. */
 struct ins {
@@ -675,16 +666,16 @@ static void load(struct engines *e)
 {
     struct sizes n = sizes_for(opt.scale);
     rng = opt.seed;
-    run_both(e, schema);
-    run_both(e, "BEGIN");
+    bench_exec_both(e->db, e->lite, schema);
+    bench_exec_both(e->db, e->lite, "BEGIN");
     gen_region_nation(e);
     gen_supplier(e, &n);
     gen_customer(e, &n);
     gen_part(e, &n);
     gen_partsupp(e, &n);
     gen_orders(e, &n);
-    run_both(e, "COMMIT");
-    run_both(e, indexes);
+    bench_exec_both(e->db, e->lite, "COMMIT");
+    bench_exec_both(e->db, e->lite, indexes);
 }
 
 /* ---- the queries ---------------------------------------------------------------------- */

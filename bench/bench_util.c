@@ -82,6 +82,15 @@ void bench_die_db(ldb *db, const char *what)
     bench_die(what, db ? ldb_errmsg(db) : "failed");
 }
 
+void bench_exec_both(ldb *db, sqlite3 *lite, const char *sql)
+{
+    char *err = NULL;
+    if (sqlite3_exec(lite, sql, NULL, NULL, &err) != SQLITE_OK)
+        bench_die(sql, err);
+    if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
+        bench_die(sql, ldb_errmsg(db));
+}
+
 void *bench_realloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);

@@ -15,6 +15,8 @@
 
 #include "livedb.h"
 
+#include <sqlite3.h>
+
 extern bool bench_quick;
 
 /* Parses the common flags (--quick); returns 0, or 2 after printing usage
@@ -26,6 +28,9 @@ int bench_init(int argc, char **argv);
 void bench_die(const char *what, const char *msg);
 /* The same with db's last error message (or "failed" when db is NULL). */
 void bench_die_db(ldb *db, const char *what);
+/* Runs sql (statements without rows) in SQLite, then in livedb; dies on
+ * an error in either. */
+void bench_exec_both(ldb *db, sqlite3 *lite, const char *sql);
 /* realloc that dies instead of failing; p may be NULL. */
 void *bench_realloc(void *p, size_t n);
 /* Whether a section runs: named on the command line, or none named. */
