@@ -307,10 +307,9 @@ static double join_selectivity(const struct plan *j, double l, double r)
 {
     double sel = 1;
     for (uint32_t k = 0; k < j->u.join.nkeys; k++) {
-        const struct join_key *key = &j->u.join.keys[k];
-        double dl = key->left->kind == EXPR_COLUMN ? estimate_distinct(j->left, key->left->u.index) : 0;
-        double dr = key->right->kind == EXPR_COLUMN ? estimate_distinct(j->right, key->right->u.index)
-                                                     : 0;
+        const struct expr *kl = j->u.join.keys[k].left, *kr = j->u.join.keys[k].right;
+        double dl = kl->kind == EXPR_COLUMN ? estimate_distinct(j->left, kl->u.index) : 0;
+        double dr = kr->kind == EXPR_COLUMN ? estimate_distinct(j->right, kr->u.index) : 0;
         double d = dl > dr ? dl : dr;
         if (d < 1)
             d = l < r ? l : r;
@@ -362,7 +361,8 @@ static double node_rows(const struct plan *p)
     case PLAN_VALUES: return p->u.values.nrows;
     case PLAN_FILTER: {
         const struct plan *in = p->in;
-        double n = in->kind == PLAN_SCAN ? (double)table_count(in->u.scan.table) : estimate_rows(in);
+        double n = in->kind == PLAN_SCAN ? (double)table_count(in->u.scan.table)
+                                         : estimate_rows(in);
         return n * estimate_selectivity(in, p->u.pred, 0);
     }
     case PLAN_JOIN: {

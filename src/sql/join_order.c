@@ -5,11 +5,11 @@
  * join, such as an outer join, which keeps its own order) and the
  * conditions of its joins and of the FILTER above it form a join graph.
  * Equalities between columns group the columns into classes (a.x = b.x
- * AND b.x = c.x puts all three in one): when every equality of a class
- * compares under one affinity and collation, and its columns have one
- * type and collation, equality is transitive there, so any two of its
- * columns may be joined (a.x = c.x) and a constant one equals (a.x = 5)
- * filters all of them.
+ * AND b.x = c.x puts all three in one). When every equality of a class
+ * compares under one affinity and collation (applied to both operands,
+ * then compared: an equivalence), equality is transitive there, so any
+ * two of its columns may be joined (a.x = c.x) under that comparison and
+ * a constant one equals (a.x = 5) filters all of them.
  *
  * The order is left-deep. Up to DP_MAX leaves it is the cheapest by
  * dynamic programming over the sets of leaves; above, it is greedy: the
@@ -18,10 +18,11 @@
  * j to the joined set S is the rows read from S, the rows of j unless j
  * is a table looked up by the joining column (then each row of S costs
  * one probe of its primary key or hash index, or SEEK_COST for a seek in
- * an ordered index the column leads), and the rows out. The rows of S are its leaves'
- * rows (after their own filters) times, per class, one over the larger
- * distinct count at each join (estimate.c) and a quarter per other
- * condition: the same figure whatever the order.
+ * an ordered index the column leads, whichever is cheaper against
+ * hashing), and the rows out. The rows of S are its leaves' rows (after
+ * their own filters) times, per class, one over the larger distinct count
+ * at each join (estimate.c) and the selectivity of every other condition:
+ * the same figure whatever the order.
  *
  * The rewrite is a left-deep chain of cross joins under one FILTER with
  * every condition, the derived ones included (pushdown then places each
