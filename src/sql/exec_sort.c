@@ -95,7 +95,9 @@ struct sort_op {
 
 static const value *more_keys(const struct sort_op *s, const struct sort_entry *e)
 {
-    return e->more == CANDIDATE ? s->tmp + 1 : s->more.data + e->more;
+    if (e->more == CANDIDATE)
+        return s->tmp + 1;
+    return s->more.data ? s->more.data + e->more : NULL; /* NULL: one key, nothing kept */
 }
 
 static int entry_cmp(void *ctx, const void *pa, const void *pb)
@@ -185,7 +187,8 @@ static int keep(struct sort_op *s, row *r, uint64_t seq)
         /* the evicted entry's slots in more are reused */
         row_release(top->r);
         value_release(&top->k0);
-        release_keys(s->more.data + top->more, nmore);
+        if (nmore)
+            release_keys(s->more.data + top->more, nmore);
         take_more(s, top->more, nmore);
         e.more = top->more;
         *top = e;

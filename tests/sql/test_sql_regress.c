@@ -18,6 +18,30 @@
 
 /* ---- LIMIT and OFFSET ------------------------------------------------------------- */
 
+/* ORDER BY one key with a LIMIT: the bounded heap evicts its top for every
+ * better row, with no further keys kept. The evicted entry's extra keys
+ * were addressed from an empty array (NULL + 0: undefined behaviour, found
+ * by the fuzzer; clang's UBSan reports it, so tests/fuzz/corpus/
+ * topk_one_key.sql replays it in make fuzz-ci). */
+static void topk_one_key_evicts(void)
+{
+    ldb *db = sqlt_open();
+    EXEC(db, "CREATE TABLE t1(a INTEGER PRIMARY KEY, b TEXT, c REAL)");
+    EXEC(db, "INSERT INTO t1 VALUES (1, 'one', 1.5), (2, 'two', NULL), (3, NULL, -0.0),"
+             " (4, 'two', 1e300), (5, '', 2.5)");
+    CHECK_ROWS(db, "SELECT a FROM t1 WHERE a > 1 AND b IS NOT NULL ORDER BY c DESC NULLS LAST "
+                   "LIMIT 2 OFFSET 0",
+               "4\n5\n");
+    for (int i = 6; i < 40; i++) { /* every row better than the heap's top */
+        char sql[64];
+        snprintf(sql, sizeof sql, "INSERT INTO t1 VALUES (%d, 'x', %d.5)", i, i);
+        EXEC(db, sql);
+    }
+    CHECK_ROWS(db, "SELECT a FROM t1 ORDER BY c DESC LIMIT 2", "4\n39\n");
+    CHECK_ROWS(db, "SELECT a FROM t1 ORDER BY c LIMIT 3", "2\n3\n1\n");
+    ldb_close(db);
+}
+
 static void limit_offset_edges(void)
 {
     ldb *db = sqlt_open();
@@ -564,7 +588,7 @@ static void interrupt_flag_lifetime(void)
     ldb_close(db);
 }
 
-TEST_MAIN(T(limit_offset_edges), T(printf_star_width), T(drop_while_reading), T(write_from_row_callback),
+TEST_MAIN(T(limit_offset_edges), T(topk_one_key_evicts), T(printf_star_width), T(drop_while_reading), T(write_from_row_callback),
           T(deep_cte_and_view_chains), T(shared_ctes_and_views),
           T(interrupt_from_thread), T(progress_handler), T(interrupt_from_signal_handler),
           T(interrupted_writes_roll_back), T(interrupted_live_open), T(interrupt_flag_lifetime))
