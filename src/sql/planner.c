@@ -194,7 +194,7 @@ static bool holds_term(const struct conj *c, const struct expr *t)
 
 static struct expr *factor_or(planner *pl, struct expr *e)
 {
-    struct conj branches = { 0 }, common = { 0 }, first = { 0 };
+    struct conj branches = { 0 }, common = { 0 };
     disjuncts(pl, e, &branches);
     struct conj *terms = planner_alloc(pl, branches.n * sizeof *terms);
     if (!terms || pl->rc)
@@ -203,13 +203,13 @@ static struct expr *factor_or(planner *pl, struct expr *e)
         terms[b] = (struct conj){ 0 };
         conj_split(pl, branches.items[b], &terms[b]);
     }
-    first = terms[0];
-    for (uint32_t i = 0; i < first.n; i++) {
-        bool everywhere = !(first.items[i]->flags & EXPR_NONDET);
+    const struct conj *first = &terms[0];
+    for (uint32_t i = 0; i < first->n; i++) {
+        bool everywhere = !(first->items[i]->flags & EXPR_NONDET);
         for (uint32_t b = 1; b < branches.n && everywhere; b++)
-            everywhere = holds_term(&terms[b], first.items[i]);
-        if (everywhere && !holds_term(&common, first.items[i]))
-            conj_split(pl, first.items[i], &common);
+            everywhere = holds_term(&terms[b], first->items[i]);
+        if (everywhere && !holds_term(&common, first->items[i]))
+            conj_append(pl, &common, first->items[i]);
     }
     if (common.n == 0 || pl->rc)
         return e;
