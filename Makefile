@@ -12,6 +12,11 @@
 #   make fuzz-ci       replay tests/fuzz/corpus, then fuzz for 60 seconds
 #   make install       header, libraries, livedb.pc and the shell under
 #                      $(DESTDIR)$(PREFIX) (PREFIX defaults to /usr/local)
+#   make test-pg       the PostgreSQL adapter's tests against a throwaway
+#                      local cluster (tools/pg_cluster.sh; needs
+#                      postgresql-15 and libpq-dev); `make test` runs them
+#                      when PostgreSQL is installed
+#   make demo-pg       the adapter's demo against such a cluster
 
 CC      ?= cc
 O       ?= build
@@ -22,11 +27,11 @@ CPPFLAGS_ALL := -Iinclude -Isrc -D_GNU_SOURCE $(CPPFLAGS)
 CFLAGS_ALL   := $(WARN) $(CFLAGS) -fPIC -MMD -MP
 LDLIBS_ALL   := -lm -pthread $(LDLIBS)
 
-LIB_SRCS   := $(shell find src -name '*.c' | sort)
+LIB_SRCS   := $(shell find src -name '*.c' ! -path 'src/pg/*' | sort)
 LIB_OBJS   := $(LIB_SRCS:%.c=$(O)/obj/%.o)
-TEST_SRCS  := $(shell find tests -mindepth 2 -name 'test_*.c' | sort)
+TEST_SRCS  := $(shell find tests -mindepth 2 -name 'test_*.c' ! -path 'tests/pg/*' | sort)
 TEST_BINS  := $(foreach s,$(TEST_SRCS),$(O)/tests/$(basename $(notdir $(s))))
-BENCH_SRCS := $(shell find bench -name '*.c' ! -name 'bench_util.c' | sort)
+BENCH_SRCS := $(shell find bench -name '*.c' ! -name 'bench_util.c' ! -name 'bench_pg.c' | sort)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),$(O)/bench/$(basename $(notdir $(s))))
 TOOL_BINS  := $(O)/demo $(O)/slt $(O)/select5gen $(O)/livedb
 
@@ -66,7 +71,8 @@ STATIC_LIB := $(O)/liblivedb.a
 SHARED_LIB := $(O)/liblivedb.so.$(VERSION)
 PREFIX     ?= /usr/local
 
-.PHONY: all lib tests benches tools test test-sanitize test-tsan demo bench-quick clean fuzz fuzz-ci install
+.PHONY: all lib tests benches tools test test-sanitize test-tsan demo bench-quick clean fuzz fuzz-ci install \
+        pg test-pg demo-pg bench-pg
 all: lib tools tests benches
 lib: $(STATIC_LIB) $(SHARED_LIB)
 tests: $(TEST_BINS)
@@ -173,8 +179,17 @@ fuzz-ci: fuzz
 	build/fuzz/fuzz_sql $(FUZZ_RUN) -max_total_time=60 -print_final_stats=1 \
 	  -artifact_prefix=build/fuzz/ build/fuzz/new tests/fuzz/corpus
 
+# The PostgreSQL tests run too when PostgreSQL 15 and libpq are installed
+# (LDB_REQUIRE_PG=1, which CI sets, makes their absence a failure).
+HAVE_PG := $(shell test -x /usr/lib/postgresql/15/bin/initdb && test -f /usr/include/postgresql/libpq-fe.h && echo 1)
 test: tests
 	@sh tests/run.sh $(O)/tests
+ifeq ($(HAVE_PG),1)
+	@$(MAKE) --no-print-directory test-pg
+else
+	@if [ "$$LDB_REQUIRE_PG" = 1 ]; then echo "FAIL test-pg: PostgreSQL 15 or libpq-dev missing"; exit 1; fi
+	@echo "SKIPPED test-pg: PostgreSQL 15 or libpq-dev is not installed"
+endif
 
 test-sanitize:
 	@$(MAKE) --no-print-directory O=build/san OPT=-O1 \
@@ -200,5 +215,52 @@ bench-quick: benches
 
 clean:
 	rm -rf build
+
+# ---- the PostgreSQL adapter: src/pg/ -> liblivedb-pg (links libpq) ----
+PG_CPPFLAGS := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+PG_LIBS     := -lpq
+PG_SRCS     := $(sort $(wildcard src/pg/*.c))
+PG_OBJS     := $(PG_SRCS:%.c=$(O)/obj/%.o)
+PG_LIB      := $(O)/liblivedb-pg.a
+PG_TEST_SRCS := $(sort $(wildcard tests/pg/test_*.c))
+PG_TEST_BINS := $(foreach s,$(PG_TEST_SRCS),$(O)/pgtests/$(basename $(notdir $(s))))
+PG_TEST_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(filter-out $(PG_TEST_SRCS),$(wildcard tests/pg/*.c)))
+$(O)/obj/src/pg/%.o $(O)/obj/tests/pg/%.o $(O)/obj/tools/demo_pg.o \
+$(O)/obj/bench/bench_pg.o: CPPFLAGS_ALL += $(PG_CPPFLAGS)
+$(PG_OBJS): Makefile
+
+$(PG_LIB): $(PG_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@ && ar rcs $@ $^
+pg: $(PG_LIB)
+
+define pg_test_rule
+$(O)/pgtests/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(O)/obj/tests/test.o $(PG_TEST_OBJS) $(PG_LIB) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$^ $(PG_LIBS) $$(LDLIBS_ALL)
+endef
+$(foreach s,$(PG_TEST_SRCS),$(eval $(call pg_test_rule,$(s))))
+
+$(O)/demo_pg: $(O)/obj/tools/demo_pg.o $(PG_LIB) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PG_LIBS) $(LDLIBS_ALL)
+$(O)/bench/bench_pg: $(O)/obj/bench/bench_pg.o $(O)/obj/bench/bench_util.o $(PG_LIB) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PG_LIBS) -lsqlite3 $(LDLIBS_ALL)
+
+# Each run starts its own cluster under build/ and stops it at the end;
+# the tests find it through LDB_PG_DIR (tools/pg_cluster.sh's DIR).
+PG_DIR = /tmp/livedb-pg$(subst /,.,$(abspath $(O)))
+test-pg: $(PG_TEST_BINS)
+	@tools/pg_cluster.sh stop $(PG_DIR); tools/pg_cluster.sh start $(PG_DIR) >/dev/null
+	@LDB_PG_DIR=$(PG_DIR) sh tests/run.sh $(O)/pgtests; rc=$$?; \
+	  tools/pg_cluster.sh stop $(PG_DIR); exit $$rc
+demo-pg: $(O)/demo_pg
+	@tools/pg_cluster.sh stop $(PG_DIR); tools/pg_cluster.sh start $(PG_DIR) >/dev/null
+	@LDB_PG_DIR=$(PG_DIR) $(O)/demo_pg; rc=$$?; tools/pg_cluster.sh stop $(PG_DIR); exit $$rc
+bench-pg: $(O)/bench/bench_pg
+	@tools/pg_cluster.sh stop $(PG_DIR); tools/pg_cluster.sh start $(PG_DIR) >/dev/null
+	@LDB_PG_DIR=$(PG_DIR) $(O)/bench/bench_pg $(BENCH_ARGS); rc=$$?; \
+	  tools/pg_cluster.sh stop $(PG_DIR); exit $$rc
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
