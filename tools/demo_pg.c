@@ -29,7 +29,7 @@
 static const char mine_sql[] =
     "SELECT i.id, i.title, i.priority,"
     " LIVE (SELECT c.id, u.name AS author, c.body FROM comments c"
-    "       JOIN users u ON u.id = c.author WHERE c.issue_id = i.id ORDER BY c.id) AS comments"
+    " JOIN users u ON u.id = c.author WHERE c.issue_id = i.id ORDER BY c.id) AS comments"
     " FROM issues i WHERE i.assignee = 42 AND i.status = 'open'"
     " ORDER BY i.priority DESC, i.id";
 static const char newest_sql[] =
@@ -45,12 +45,13 @@ static const char schema_sql[] =
     "CREATE TABLE comments (id int PRIMARY KEY, issue_id int NOT NULL REFERENCES issues,"
     " author int NOT NULL REFERENCES users, body text NOT NULL);"
     "INSERT INTO users SELECT i, 'user' || i FROM generate_series(1, 1000) i;"
+    /* user 1 + i % 1000 has issues i, i + 1000, ...: priorities vary among them */
     /* created: a permutation of 100k minutes (48271 is prime to 100000) */
     "INSERT INTO issues SELECT i, 'Issue ' || i,"
-    " CASE WHEN i % 3 = 0 THEN 'closed' ELSE 'open' END, i % 10, 1 + i % 1000,"
+    " CASE WHEN i % 3 = 0 THEN 'closed' ELSE 'open' END, i / 1000 % 10, 1 + i % 1000,"
     " timestamptz '2026-01-01 00:00:00+00' + (i::bigint * 48271 % 100000) * interval '1 minute'"
     " FROM generate_series(1, 100000) i;"
-    "INSERT INTO comments SELECT i, 1 + i % 100000, 1 + i * 7 % 1000, 'comment ' || i"
+    "INSERT INTO comments SELECT i, 1 + i % 100000, 1 + (i * 7 + i / 100000 * 331) % 1000, 'comment ' || i"
     " FROM generate_series(1, 300000) i;"
     "CREATE INDEX ON issues (assignee); CREATE INDEX ON issues (created);"
     "CREATE INDEX ON comments (issue_id);"
