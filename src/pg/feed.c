@@ -273,7 +273,7 @@ static void on_relation(ldb_pg *pg, const char *p, const char *end)
     if (end - q < 3)
         return;
     pg_table *t = pg_table_by_rel(pg, *nsp ? nsp : "pg_catalog", rel);
-    if (!t)
+    if (!t || t->relid != relid)
         return;
     int n = get_u16(q + 1);
     q += 3;
