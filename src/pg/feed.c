@@ -421,8 +421,12 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
     if (rc == LDB_OK && p) {
         if (kind == 'D') {
             touch(a, t, oldc);
-            a->pg->stats.changes++;
-            rc = del_row(a, t, oldc);
+            int held = a->all ? 1 : pg_row_held(t, oldc);
+            if (held > 0)
+                a->pg->stats.changes++;
+            else if (held == 0)
+                a->pg->stats.ignored++;
+            rc = held < 0 ? -held : held ? del_row(a, t, oldc) : LDB_OK;
         } else {
             if (has_old && !same_key(t, oldc, newc)) {  /* the key changed */
                 touch(a, t, oldc);
@@ -531,17 +535,16 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
         a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
     if (a.rc == LDB_OK && write)
         a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
-    if (a.s) {
-        if (a.rc == LDB_OK) {
-            ldb_receipt *rcpt = NULL;
-            int rc = ldb_sync_commit(a.s, &rcpt);
-            if (rc == LDB_OK && rcpt && ldb_receipt_state(rcpt) == LDB_RECEIPT_FAILED)
-                pg_set_err(pg, "applying a stream transaction: %s", ldb_receipt_error(rcpt));
-            ldb_receipt_free(rcpt);
-        } else {
-            ldb_sync_abandon(a.s);
-            pg_set_err(pg, "applying a stream transaction: %s", ldb_errstr(a.rc));
-        }
+    if (a.s && a.rc == LDB_OK)
+        a.rc = ldb_sync_commit(a.s, NULL);
+    else if (a.s)
+        ldb_sync_abandon(a.s);
+    if (a.rc) {
+        /* The local table refused the server's state (a local UNIQUE
+         * index, out of memory): never diverge silently, load it again. */
+        pg_set_err(pg, "applying a stream transaction failed (%s): replaying",
+                   a.rc == LDB_NOMEM ? "out of memory" : ldb_errmsg(pg->db));
+        replay_all(pg);
     }
     pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
     pg_keymap_clear(&a.carried);

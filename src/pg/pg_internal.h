@@ -154,7 +154,8 @@ struct ldb_pg {
     ldb *db;
     char *conninfo;
     char *slot, *publication;
-    bool own_slot, own_publication;
+    bool own_publication;  /* we add tables to it (made when missing) */
+    bool drop_at_close;    /* slot (and own publication) named by us */
     char tag[40];          /* our fences' and writes' message prefix */
     int fail_after_ms, rows_per_commit;
     pg_table **tables;
