@@ -1,0 +1,778 @@
+/*
+ * test_pg_basic.c - the PostgreSQL adapter (livedb_pg.h) against a real
+ * server: attaching (columns, key and types from the catalog, the
+ * refusals), on-demand loading of each predicate kind and of ordered
+ * windows, the stream (other connections' transactions, one batch each,
+ * changes outside the demand ignored), optimistic writes confirmed and
+ * rejected, and the misuse and connection errors.
+ *
+ * Each case starts from a clean server (pgu_reset) and its own database.
+ * Expected results are the same query run in PostgreSQL, rendered by
+ * pg_util's canonical form; text ranges and orders are checked against
+ * COLLATE "C" over columns whose own collation (ICU) orders otherwise, so
+ * an adapter that forgets livedb's bytewise order loads the wrong rows.
+ */
+#include "pg_util.h"
+#include "test.h"
+#include "test_db.h"
+
+#include <stdlib.h>
+
+typedef struct fixture {
+    ldb *db;
+    ldb_pg *pg;
+    PGconn *c;   /* "another client" of the server */
+} fixture;
+
+static fixture start(void)
+{
+    pgu_reset();
+    fixture f = {0};
+    f.c = pgu_connect(pgu_conninfo());
+    pgu_exec(f.c, "SET TimeZone = 'UTC'");
+    CHECK_INT(ldb_open(NULL, &f.db), LDB_OK);
+    f.pg = pgu_open(f.db, NULL);
+    return f;
+}
+
+static void stop(fixture *f)
+{
+    ldb_pg_close(f->pg);
+    ldb_close(f->db);
+    PQfinish(f->c);
+}
+
+static ldb_source *attach(fixture *f, const char *table, int mode)
+{
+    ldb_source *s = NULL;
+    int rc = ldb_pg_attach(f->pg, table, NULL, mode, &s);
+    CHECKF(rc == LDB_OK && s, "attach %s: rc %d: %s", table, rc, ldb_pg_errmsg(f->pg));
+    return s;
+}
+
+static ldb_pg_stats stats(fixture *f)
+{
+    ldb_pg_stats s;
+    ldb_pg_stats_get(f->pg, &s);
+    return s;
+}
+
+static int64_t ldb_int(ldb *db, const char *sql)
+{
+    int n;
+    char **r = pgu_rows_ldb(db, sql, &n);
+    CHECKF(n == 1, "%s: %d rows", sql, n);
+    int64_t v = strtoll(r[0], NULL, 10);
+    pgu_rows_free(r, n);
+    return v;
+}
+
+static int64_t pg_int(PGconn *c, const char *sql)
+{
+    char *v = pgu_value(c, "%s", sql);
+    CHECK(v);
+    int64_t x = strtoll(v, NULL, 10);
+    free(v);
+    return x;
+}
+
+/* The live query's rows equal pg_sql's on the server. */
+static void check_live(ldb_live *q, PGconn *c, const char *pg_sql)
+{
+    int na, nb;
+    char **a = pgu_rows_live(q, &na), **b = pgu_rows_pg(c, pg_sql, &nb);
+    int same = pgu_rows_equal(a, na, b, nb, pg_sql);
+    pgu_rows_free(a, na);
+    pgu_rows_free(b, nb);
+    CHECKF(same, "live result differs from PostgreSQL's %s", pg_sql);
+}
+
+static ldb_live *live(fixture *f, const char *sql, ldb_change_fn fn, void *ctx)
+{
+    ldb_live *q = NULL;
+    int rc = ldb_live_open(f->db, sql, fn, ctx, &q);
+    CHECKF(rc == LDB_OK && q, "%s: %s", sql, ldb_errmsg(f->db));
+    pgu_sync(f->pg);
+    const char *msg = NULL;
+    int st = ldb_live_status(q, &msg);
+    CHECKF(st == LDB_STATUS_READY, "%s: status %d (%s)", sql, st, msg ? msg : "");
+    return q;
+}
+
+static void count_batches(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (*(int *)ctx)++;
+}
+
+/* ---- attaching ------------------------------------------------------------- */
+
+#define TYPE_COLS "i2, i4, i8, b, f4, f8, num, t, vc, ch, u, js, jb, d, ts, tstz, iv, by, m, dom"
+
+static void setup_types(PGconn *c)
+{
+    pgu_exec(c, "CREATE TYPE mood AS ENUM ('sad', 'happy')");
+    pgu_exec(c, "CREATE DOMAIN posint AS integer CHECK (VALUE > 0)");
+    pgu_exec(c, "CREATE TABLE types (id int PRIMARY KEY, i2 smallint, i4 integer, i8 bigint, "
+                "b boolean, f4 real, f8 double precision, num numeric(12,3), t text, "
+                "vc varchar(10), ch char(5), u uuid, js json, jb jsonb, d date, "
+                "ts timestamp, tstz timestamptz, iv interval, by bytea, m mood, dom posint)");
+    pgu_exec(c, "INSERT INTO types VALUES (1, -32768, 2147483647, 9007199254740993, true, 1.5, "
+                "0.1, 12345.678, 'h\xc3\xa9llo \xe2\x9c\x93', 'vc', 'ab', "
+                "'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '{\"b\":1, \"a\":[1,2]}', "
+                "'{\"b\":1, \"a\":[1,2]}', '2024-02-29', '2024-02-29 13:45:00.5', "
+                "'2024-02-29 13:45:00+02', '1 day 2 hours 3 minutes 4 seconds', "
+                "'\\x00ff10', 'happy', 7)");
+    pgu_exec(c, "INSERT INTO types (id, b) VALUES (2, false)");
+}
+
+/* What livedb_pg.h promises for row 1 and row 2 of setup_types. */
+static const char *const types_row1 =
+    "-32768|2147483647|9007199254740993|1|1.5|0.1|12345.678|h\xc3\xa9llo \xe2\x9c\x93|vc|"
+    "ab   |a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{\"b\":1, \"a\":[1,2]}|"
+    "{\"a\": [1, 2], \"b\": 1}|2024-02-29|2024-02-29 13:45:00.5|2024-02-29 11:45:00+00|"
+    "1 day 02:03:04|00ff10|happy|7";
+static const char *const types_row2 =
+    "NULL|NULL|NULL|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|"
+    "NULL|NULL";
+static const char *const types_typeof1 =
+    "integer|integer|integer|integer|real|real|real|text|text|text|text|text|text|text|text|"
+    "text|text|blob|text|integer";
+
+static void check_types_row(ldb *db, int id, const char *want, const char *want_typeof)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT " TYPE_COLS " FROM types WHERE id = %d", id);
+    int n;
+    char **r = pgu_rows_ldb(db, sql, &n);
+    CHECKF(n == 1, "row %d: %d rows", id, n);
+    CHECKF(strcmp(r[0], want) == 0, "row %d:\n  got  %s\n  want %s", id, r[0], want);
+    pgu_rows_free(r, n);
+    if (!want_typeof)
+        return;
+    snprintf(sql, sizeof sql,
+             "SELECT typeof(i2), typeof(i4), typeof(i8), typeof(b), typeof(f4), typeof(f8), "
+             "typeof(num), typeof(t), typeof(vc), typeof(ch), typeof(u), typeof(js), "
+             "typeof(jb), typeof(d), typeof(ts), typeof(tstz), typeof(iv), typeof(by), "
+             "typeof(m), typeof(dom) FROM types WHERE id = %d", id);
+    r = pgu_rows_ldb(db, sql, &n);
+    CHECKF(n == 1 && strcmp(r[0], want_typeof) == 0, "typeof row %d: %s", id,
+           n ? r[0] : "(none)");
+    pgu_rows_free(r, n);
+}
+
+static void attach_types(void)
+{
+    fixture f = start();
+    setup_types(f.c);
+    attach(&f, "types", LDB_SOURCE_EAGER);
+    ldb_live *q = live(&f, "SELECT * FROM types", NULL, NULL);
+
+    /* Column names in the catalog's order. */
+    ldb_stmt *st = NULL;
+    CHECK_INT(ldb_prepare(f.db, "SELECT * FROM types", -1, &st, NULL), LDB_OK);
+    const char *names[] = {"id", "i2", "i4", "i8", "b", "f4", "f8", "num", "t", "vc", "ch",
+                           "u", "js", "jb", "d", "ts", "tstz", "iv", "by", "m", "dom"};
+    CHECK_INT(ldb_column_count(st), 21);
+    for (int i = 0; i < 21; i++)
+        CHECK_STR(ldb_column_name(st, i), names[i]);
+    ldb_finalize(st);
+
+    /* Loaded. */
+    check_types_row(f.db, 1, types_row1, types_typeof1);
+    check_types_row(f.db, 2, types_row2, NULL);
+    check_live(q, f.c, "SELECT * FROM types");
+
+    /* Streamed: the same values inserted by another client. */
+    pgu_exec(f.c, "INSERT INTO types SELECT id + 2, " TYPE_COLS " FROM types");
+    pgu_sync(f.pg);
+    check_types_row(f.db, 3, types_row1, types_typeof1);
+    check_types_row(f.db, 4, types_row2, NULL);
+    /* Streamed updates of every column, both ways. */
+    pgu_exec(f.c, "UPDATE types AS x SET (" TYPE_COLS ") = (SELECT " TYPE_COLS
+                  " FROM types y WHERE y.id = 7 - x.id) WHERE x.id IN (3, 4)");
+    pgu_sync(f.pg);
+    check_types_row(f.db, 4, types_row1, types_typeof1);
+    check_types_row(f.db, 3, types_row2, NULL);
+    check_live(q, f.c, "SELECT * FROM types");
+    ldb_live_close(q);
+    stop(&f);
+}
+
+struct keys {
+    int cols;
+    char key[8][64];
+    int n;
+};
+
+static void record_keys(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    struct keys *k = ctx;
+    for (size_t i = 0; i < n && k->n < 8; i++) {
+        k->cols = ldb_row_columns(c[i].key);
+        char a[32], b[32];
+        ldb_row_format(c[i].key, 0, a, sizeof a);
+        ldb_row_format(c[i].key, 1, b, sizeof b);
+        snprintf(k->key[k->n++], 64, "%s,%s", a, b);
+    }
+}
+
+/* A key of two columns, (b, a), in the key's order: rows equal in a
+ * alone are distinct, and the live query's keys are (b, a). */
+static void attach_composite_key(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE ck (a int, b text, v int, PRIMARY KEY (b, a))");
+    pgu_exec(f.c, "INSERT INTO ck VALUES (1, 'x', 10), (1, 'y', 11), (2, 'x', 12)");
+    /* A schema-qualified name, attached under another local name. */
+    ldb_source *s = NULL;
+    int rc = ldb_pg_attach(f.pg, "public.ck", "local_ck", LDB_SOURCE_ON_DEMAND, &s);
+    CHECKF(rc == LDB_OK, "attach: %s", ldb_pg_errmsg(f.pg));
+    struct keys k = {0};
+    ldb_live *q = live(&f, "SELECT a, b, v FROM local_ck", record_keys, &k);
+    check_live(q, f.c, "SELECT a, b, v FROM ck");
+    CHECK_INT(k.cols, 2);
+    CHECK_INT(k.n, 3);
+    int found = 0;
+    for (int i = 0; i < k.n; i++)
+        found += !strcmp(k.key[i], "x,1") + !strcmp(k.key[i], "y,1") + !strcmp(k.key[i], "x,2");
+    CHECKF(found == 3, "keys are not (b, a): %s %s %s", k.key[0], k.key[1], k.key[2]);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+static void attach_refusals(void)
+{
+    fixture f = start();
+    struct { const char *table, *col, *type; } bad[] = {
+        {"with_array", "tags", "int[]"},
+        {"with_point", "loc", "point"},
+        {"with_money", "price", "money"},
+    };
+    ldb_source *s = NULL;
+    for (int i = 0; i < 3; i++) {
+        pgu_exec(f.c, "CREATE TABLE %s (id int PRIMARY KEY, fine text, %s %s)", bad[i].table,
+                 bad[i].col, bad[i].type);
+        int rc = ldb_pg_attach(f.pg, bad[i].table, NULL, LDB_SOURCE_ON_DEMAND, &s);
+        CHECKF(rc == LDB_UNSUPPORTED, "%s: rc %d", bad[i].type, rc);
+        const char *msg = ldb_pg_errmsg(f.pg);
+        CHECKF(msg && strstr(msg, bad[i].col), "%s: message \"%s\" does not name %s",
+               bad[i].type, msg ? msg : "(null)", bad[i].col);
+    }
+    pgu_exec(f.c, "CREATE TABLE nopk (a int, b text)");
+    CHECK_INT(ldb_pg_attach(f.pg, "nopk", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_UNSUPPORTED);
+    CHECK_INT(ldb_pg_attach(f.pg, "nosuch", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_NOTFOUND);
+    CHECK_INT(ldb_pg_attach(f.pg, "nosuch.items", NULL, LDB_SOURCE_ON_DEMAND, &s),
+              LDB_NOTFOUND);
+
+    /* An existing local table: the same columns attach, others do not. */
+    pgu_exec(f.c, "CREATE TABLE same (id int PRIMARY KEY, name text)");
+    pgu_exec(f.c, "CREATE TABLE differs (id int PRIMARY KEY, name text)");
+    pgu_exec(f.c, "INSERT INTO same VALUES (1, 'one')");
+    EXEC(f.db, "CREATE TABLE same (id INTEGER PRIMARY KEY, name TEXT)");
+    EXEC(f.db, "CREATE TABLE differs (id INTEGER PRIMARY KEY, other TEXT)");
+    CHECK_INT(ldb_pg_attach(f.pg, "differs", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_ERROR);
+    attach(&f, "same", LDB_SOURCE_ON_DEMAND);
+    CHECK_INT(ldb_pg_attach(f.pg, "same", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_MISUSE);
+    ldb_live *q = live(&f, "SELECT * FROM same", NULL, NULL);
+    check_live(q, f.c, "SELECT * FROM same");
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* ---- on-demand loading ----------------------------------------------------- */
+
+/* 300 rows with NULLs in every column; s compares under ICU in
+ * PostgreSQL ('B' > 'a' there), bytewise in livedb. */
+static void setup_items(PGconn *c)
+{
+    pgu_exec(c, "CREATE TABLE items (id int PRIMARY KEY, n int, r float8, "
+                "s text COLLATE \"und-x-icu\")");
+    pgu_exec(c, "INSERT INTO items SELECT g, CASE WHEN g %% 23 = 0 THEN NULL ELSE g %% 17 END, "
+                "CASE WHEN g %% 29 = 0 THEN NULL ELSE (g %% 50) / 4.0 END, "
+                "(ARRAY['a', 'B', 'abc', 'ABC', 'Zeta', '\xc3\xa9', '\xc3\xa9" "a', 'b', '', "
+                "'x', NULL])[g %% 11 + 1] FROM generate_series(1, 300) g");
+}
+
+struct pred {
+    const char *ldb, *pg;   /* pg NULL: the same text */
+};
+
+static const struct pred preds[] = {
+    {"n = 5", NULL}, {"n <> 5", NULL}, {"n < 5", NULL}, {"n <= 5", NULL},
+    {"n > 12", NULL}, {"n >= 12", NULL}, {"n IS NULL", NULL}, {"n IS NOT NULL", NULL},
+    {"n < 2.5", NULL}, {"n = 4.0", NULL},
+    {"r = 2.5", NULL}, {"r <> 2.5", NULL}, {"r < 2.5", NULL}, {"r <= 2.5", NULL},
+    {"r > 10.25", NULL}, {"r >= 10.25", NULL}, {"r > 3", NULL}, {"r IS NULL", NULL},
+    {"r IS NOT NULL", NULL}, {"r IN (0.25, 1.5, 3.75, 12)", NULL},
+    {"s = 'abc'", NULL}, {"s = ''", NULL}, {"s <> 'abc'", NULL},
+    {"s < 'a'", "s COLLATE \"C\" < 'a'"}, {"s <= 'abc'", "s COLLATE \"C\" <= 'abc'"},
+    {"s > 'b'", "s COLLATE \"C\" > 'b'"}, {"s >= '\xc3\xa9'", "s COLLATE \"C\" >= '\xc3\xa9'"},
+    {"s > 'Z'", "s COLLATE \"C\" > 'Z'"},
+    {"s IN ('a', 'ABC', '\xc3\xa9" "a', 'nope')", NULL}, {"s IS NULL", NULL},
+    {"s IS NOT NULL", NULL},
+    {"n > 3 AND r < 5", NULL}, {"n = 1 OR s = 'x'", NULL},
+    {"(n < 3 OR n > 14) AND s IS NOT NULL", NULL}, {"r IS NULL OR s IN ('B', 'b')", NULL},
+    {"n >= 2 AND n <= 4 AND s > 'a'", "n >= 2 AND n <= 4 AND s COLLATE \"C\" > 'a'"},
+};
+
+/* n IN (0, 2, 4, ..., 198): many values, most of them absent. */
+static void many_values(char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "n IN (");
+    for (int v = 0; v < 200; v += 2)
+        len += (size_t)snprintf(buf + len, size - len, "%s%d", v ? ", " : "", v);
+    snprintf(buf + len, size - len, ")");
+}
+
+/* Loads exactly pred's rows: the live result, the rows loaded and the
+ * rows the table holds are PostgreSQL's; closing the query drops them
+ * (RETAIN_OWNED), so each predicate starts from an empty table. */
+static void check_pred(fixture *f, const char *ldb_where, const char *pg_where)
+{
+    char lsql[1024], psql[1024];
+    snprintf(lsql, sizeof lsql, "SELECT * FROM items WHERE %s", ldb_where);
+    snprintf(psql, sizeof psql, "SELECT * FROM items WHERE %s", pg_where);
+    char csql[1100];
+    snprintf(csql, sizeof csql, "SELECT count(*) FROM items WHERE %s", pg_where);
+    int64_t want = pg_int(f->c, csql);
+    uint64_t before = stats(f).rows_loaded;
+    ldb_live *q = live(f, lsql, NULL, NULL);
+    check_live(q, f->c, psql);
+    uint64_t loaded = stats(f).rows_loaded - before;
+    int64_t held = ldb_int(f->db, "SELECT count(*) FROM items");
+    if ((int64_t)loaded != want || held != want) {
+        char *ex = NULL;
+        ldb_pg_explain(f->pg, &ex);
+        test_fail_(__FILE__, __LINE__, "WHERE %s: %lld rows match, %llu loaded, %lld held; "
+                   "explain: %s", ldb_where, (long long)want, (unsigned long long)loaded,
+                   (long long)held, ex ? ex : "(none)");
+    }
+    ldb_live_close(q);
+    pgu_sync(f->pg);
+    CHECKF(ldb_int(f->db, "SELECT count(*) FROM items") == 0,
+           "WHERE %s: rows left after the query closed", ldb_where);
+}
+
+static void demand_predicates(void)
+{
+    fixture f = start();
+    setup_items(f.c);
+    attach(&f, "items", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
+    for (size_t i = 0; i < sizeof preds / sizeof preds[0]; i++)
+        check_pred(&f, preds[i].ldb, preds[i].pg ? preds[i].pg : preds[i].ldb);
+    char in[1024];
+    many_values(in, sizeof in);
+    check_pred(&f, in, in);
+    stop(&f);
+}
+
+/* A NOCASE comparison cannot be asked of PostgreSQL as such: the adapter
+ * loads a superset, says so, and livedb's filter gives the right rows. */
+static void demand_nocase_superset(void)
+{
+    fixture f = start();
+    setup_items(f.c);
+    attach(&f, "items", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM items WHERE s = 'abc' COLLATE NOCASE", NULL, NULL);
+    check_live(q, f.c, "SELECT * FROM items WHERE lower(s) = 'abc'");
+    CHECK(ldb_live_count(q) > 0);
+    char *ex = NULL;
+    CHECK_INT(ldb_pg_explain(f.pg, &ex), LDB_OK);
+    CHECKF(ex && strstr(ex, "superset"), "explain: %s", ex ? ex : "(null)");
+    free(ex);
+    CHECK(stats(&f).rows_loaded >= (uint64_t)ldb_live_count(q));
+    /* Still live: a row that now matches under NOCASE arrives. */
+    pgu_exec(f.c, "UPDATE items SET s = 'AbC' WHERE id = 1");
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM items WHERE lower(s) = 'abc'");
+    ldb_live_close(q);
+    stop(&f);
+}
+
+struct ids {
+    char s[4096];
+};
+
+static int append_id(void *ctx, const ldb_row *row)
+{
+    struct ids *x = ctx;
+    size_t len = strlen(x->s);
+    snprintf(x->s + len, sizeof x->s - len, "%lld,", (long long)ldb_row_int64(row, 0));
+    return 0;
+}
+
+/* The window's ids in order equal PostgreSQL's. */
+static void check_window(ldb_live *q, PGconn *c, const char *pg_sql)
+{
+    struct ids got = {{0}}, want = {{0}};
+    CHECK_INT(ldb_live_read(q, append_id, &got), LDB_OK);
+    PGresult *r = PQexec(c, pg_sql);
+    CHECKF(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", pg_sql, PQresultErrorMessage(r));
+    for (int i = 0; i < PQntuples(r); i++) {
+        size_t len = strlen(want.s);
+        snprintf(want.s + len, sizeof want.s - len, "%s,", PQgetvalue(r, i, 0));
+    }
+    PQclear(r);
+    CHECKF(strcmp(got.s, want.s) == 0, "%s:\n  got  %s\n  want %s", pg_sql, got.s, want.s);
+}
+
+/* 1000 rows; v has 37 values with ~27 rows each and NULLs; w is text
+ * with ties, non-ASCII and NULLs, ordered by ICU in PostgreSQL. */
+static void demand_windows(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE win (id int PRIMARY KEY, v int, w text COLLATE \"und-x-icu\")");
+    pgu_exec(f.c, "INSERT INTO win SELECT g, CASE WHEN g %% 13 = 0 THEN NULL ELSE g %% 37 END, "
+                  "(ARRAY['b', 'B', '\xc3\xa9', 'a', 'Z', 'ab', NULL])[g %% 7 + 1] || "
+                  "lpad((g %% 50)::text, 2, '0') FROM generate_series(1, 1000) g");
+    attach(&f, "win", LDB_SOURCE_ON_DEMAND);
+    struct { const char *ldb, *pg; } w[] = {
+        {"SELECT id FROM win ORDER BY v, id LIMIT 10",
+         "SELECT id FROM win ORDER BY v NULLS FIRST, id LIMIT 10"},
+        {"SELECT id FROM win ORDER BY v DESC, id DESC LIMIT 30",
+         "SELECT id FROM win ORDER BY v DESC NULLS LAST, id DESC LIMIT 30"},
+        {"SELECT id FROM win ORDER BY w, id LIMIT 25",
+         "SELECT id FROM win ORDER BY w COLLATE \"C\" NULLS FIRST, id LIMIT 25"},
+        {"SELECT id FROM win WHERE v > 5 ORDER BY w DESC, id LIMIT 25",
+         "SELECT id FROM win WHERE v > 5 ORDER BY w COLLATE \"C\" DESC NULLS LAST, id "
+         "LIMIT 25"},
+    };
+    for (int i = 0; i < 4; i++) {
+        uint64_t before = stats(&f).rows_loaded;
+        ldb_live *q = live(&f, w[i].ldb, NULL, NULL);
+        check_window(q, f.c, w[i].pg);
+        uint64_t loaded = stats(&f).rows_loaded - before;
+        CHECKF(loaded < 300, "%s loaded %llu of 1000 rows: not paged", w[i].ldb,
+               (unsigned long long)loaded);
+        /* Moved further down: the next pages. */
+        CHECK_INT(ldb_live_set_window(q, 200, 20), LDB_OK);
+        pgu_sync(f.pg);
+        char moved[512];
+        snprintf(moved, sizeof moved, "%.*s LIMIT 20 OFFSET 200",
+                 (int)(strstr(w[i].pg, " LIMIT") - w[i].pg), w[i].pg);
+        check_window(q, f.c, moved);
+        /* A change inside the window arrives in order. */
+        pgu_exec(f.c, "UPDATE win SET v = NULL, w = NULL WHERE id = %d", 500 + i);
+        pgu_exec(f.c, "DELETE FROM win WHERE id = %d", 13 * (i + 1));
+        pgu_sync(f.pg);
+        check_window(q, f.c, moved);
+        ldb_live_close(q);
+    }
+    stop(&f);
+}
+
+/* ---- the stream ------------------------------------------------------------ */
+
+static void stream_transactions(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, grp int, name text)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g %% 3, 'n' || g FROM generate_series(1, 20) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    int batches = 0;
+    ldb_live *q = live(&f, "SELECT * FROM t", count_batches, &batches);
+    const char *all = "SELECT * FROM t";
+    check_live(q, f.c, all);
+    int b0 = batches;
+
+    pgu_exec(f.c, "INSERT INTO t VALUES (100, 1, 'single')");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(batches, b0 + 1);
+
+    pgu_exec(f.c, "BEGIN; INSERT INTO t VALUES (101, 1, 'a'), (102, 2, 'b'); "
+                  "UPDATE t SET name = 'changed' WHERE id = 1; DELETE FROM t WHERE id = 2; "
+                  "INSERT INTO t VALUES (103, 0, 'c'); COMMIT");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(batches, b0 + 2);
+
+    pgu_exec(f.c, "BEGIN; INSERT INTO t VALUES (200, 1, 'never'); "
+                  "UPDATE t SET name = 'never' WHERE id = 3; ROLLBACK");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(batches, b0 + 2);
+
+    /* A primary key change: the old key goes, the new one comes. */
+    pgu_exec(f.c, "UPDATE t SET id = 1000 WHERE id = 4");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(batches, b0 + 3);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM t WHERE id = 4"), 0);
+
+    /* Two transactions of one table, committed apart: two batches. */
+    pgu_exec(f.c, "UPDATE t SET grp = 9 WHERE id = 5");
+    pgu_exec(f.c, "UPDATE t SET grp = 9 WHERE id = 6");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(batches, b0 + 5);
+
+    pgu_exec(f.c, "TRUNCATE t");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(ldb_live_count(q), 0);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM t"), 0);
+
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1, 'again')");
+    pgu_sync(f.pg);
+    check_live(q, f.c, all);
+    CHECK_INT(ldb_live_count(q), 1);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+static void stream_outside_demand(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, grp int, name text)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g %% 3, 'n' || g FROM generate_series(1, 30) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    int batches = 0;
+    ldb_live *q = live(&f, "SELECT * FROM t WHERE grp = 1", count_batches, &batches);
+    const char *want = "SELECT * FROM t WHERE grp = 1";
+    check_live(q, f.c, want);
+    int64_t held = ldb_int(f.db, "SELECT count(*) FROM t");
+    CHECK_INT(held, 10);
+    int b0 = batches;
+    uint64_t ign = stats(&f).ignored;
+
+    /* Changes of rows nobody asked for: ignored, nothing published. */
+    pgu_exec(f.c, "BEGIN; INSERT INTO t VALUES (100, 2, 'x'); UPDATE t SET name = 'y' "
+                  "WHERE id = 3; DELETE FROM t WHERE id = 6; COMMIT");
+    pgu_sync(f.pg);
+    CHECKF(stats(&f).ignored >= ign + 3, "ignored %llu -> %llu",
+           (unsigned long long)ign, (unsigned long long)stats(&f).ignored);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM t"), held);
+    CHECK_INT(batches, b0);
+
+    /* An update that makes a row match brings it in. */
+    pgu_exec(f.c, "UPDATE t SET grp = 1 WHERE id = 100");
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM t WHERE id = 100"), 1);
+    CHECK_INT(batches, b0 + 1);
+
+    /* One that makes a row leave takes it out; a mixed transaction is one
+     * batch. */
+    pgu_exec(f.c, "BEGIN; UPDATE t SET grp = 2 WHERE id = 1; INSERT INTO t VALUES (101, 1, 'z'); "
+                  "INSERT INTO t VALUES (102, 0, 'no'); COMMIT");
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    CHECK_INT(batches, b0 + 2);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM t WHERE id = 102"), 0);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* A transaction over two attached tables is one commit: a join over both
+ * gets one batch, never a state with half of it. */
+static void stream_two_tables(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE a (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "CREATE TABLE b (id int PRIMARY KEY, a_id int, w text)");
+    pgu_exec(f.c, "INSERT INTO a SELECT g, g FROM generate_series(1, 5) g");
+    pgu_exec(f.c, "INSERT INTO b SELECT g, g %% 5 + 1, 'w' || g FROM generate_series(1, 10) g");
+    attach(&f, "a", LDB_SOURCE_ON_DEMAND);
+    attach(&f, "b", LDB_SOURCE_EAGER);
+    int batches = 0;
+    const char *join = "SELECT a.id, a.v, b.id, b.w FROM a JOIN b ON b.a_id = a.id";
+    ldb_live *q = live(&f, join, count_batches, &batches);
+    check_live(q, f.c, join);
+    int b0 = batches;
+    pgu_exec(f.c, "BEGIN; UPDATE a SET v = v * 10; UPDATE b SET w = w || '!' WHERE id < 4; "
+                  "INSERT INTO a VALUES (6, 60); INSERT INTO b VALUES (11, 6, 'new'); COMMIT");
+    pgu_sync(f.pg);
+    check_live(q, f.c, join);
+    CHECK_INT(batches, b0 + 1);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* An update that leaves a TOASTed column unchanged streams without its
+ * value (pgoutput's 'u'); the row must still arrive whole, both for a
+ * held row and for one the update brings into the demand. */
+static void stream_toasted(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE doc (id int PRIMARY KEY, grp int, body text)");
+    pgu_exec(f.c, "ALTER TABLE doc ALTER COLUMN body SET STORAGE EXTERNAL");
+    pgu_exec(f.c, "INSERT INTO doc SELECT g, g %% 2, (SELECT string_agg(md5((g * 1000 + i)::text), "
+                  "'') FROM generate_series(1, 300) i) FROM generate_series(1, 4) g");
+    attach(&f, "doc", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM doc WHERE grp = 1", NULL, NULL);
+    const char *want = "SELECT * FROM doc WHERE grp = 1";
+    check_live(q, f.c, want);
+    pgu_exec(f.c, "UPDATE doc SET grp = 1 WHERE id = 2");   /* comes in */
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    pgu_exec(f.c, "UPDATE doc SET id = 11 WHERE id = 1");   /* held, key changes */
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM doc WHERE grp = 1 AND length(body) = 9600"),
+              3);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* ---- optimistic writes ----------------------------------------------------- */
+
+static void setup_acct(fixture *f)
+{
+    pgu_exec(f->c, "CREATE TABLE acct (id int PRIMARY KEY, name text UNIQUE, "
+                   "qty int CHECK (qty >= 0))");
+    pgu_exec(f->c, "INSERT INTO acct VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3), "
+                   "(20, 'taken', 20)");
+    attach(f, "acct", LDB_SOURCE_ON_DEMAND);
+}
+
+static ldb_optimistic *write_opt(fixture *f, const char *sql)
+{
+    CHECK_INT(ldb_optimistic_begin(f->db), LDB_OK);
+    EXEC(f->db, sql);
+    ldb_optimistic *o = NULL;
+    CHECK_INT(ldb_optimistic_commit(f->db, ldb_pg_send, f->pg, &o), LDB_OK);
+    CHECK(o);
+    return o;
+}
+
+static void optimistic_confirmed(void)
+{
+    fixture f = start();
+    setup_acct(&f);
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    ldb_optimistic *o = write_opt(&f, "INSERT INTO acct VALUES (5, 'five', 5); "
+                                      "UPDATE acct SET qty = 7 WHERE id = 1; "
+                                      "DELETE FROM acct WHERE id = 2");
+    CHECK_INT(ldb_int(f.db, "SELECT qty FROM acct WHERE id = 1"), 7);   /* at once */
+    pgu_sync(f.pg);
+    CHECKF(ldb_optimistic_state(o) == LDB_OPTIMISTIC_CONFIRMED, "state %d: %s",
+           ldb_optimistic_state(o), ldb_optimistic_error(o) ? ldb_optimistic_error(o) : "");
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 1"), 7);
+    CHECK_INT(pg_int(f.c, "SELECT count(*) FROM acct WHERE id IN (2, 5)"), 1);
+    ldb_pg_stats s = stats(&f);
+    CHECK_INT(s.writes, 1);
+    CHECK_INT(s.confirmed, 1);
+    CHECK_INT(s.rejected, 0);
+    ldb_optimistic_stats os;
+    ldb_optimistic_stats_get(f.db, &os);
+    CHECK_INT(os.pending, 0);
+    ldb_optimistic_free(o);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* Each write breaks a constraint only the server knows of: rejected with
+ * its message, and the live result is what it was before. */
+static void optimistic_rejected(void)
+{
+    fixture f = start();
+    setup_acct(&f);
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    struct { const char *sql, *msg; } bad[] = {
+        {"INSERT INTO acct VALUES (4, 'taken', 4)", "unique"},          /* UNIQUE (name) */
+        {"INSERT INTO acct VALUES (20, 'twenty', 4)", "duplicate key"},  /* not held here */
+        {"UPDATE acct SET qty = -1 WHERE id = 3", "check constraint"},
+        {"UPDATE acct SET qty = 0 WHERE id = 1; UPDATE acct SET qty = -5 WHERE id = 2",
+         "check constraint"},
+    };
+    for (int i = 0; i < 4; i++) {
+        int na;
+        char **before = pgu_rows_live(q, &na);
+        ldb_optimistic *o = write_opt(&f, bad[i].sql);
+        pgu_sync(f.pg);
+        CHECKF(ldb_optimistic_state(o) == LDB_OPTIMISTIC_REJECTED, "%s: state %d", bad[i].sql,
+               ldb_optimistic_state(o));
+        const char *msg = ldb_optimistic_error(o);
+        CHECKF(msg && strstr(msg, bad[i].msg), "%s: message \"%s\"", bad[i].sql,
+               msg ? msg : "(null)");
+        int nb;
+        char **after = pgu_rows_live(q, &nb);
+        CHECK(pgu_rows_equal(before, na, after, nb, bad[i].sql));
+        pgu_rows_free(before, na);
+        pgu_rows_free(after, nb);
+        check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+        ldb_optimistic_free(o);
+    }
+    CHECK_INT(stats(&f).rejected, 4);
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 1"), 1);   /* nothing half done */
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static void open_errors(void)
+{
+    pgu_reset();
+    ldb *db = NULL;
+    CHECK_INT(ldb_open(NULL, &db), LDB_OK);
+    char ci[1200];
+    snprintf(ci, sizeof ci, "%s", pgu_conninfo());
+    char *pw = strstr(ci, "password=livedb-test");
+    CHECK(pw);
+    memcpy(pw, "password=Xsecret-pw1", strlen("password=Xsecret-pw1"));
+    ldb_pg_config cfg = {.conninfo = ci};
+    ldb_pg *pg = (ldb_pg *)&cfg;   /* not NULL, to see the failure clear it */
+    CHECK_INT(ldb_pg_open(db, &cfg, &pg), LDB_ERROR);
+    CHECK(pg == NULL);
+    const char *msg = ldb_pg_open_error();
+    CHECK(msg && *msg);
+    CHECKF(!strstr(msg, "Xsecret-pw1"), "the message shows the password: %s", msg);
+
+    /* The right password, a database that does not exist. */
+    snprintf(ci, sizeof ci, "%s", pgu_conninfo());
+    char *dbn = strstr(ci, "dbname=livedb");
+    CHECK(dbn);
+    snprintf(dbn, sizeof ci - (size_t)(dbn - ci), "dbname=nosuchdb");
+    CHECK_INT(ldb_pg_open(db, &cfg, &pg), LDB_ERROR);
+    msg = ldb_pg_open_error();
+    CHECKF(msg && *msg && !strstr(msg, "livedb-test"), "message: %s", msg ? msg : "(null)");
+
+    /* Nothing is left on the server by the failures. */
+    PGconn *a = pgu_connect(pgu_admin_conninfo());
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_replication_slots"), 0);
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_publication"), 0);
+    PQfinish(a);
+    ldb_close(db);
+}
+
+struct reentry {
+    ldb_pg *pg;
+    int poll_rc, wait_rc, calls;
+};
+
+static void poll_inside(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    struct reentry *r = ctx;
+    r->calls++;
+    r->poll_rc = ldb_pg_poll(r->pg);
+    r->wait_rc = ldb_pg_wait(r->pg, 0);
+}
+
+static void poll_in_callback(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    struct reentry r = {.pg = f.pg, .poll_rc = -1, .wait_rc = -1};
+    ldb_live *q = live(&f, "SELECT * FROM t", poll_inside, &r);
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1)");
+    pgu_sync(f.pg);
+    CHECK(r.calls >= 1);
+    CHECK_INT(r.poll_rc, LDB_MISUSE);
+    CHECK_INT(r.wait_rc, LDB_MISUSE);
+    CHECK_INT(ldb_live_count(q), 1);
+    /* The adapter still works after the refused calls. */
+    pgu_exec(f.c, "INSERT INTO t VALUES (2, 2)");
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM t");
+    ldb_live_close(q);
+    stop(&f);
+}
+
+TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand_predicates),
+          T(demand_nocase_superset), T(demand_windows), T(stream_transactions),
+          T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
+          T(optimistic_rejected), T(open_errors), T(poll_in_callback))
