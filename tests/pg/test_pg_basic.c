@@ -17,6 +17,7 @@
 #include "test_db.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct fixture {
     ldb *db;
@@ -85,6 +86,18 @@ static void check_live(ldb_live *q, PGconn *c, const char *pg_sql)
     pgu_rows_free(a, na);
     pgu_rows_free(b, nb);
     CHECKF(same, "live result differs from PostgreSQL's %s", pg_sql);
+}
+
+/* Polls the server until sql gives want (backends exit asynchronously). */
+static void wait_pg_int(PGconn *c, const char *sql, int64_t want)
+{
+    int64_t got = pg_int(c, sql);
+    for (int i = 0; i < 300 && got != want; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        got = pg_int(c, sql);
+    }
+    CHECKF(got == want, "%s: %lld, wanted %lld", sql, (long long)got, (long long)want);
 }
 
 static ldb_live *live(fixture *f, const char *sql, ldb_change_fn fn, void *ctx)
@@ -327,19 +340,20 @@ static void many_values(char *buf, size_t size)
 /* Loads exactly pred's rows: the live result, the rows loaded and the
  * rows the table holds are PostgreSQL's; closing the query drops them
  * (RETAIN_OWNED), so each predicate starts from an empty table. */
-static void check_pred(fixture *f, const char *ldb_where, const char *pg_where)
+static void check_pred(fixture *f, const char *table, const char *ldb_where,
+                       const char *pg_where)
 {
-    char lsql[1024], psql[1024];
-    snprintf(lsql, sizeof lsql, "SELECT * FROM items WHERE %s", ldb_where);
-    snprintf(psql, sizeof psql, "SELECT * FROM items WHERE %s", pg_where);
-    char csql[1100];
-    snprintf(csql, sizeof csql, "SELECT count(*) FROM items WHERE %s", pg_where);
+    char lsql[1024], psql[1024], csql[1100], all[64];
+    snprintf(lsql, sizeof lsql, "SELECT * FROM %s WHERE %s", table, ldb_where);
+    snprintf(psql, sizeof psql, "SELECT * FROM %s WHERE %s", table, pg_where);
+    snprintf(csql, sizeof csql, "SELECT count(*) FROM %s WHERE %s", table, pg_where);
+    snprintf(all, sizeof all, "SELECT count(*) FROM %s", table);
     int64_t want = pg_int(f->c, csql);
     uint64_t before = stats(f).rows_loaded;
     ldb_live *q = live(f, lsql, NULL, NULL);
     check_live(q, f->c, psql);
     uint64_t loaded = stats(f).rows_loaded - before;
-    int64_t held = ldb_int(f->db, "SELECT count(*) FROM items");
+    int64_t held = ldb_int(f->db, all);
     if ((int64_t)loaded != want || held != want) {
         char *ex = NULL;
         ldb_pg_explain(f->pg, &ex);
@@ -349,7 +363,7 @@ static void check_pred(fixture *f, const char *ldb_where, const char *pg_where)
     }
     ldb_live_close(q);
     pgu_sync(f->pg);
-    CHECKF(ldb_int(f->db, "SELECT count(*) FROM items") == 0,
+    CHECKF(ldb_int(f->db, all) == 0,
            "WHERE %s: rows left after the query closed", ldb_where);
 }
 
@@ -359,33 +373,109 @@ static void demand_predicates(void)
     setup_items(f.c);
     attach(&f, "items", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
     for (size_t i = 0; i < sizeof preds / sizeof preds[0]; i++)
-        check_pred(&f, preds[i].ldb, preds[i].pg ? preds[i].pg : preds[i].ldb);
+        check_pred(&f, "items", preds[i].ldb, preds[i].pg ? preds[i].pg : preds[i].ldb);
     char in[1024];
     many_values(in, sizeof in);
-    check_pred(&f, in, in);
+    check_pred(&f, "items", in, in);
     stop(&f);
 }
 
-/* A NOCASE comparison cannot be asked of PostgreSQL as such: the adapter
- * loads a superset, says so, and livedb's filter gives the right rows. */
-static void demand_nocase_superset(void)
+/* Predicates on every other mapped type load exactly their rows: livedb
+ * compares the mapped values (bool as 0/1, real's shortest text read as a
+ * double, numeric as a double, text forms bytewise, bytea as bytes), so
+ * the oracle compares those in PostgreSQL. Enum labels compare as text,
+ * not in the enum's order; NaN and the infinities are in the data. */
+static void demand_typed_predicates(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TYPE mood AS ENUM ('sad', 'happy')");
+    pgu_exec(f.c, "CREATE DOMAIN posint AS integer CHECK (VALUE > 0)");
+    pgu_exec(f.c, "CREATE TABLE tp (id int PRIMARY KEY, b bool, f4 real, f8 float8, num numeric, "
+                  "i8 bigint, u uuid, d date, m mood, by bytea, dom posint, iv interval, "
+                  "tstz timestamptz)");
+    pgu_exec(f.c, "INSERT INTO tp SELECT g, CASE g %% 3 WHEN 0 THEN true WHEN 1 THEN false END, "
+                  "((g %% 20) / 10.0)::real, CASE WHEN g %% 17 = 0 THEN NULL ELSE (g %% 13) * 1.5 "
+                  "END, (g %% 11) / 4.0, 9007199254740990 + g %% 7, md5(g::text)::uuid, "
+                  "date '2024-02-01' + g %% 40, "
+                  "CASE WHEN g %% 5 > 0 THEN (ARRAY['sad', 'happy']::mood[])[g %% 2 + 1] END, "
+                  "decode(repeat(lpad(to_hex(g * 37 %% 256), 2, '0'), g %% 3 + 1), 'hex'), "
+                  "g %% 9 + 1, make_interval(days => g %% 5, hours => g %% 3), "
+                  "timestamptz '2024-02-20 00:00:00+00' + g * interval '7 hours' "
+                  "FROM generate_series(1, 80) g");
+    pgu_exec(f.c, "INSERT INTO tp (id, f4, f8, num, i8) VALUES (100, 'NaN', 'NaN', 'NaN', "
+                  "-9223372036854775808), (101, 'Infinity', 'Infinity', 1e300, "
+                  "9223372036854775807), (102, '-Infinity', '-Infinity', -0.0, 0)");
+    attach(&f, "tp", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
+    static const struct pred tp[] = {
+        {"b = 1", "b::int = 1"}, {"b = 0", "b::int = 0"}, {"b IS NULL", NULL},
+        {"b IN (1)", "b"},
+        {"f4 > 1.2", "f4::text::float8 > 1.2"}, {"f4 = 0.3", "f4::text::float8 = 0.3"},
+        {"f4 < 0", NULL},
+        {"f8 > 10", NULL}, {"f8 < 0", NULL}, {"f8 = 4.5", NULL},
+        {"num <= 2.5", "num::float8 <= 2.5"}, {"num > 1e299", "num::float8 > 1e299"},
+        {"num = 0", "num::float8 = 0"},
+        {"i8 = 9007199254740993", NULL}, {"i8 > 9007199254740992", NULL},
+        {"i8 < -9223372036854775807", NULL},
+        {"u = 'c4ca4238-a0b9-2382-0dcc-509a6f75849b'", "u::text = "
+         "'c4ca4238-a0b9-2382-0dcc-509a6f75849b'"},
+        {"u > 'c'", "u::text COLLATE \"C\" > 'c'"},
+        {"d >= '2024-02-15'", "d::text COLLATE \"C\" >= '2024-02-15'"},
+        {"m < 'sad'", "m::text COLLATE \"C\" < 'sad'"}, {"m = 'happy'", "m::text = 'happy'"},
+        {"by = x'2525'", "by = '\\x2525'"}, {"by > x'80'", "by > '\\x80'"},
+        {"dom > 5", NULL},
+        {"iv > '2 days'", "iv::text COLLATE \"C\" > '2 days'"},
+        {"tstz < '2024-02-25'", "tstz::text COLLATE \"C\" < '2024-02-25'"},
+    };
+    for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++)
+        check_pred(&f, "tp", tp[i].ldb, tp[i].pg ? tp[i].pg : tp[i].ldb);
+    stop(&f);
+}
+
+/* Conditions PostgreSQL cannot answer exactly load a superset that
+ * livedb filters. livedb pushes no NOCASE comparison at all (its request
+ * asks for every row). A comparison on char(n) is pushed, but PostgreSQL
+ * compares blank-padded ('ab' = 'ab ' there) while livedb holds the padded
+ * text, so the adapter asks for more and ldb_pg_explain says so. */
+static void demand_supersets(void)
 {
     fixture f = start();
     setup_items(f.c);
+    pgu_exec(f.c, "CREATE TABLE codes (id int PRIMARY KEY, code char(3))");
+    pgu_exec(f.c, "INSERT INTO codes SELECT g, (ARRAY['ab', 'abc', 'b', NULL])[g %% 4 + 1] "
+                  "FROM generate_series(1, 40) g");
     attach(&f, "items", LDB_SOURCE_ON_DEMAND);
+    attach(&f, "codes", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
+    const char *nocase = "SELECT * FROM items WHERE lower(s) = 'abc'";
     ldb_live *q = live(&f, "SELECT * FROM items WHERE s = 'abc' COLLATE NOCASE", NULL, NULL);
-    check_live(q, f.c, "SELECT * FROM items WHERE lower(s) = 'abc'");
+    check_live(q, f.c, nocase);
     CHECK(ldb_live_count(q) > 0);
-    char *ex = NULL;
-    CHECK_INT(ldb_pg_explain(f.pg, &ex), LDB_OK);
-    CHECKF(ex && strstr(ex, "superset"), "explain: %s", ex ? ex : "(null)");
-    free(ex);
-    CHECK(stats(&f).rows_loaded >= (uint64_t)ldb_live_count(q));
+    CHECK_INT(stats(&f).rows_loaded, 300);
     /* Still live: a row that now matches under NOCASE arrives. */
     pgu_exec(f.c, "UPDATE items SET s = 'AbC' WHERE id = 1");
     pgu_sync(f.pg);
-    check_live(q, f.c, "SELECT * FROM items WHERE lower(s) = 'abc'");
+    check_live(q, f.c, nocase);
     ldb_live_close(q);
+
+    struct { const char *ldb, *pg; int64_t n; } c[] = {
+        {"code = 'ab '", "rpad(code::text, 3) = 'ab '", 10},
+        {"code = 'ab'", "FALSE", 0},
+        {"code < 'abc'", "rpad(code::text, 3) COLLATE \"C\" < 'abc'", 10},
+        {"code IN ('b  ', 'abc')", "rpad(code::text, 3) IN ('b  ', 'abc')", 20},
+    };
+    for (int i = 0; i < 4; i++) {
+        char lsql[256], psql[256];
+        snprintf(lsql, sizeof lsql, "SELECT * FROM codes WHERE %s", c[i].ldb);
+        snprintf(psql, sizeof psql, "SELECT * FROM codes WHERE %s", c[i].pg);
+        q = live(&f, lsql, NULL, NULL);
+        check_live(q, f.c, psql);
+        CHECK_INT(ldb_live_count(q), c[i].n);
+        char *ex = NULL;
+        CHECK_INT(ldb_pg_explain(f.pg, &ex), LDB_OK);
+        CHECKF(ex && strstr(ex, "superset") && strstr(ex, "code"), "%s: explain: %s", c[i].ldb,
+               ex ? ex : "(null)");
+        free(ex);
+        ldb_live_close(q);
+    }
     stop(&f);
 }
 
@@ -701,6 +791,186 @@ static void optimistic_rejected(void)
     stop(&f);
 }
 
+/* Every mapped type written optimistically reaches PostgreSQL as the value
+ * it was read as: the copies of rows 1 and 2 equal them on the server,
+ * and the streamed confirmation leaves livedb's copy as it was. */
+static void optimistic_types(void)
+{
+    fixture f = start();
+    setup_types(f.c);
+    attach(&f, "types", LDB_SOURCE_EAGER);
+    ldb_live *q = live(&f, "SELECT * FROM types", NULL, NULL);
+    ldb_optimistic *o = write_opt(&f, "INSERT INTO types SELECT id + 8, " TYPE_COLS
+                                      " FROM types WHERE id IN (1, 2)");
+    pgu_sync(f.pg);
+    CHECKF(ldb_optimistic_state(o) == LDB_OPTIMISTIC_CONFIRMED, "state %d: %s",
+           ldb_optimistic_state(o), ldb_optimistic_error(o) ? ldb_optimistic_error(o) : "");
+    for (int id = 1; id <= 2; id++) {
+        int na, nb;
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT " TYPE_COLS " FROM types WHERE id = %d", id);
+        char **a = pgu_rows_pg(f.c, sql, &na);
+        snprintf(sql, sizeof sql, "SELECT " TYPE_COLS " FROM types WHERE id = %d", id + 8);
+        char **b = pgu_rows_pg(f.c, sql, &nb);
+        CHECK(pgu_rows_equal(a, na, b, nb, "written copy on the server"));
+        pgu_rows_free(a, na);
+        pgu_rows_free(b, nb);
+    }
+    check_types_row(f.db, 9, types_row1, types_typeof1);
+    check_types_row(f.db, 10, types_row2, NULL);
+    check_live(q, f.c, "SELECT * FROM types");
+    ldb_optimistic_free(o);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* An UPDATE sends the columns it changed: another client's change of
+ * another column of the row, committed meanwhile, survives. */
+static void optimistic_changed_columns(void)
+{
+    fixture f = start();
+    setup_acct(&f);
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    pgu_exec(f.c, "UPDATE acct SET name = 'uno' WHERE id = 1");   /* not synced yet */
+    ldb_optimistic *o = write_opt(&f, "UPDATE acct SET qty = 9 WHERE id = 1");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    char *name = pgu_value(f.c, "SELECT name || ':' || qty FROM acct WHERE id = 1");
+    CHECK_STR(name, "uno:9");
+    free(name);
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    ldb_optimistic_free(o);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* A transaction that also writes a table the adapter does not source is
+ * refused whole: nothing reaches the server. */
+static void optimistic_other_table(void)
+{
+    fixture f = start();
+    setup_acct(&f);
+    EXEC(f.db, "CREATE TABLE notes (id INTEGER PRIMARY KEY, t TEXT)");
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    ldb_optimistic *o = write_opt(&f, "INSERT INTO acct VALUES (7, 'seven', 7); "
+                                      "INSERT INTO notes VALUES (1, 'local only')");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_REJECTED);
+    CHECK_INT(pg_int(f.c, "SELECT count(*) FROM acct WHERE id = 7"), 0);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM acct WHERE id = 7"), 0);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM notes"), 0);
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    ldb_optimistic_free(o);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* ldb_pg_close leaves nothing on the server it made, and the tables stay
+ * as local tables with their rows. */
+static void close_cleans_up(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1), (2, 2)");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM t", NULL, NULL);
+    PGconn *a = pgu_connect(pgu_admin_conninfo());
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_replication_slots"), 1);
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_publication"), 1);
+    ldb_pg_close(f.pg);
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_replication_slots"), 0);
+    CHECK_INT(pg_int(a, "SELECT count(*) FROM pg_publication"), 0);
+    wait_pg_int(a, "SELECT count(*) FROM pg_stat_activity WHERE usename = 'livedb'", 1);
+    PQfinish(a);
+    CHECK_INT(ldb_live_count(q), 2);
+    EXEC(f.db, "INSERT INTO t VALUES (3, 3)");
+    CHECK_INT(ldb_live_count(q), 3);
+    ldb_live_close(q);
+    ldb_close(f.db);
+    PQfinish(f.c);
+}
+
+/* A named slot outlives ldb_pg_close; reopened on the same database, the
+ * stream resumes where it stopped: changes committed meanwhile reach the
+ * rows held locally, also those no query asks for any more. publication:
+ * the program's (made here first), or NULL for the adapter's own. */
+static void resume_named_slot(const char *publication)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)");
+    if (publication)
+        pgu_exec(f.c, "CREATE PUBLICATION %s FOR TABLE t", publication);
+    ldb_pg_close(f.pg);
+    ldb_pg_config cfg = {.conninfo = pgu_conninfo(), .slot = "keep_me",
+                         .publication = publication};
+    f.pg = pgu_open(f.db, &cfg);
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM t", NULL, NULL);
+    ldb_live_close(q);
+    ldb_pg_close(f.pg);
+    char *slot = pgu_value(f.c, "SELECT slot_name FROM pg_replication_slots");
+    CHECK_STR(slot, "keep_me");
+    free(slot);
+
+    pgu_exec(f.c, "BEGIN; DELETE FROM t WHERE id = 2; UPDATE t SET v = 30 WHERE id = 3; COMMIT");
+    f.pg = pgu_open(f.db, &cfg);
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    CHECK_INT(ldb_live_open(f.db, "SELECT * FROM t WHERE id = 1", NULL, NULL, &q), LDB_OK);
+    int rc = ldb_pg_sync(f.pg, 3000);
+    CHECKF(rc == LDB_OK, "ldb_pg_sync after resuming: rc %d: %s", rc, ldb_pg_errmsg(f.pg));
+    int na, nb;
+    char **x = pgu_rows_ldb(f.db, "SELECT * FROM t", &na);
+    char **y = pgu_rows_pg(f.c, "SELECT * FROM t", &nb);
+    CHECK(pgu_rows_equal(x, na, y, nb, "held rows after resuming"));
+    pgu_rows_free(x, na);
+    pgu_rows_free(y, nb);
+    CHECK_INT(stats(&f).replays, 0);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+static void named_slot_resumes(void) { resume_named_slot("program_pub"); }
+static void named_slot_own_publication_resumes(void) { resume_named_slot(NULL); }
+
+struct states {
+    int reconnecting, connected;
+};
+
+static void record_state(void *ctx, ldb_pg *pg, int state, const char *msg)
+{
+    struct states *s = ctx;
+    if (state == LDB_PG_RECONNECTING)
+        s->reconnecting++;
+    else
+        s->connected++;
+}
+
+/* A server restart drops every connection: the adapter reconnects, the
+ * stream resumes, and a commit made after the restart arrives. */
+static void reconnect_after_restart(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1)");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    struct states st = {0};
+    ldb_pg_set_state_callback(f.pg, record_state, &st);
+    int batches = 0;
+    ldb_live *q = live(&f, "SELECT * FROM t", count_batches, &batches);
+    PQfinish(f.c);
+    pgu_restart_server_polling(f.pg);
+    f.c = pgu_connect(pgu_conninfo());
+    pgu_exec(f.c, "INSERT INTO t VALUES (2, 2)");
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM t");
+    CHECK(stats(&f).reconnects >= 1);
+    CHECK(st.reconnecting >= 1 && st.connected >= 1);
+    CHECK_INT(ldb_pg_state(f.pg, NULL), LDB_PG_CONNECTED);
+    ldb_live_close(q);
+    stop(&f);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void open_errors(void)
@@ -773,6 +1043,8 @@ static void poll_in_callback(void)
 }
 
 TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand_predicates),
-          T(demand_nocase_superset), T(demand_windows), T(stream_transactions),
+          T(demand_typed_predicates), T(demand_supersets), T(demand_windows), T(stream_transactions),
           T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
-          T(optimistic_rejected), T(open_errors), T(poll_in_callback))
+          T(optimistic_rejected), T(optimistic_types),
+          T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up),
+          T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback))
