@@ -155,7 +155,8 @@ void pgu_restart_server_polling(ldb_pg *pg)
 void pgu_reset(void)
 {
     PGconn *a = pgu_connect(pgu_admin_conninfo());
-    pgu_exec(a, "SET client_min_messages = warning");   /* no CASCADE notices */
+    /* No CASCADE notices, nor warnings about backends that exited meanwhile. */
+    pgu_exec(a, "SET client_min_messages = error");
     /* The timeout makes pg_terminate_backend wait for each backend to
      * exit, so the slots they used are inactive before they are dropped. */
     pgu_exec(a, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
