@@ -733,7 +733,8 @@ static ldb_optimistic *write_opt(fixture *f, const char *sql)
     CHECK_INT(ldb_optimistic_begin(f->db), LDB_OK);
     EXEC(f->db, sql);
     ldb_optimistic *o = NULL;
-    CHECK_INT(ldb_optimistic_commit(f->db, ldb_pg_send, f->pg, &o), LDB_OK);
+    int rc = ldb_optimistic_commit(f->db, ldb_pg_send, f->pg, &o);
+    CHECKF(rc == LDB_OK, "%s: ldb_optimistic_commit: rc %d: %s", sql, rc, ldb_errmsg(f->db));
     CHECK(o);
     return o;
 }
@@ -986,6 +987,113 @@ static void reconnect_after_restart(void)
     stop(&f);
 }
 
+/* Identifiers that need quoting (a reserved word, upper case, a space)
+ * and values that need escaping (quotes, backslashes, a "$$") go through
+ * loads, the stream and optimistic writes unchanged. */
+static void quoting(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE kw (\"select\" int, \"Group\" text, \"a b\" text, "
+                  "PRIMARY KEY (\"Group\", \"select\"))");
+    pgu_exec(f.c, "INSERT INTO kw VALUES (1, 'x', 'it''s'), (2, 'x', 'back\\slash'), "
+                  "(3, 'y', '$$ dollar $$')");
+    attach(&f, "kw", LDB_SOURCE_ON_DEMAND);
+    const char *want = "SELECT * FROM kw WHERE \"Group\" = 'x'";
+    ldb_live *q = live(&f, "SELECT * FROM kw WHERE \"Group\" = 'x' AND \"a b\" <> 'q''q'",
+                       NULL, NULL);
+    check_live(q, f.c, want);
+    pgu_exec(f.c, "INSERT INTO kw VALUES (4, 'x', E'tab\\there\\nnewline')");
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    ldb_optimistic *o = write_opt(&f, "INSERT INTO kw VALUES (5, 'x', 'O''Brien \\ ''; --'); "
+                                      "UPDATE kw SET \"a b\" = '$1 $$' WHERE \"select\" = 1");
+    pgu_sync(f.pg);
+    CHECKF(ldb_optimistic_state(o) == LDB_OPTIMISTIC_CONFIRMED, "state %d: %s",
+           ldb_optimistic_state(o), ldb_optimistic_error(o) ? ldb_optimistic_error(o) : "");
+    check_live(q, f.c, want);
+    char *v = pgu_value(f.c, "SELECT \"a b\" FROM kw WHERE \"select\" = 5");
+    CHECK_STR(v, "O'Brien \\ '; --");
+    free(v);
+    ldb_optimistic_free(o);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* Optimistic key changes and net changes: a delete and re-insert of one
+ * key is one UPDATE upstream; a key change is a DELETE and an INSERT (on
+ * a key of two columns, then on an integer key). */
+static void optimistic_keys(void)
+{
+    fixture f = start();
+    setup_acct(&f);
+    pgu_exec(f.c, "CREATE TABLE ck (a int, b text, v int, PRIMARY KEY (b, a))");
+    pgu_exec(f.c, "INSERT INTO ck VALUES (1, 'x', 10), (2, 'x', 20)");
+    attach(&f, "ck", LDB_SOURCE_EAGER);
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    ldb_optimistic *o = write_opt(&f, "DELETE FROM acct WHERE id = 2; "
+                                      "INSERT INTO acct VALUES (2, 'two again', 22)");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    ldb_optimistic_free(o);
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 2"), 22);
+
+    o = write_opt(&f, "UPDATE ck SET b = 'y' WHERE a = 1");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    ldb_optimistic_free(o);
+    int na, nb;
+    char **x = pgu_rows_ldb(f.db, "SELECT * FROM ck", &na);
+    char **y = pgu_rows_pg(f.c, "SELECT * FROM ck", &nb);
+    CHECK(pgu_rows_equal(x, na, y, nb, "ck after a key change"));
+    pgu_rows_free(x, na);
+    pgu_rows_free(y, nb);
+    CHECK_INT(pg_int(f.c, "SELECT v FROM ck WHERE a = 1 AND b = 'y'"), 10);
+
+    o = write_opt(&f, "UPDATE acct SET id = 8 WHERE id = 3");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    ldb_optimistic_free(o);
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 8"), 3);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* Loads race the stream: each query's load is sent while another client
+ * moves rows between groups, inserts and deletes. Once settled, every
+ * result is PostgreSQL's (nothing missed, nothing applied over newer). */
+static void loads_race_stream(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, grp int, v int)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g %% 10, 0 FROM generate_series(1, 2000) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
+    rng r;
+    rng_seed(&r, test_seed());
+    ldb_live *qs[10];
+    for (int k = 0; k < 10; k++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT * FROM t WHERE grp = %d", k);
+        CHECK_INT(ldb_live_open(f.db, sql, NULL, NULL, &qs[k]), LDB_OK);
+        ldb_pg_poll(f.pg);   /* the load goes out */
+        int lo = (int)rng_range(&r, 1, 1900);
+        pgu_exec(f.c, "BEGIN; UPDATE t SET grp = (grp + %d) %% 10, v = v + 1 WHERE id BETWEEN %d "
+                      "AND %d; DELETE FROM t WHERE id = %d; INSERT INTO t VALUES (%d, %d, 7) "
+                      "ON CONFLICT (id) DO UPDATE SET v = 99; COMMIT",
+                 (int)rng_range(&r, 1, 9), lo, lo + 100, lo + 101, 3000 + k, k);
+        ldb_pg_poll(f.pg);
+    }
+    pgu_sync(f.pg);
+    for (int k = 0; k < 10; k++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT * FROM t WHERE grp = %d", k);
+        check_live(qs[k], f.c, sql);
+        ldb_live_close(qs[k]);
+    }
+    stop(&f);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void open_errors(void)
@@ -1061,5 +1169,6 @@ TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand
           T(demand_typed_predicates), T(demand_supersets), T(demand_windows), T(stream_transactions),
           T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
           T(optimistic_rejected), T(optimistic_types),
-          T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up),
+          T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up), T(quoting), T(optimistic_keys),
+          T(loads_race_stream),
           T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback))
