@@ -123,7 +123,8 @@ static int read_columns(ldb_pg *pg, PGconn *c, const char *oid, const char *pkey
         "format_type(a.atttypid, a.atttypmod) "
         "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
         "JOIN pg_type bt ON bt.oid = CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE ty.oid END "
-        "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped "
+        "AND a.attgenerated = '' ORDER BY a.attnum",
         1, params);
     if (!r)
         return LDB_ERROR;
@@ -264,6 +265,23 @@ static int add_table(ldb_pg *pg, pg_table *t)
     return LDB_OK;
 }
 
+/* The stream names a relation by its oid and sends its columns in attnum
+ * order, as we read them: until a relation message says otherwise (after
+ * an ALTER TABLE), stream column i is our column i. A relation message
+ * sent before the table was attached is never sent again, so this must
+ * not wait for one. */
+static int stream_columns(pg_table *t, const char *oid)
+{
+    t->relid = (uint32_t)strtoul(oid, NULL, 10);
+    t->relmap = malloc(((size_t)t->ncols + 1) * sizeof *t->relmap);
+    if (!t->relmap)
+        return LDB_NOMEM;
+    for (int i = 0; i < t->ncols; i++)
+        t->relmap[i] = i;
+    t->relmap_n = t->ncols;
+    return LDB_OK;
+}
+
 static int describe(ldb_pg *pg, PGconn *c, const char *pg_table_name, pg_table *t)
 {
     char *oid = NULL, *pkey = NULL;
@@ -275,6 +293,8 @@ static int describe(ldb_pg *pg, PGconn *c, const char *pg_table_name, pg_table *
         pg_buf_ident(&q, t->rel);
         t->pgname = q.oom ? NULL : q.p;
         rc = t->pgname ? read_columns(pg, c, oid, pkey, t) : LDB_NOMEM;
+        if (rc == LDB_OK)
+            rc = stream_columns(t, oid);
     }
     free(oid), free(pkey);
     return rc;

@@ -273,7 +273,7 @@ static void on_relation(ldb_pg *pg, const char *p, const char *end)
     if (end - q < 3)
         return;
     pg_table *t = pg_table_by_rel(pg, *nsp ? nsp : "pg_catalog", rel);
-    if (!t)
+    if (!t || t->relid != relid)
         return;
     int n = get_u16(q + 1);
     q += 3;
@@ -307,6 +307,7 @@ struct apply {
     bool record;          /* loads are outstanding: record touched keys */
     pg_keymap carried;    /* all: the keys it changed (table, key) */
     pg_buf key, oldbuf, newbuf;
+    pg_cell *oldc, *newc; /* a change's tuples (the widest table's columns) */
     int rc;
 };
 
@@ -408,9 +409,8 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
     if (!t)
         return LDB_OK;
     p += 4;
-    pg_cell *oldc = calloc((size_t)t->ncols + 1, sizeof *oldc);
-    pg_cell *newc = calloc((size_t)t->ncols + 1, sizeof *newc);
-    int rc = oldc && newc ? LDB_OK : LDB_NOMEM;
+    pg_cell *oldc = a->oldc, *newc = a->newc;
+    int rc = LDB_OK;
     bool has_old = false;
     if (rc == LDB_OK && kind != 'I' && p < end && (*p == 'K' || *p == 'O')) {
         p = parse_tuple(t, p + 1, end, oldc, &a->oldbuf);
@@ -432,7 +432,6 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
                 rc = upsert_change(a, t, newc);
         }
     }
-    free(oldc), free(newc);
     return rc;
 }
 
@@ -512,6 +511,13 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
     }
     a.all = write != 0;
     pg->feed_seq = a.seq;
+    int width = 1;
+    for (int i = 0; i < pg->ntables; i++)
+        width = pg->tables[i]->ncols > width ? pg->tables[i]->ncols : width;
+    a.oldc = calloc((size_t)width, sizeof *a.oldc);
+    a.newc = calloc((size_t)width, sizeof *a.newc);
+    if (!a.oldc || !a.newc)
+        a.rc = LDB_NOMEM;
     for (size_t off = 0; a.rc == LDB_OK && off + 4 <= x->msgs.n; ) {
         uint32_t len = get_u32(x->msgs.p + off);
         const char *m = x->msgs.p + off + 4;
@@ -539,6 +545,7 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
     }
     pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
     pg_keymap_clear(&a.carried);
+    free(a.oldc), free(a.newc);
     pg->stats.txns++;
     pg->applied_lsn = x->end_lsn;
     fence_reached(pg, fence);

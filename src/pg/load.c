@@ -224,8 +224,8 @@ static void load_apply(pg_load *l)
             for (int c = 0; c < t->ncols; c++)
                 row[c] = (pg_cell){ PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c),
                                     PQgetlength(r, i, c), false };
-            size_t n = pg_row_key(t, row, &key);
-            if (pg_keymap_get(&t->touched, key.p, n) > l->seq_sent) {
+            if (t->touched.n &&
+                pg_keymap_get(&t->touched, key.p, pg_row_key(t, row, &key)) > l->seq_sent) {
                 pg->stats.rows_skipped++;
                 continue;
             }

@@ -95,7 +95,7 @@ typedef struct pg_table {
     struct pg_col *cols;
     int npk;
     int *pk;             /* column indexes of the primary key, in key order */
-    uint32_t relid;      /* from the stream's relation message (0: not yet) */
+    uint32_t relid;      /* the table's oid: the stream's relation id */
     int *relmap;         /* stream column i -> our column, or -1 */
     int relmap_n;
     pg_keymap touched;   /* key -> feed_seq of its last stream change */
