@@ -1094,6 +1094,147 @@ static void loads_race_stream(void)
     stop(&f);
 }
 
+struct nested {
+    char s[4096];
+};
+
+/* "<a id>:<child rows sorted>;" for each parent row, in order. */
+static int render_parent(void *ctx, const ldb_row *row)
+{
+    struct nested *x = ctx;
+    int n;
+    char **r = pgu_rows_live(ldb_row_live(row, 1), &n);
+    size_t len = strlen(x->s);
+    len += (size_t)snprintf(x->s + len, sizeof x->s - len, "%lld:",
+                            (long long)ldb_row_int64(row, 0));
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(x->s + len, sizeof x->s - len, "%s,", r[i]);
+    snprintf(x->s + len, sizeof x->s - len, ";");
+    pgu_rows_free(r, n);
+    return 0;
+}
+
+static void check_nested(ldb_live *q, PGconn *c)
+{
+    struct nested got = {{0}}, want = {{0}};
+    CHECK_INT(ldb_live_read(q, render_parent, &got), LDB_OK);
+    for (int id = 1; id <= 3; id++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT id, w FROM b WHERE a_id = %d", id);
+        int n;
+        char **r = pgu_rows_pg(c, sql, &n);
+        size_t len = strlen(want.s);
+        len += (size_t)snprintf(want.s + len, sizeof want.s - len, "%d:", id);
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(want.s + len, sizeof want.s - len, "%s,", r[i]);
+        snprintf(want.s + len, sizeof want.s - len, ";");
+        pgu_rows_free(r, n);
+    }
+    CHECKF(strcmp(got.s, want.s) == 0, "nested:\n  got  %s\n  want %s", got.s, want.s);
+}
+
+/* Child live results over an on-demand table: their keyed demand loads
+ * the children of the parents shown, no others, and the stream reaches
+ * the right handle. */
+static void demand_children(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE a (id int PRIMARY KEY, name text)");
+    pgu_exec(f.c, "CREATE TABLE b (id int PRIMARY KEY, a_id int, w text)");
+    pgu_exec(f.c, "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 10) g");
+    pgu_exec(f.c, "INSERT INTO b SELECT g, g %% 10 + 1, 'w' || g FROM generate_series(1, 200) g");
+    attach(&f, "a", LDB_SOURCE_ON_DEMAND);
+    attach(&f, "b", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT a.id, LIVE (SELECT b.id, b.w FROM b WHERE b.a_id = a.id) "
+                           "FROM a WHERE a.id <= 3 ORDER BY a.id", NULL, NULL);
+    check_nested(q, f.c);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM b"), 60);
+    pgu_exec(f.c, "BEGIN; INSERT INTO b VALUES (1000, 2, 'new'), (1001, 7, 'other'); "
+                  "UPDATE b SET a_id = 3 WHERE id = 1; COMMIT");
+    pgu_sync(f.pg);
+    check_nested(q, f.c);
+    CHECK_INT(ldb_int(f.db, "SELECT count(*) FROM b WHERE id = 1001"), 0);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* A load the server refuses turns the query's status ERROR with the
+ * server's message; ldb_live_retry after the cause is gone loads it. */
+static void load_error_and_retry(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t VALUES (1, 1), (2, 2)");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    pgu_exec(f.c, "REVOKE SELECT ON t FROM livedb");
+    ldb_live *q = NULL;
+    CHECK_INT(ldb_live_open(f.db, "SELECT * FROM t", NULL, NULL, &q), LDB_OK);
+    ldb_pg_sync(f.pg, 3000);
+    const char *msg = NULL;
+    CHECK_INT(ldb_live_status(q, &msg), LDB_STATUS_ERROR);
+    CHECKF(msg && strstr(msg, "permission denied"), "status message: %s", msg ? msg : "(null)");
+    pgu_exec(f.c, "GRANT SELECT ON t TO livedb");
+    CHECK_INT(ldb_live_retry(q), LDB_OK);
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    check_live(q, f.c, "SELECT * FROM t");
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* The adapter's backends are terminated: it reconnects and the stream
+ * resumes with nothing lost, also what was committed while it was down. */
+static void backends_terminated(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g FROM generate_series(1, 50) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM t WHERE v > 10", NULL, NULL);
+    PGconn *a = pgu_connect(pgu_admin_conninfo());
+    pgu_exec(a, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                "WHERE usename = 'livedb' AND pid <> %d", PQbackendPID(f.c));
+    pgu_exec(f.c, "BEGIN; UPDATE t SET v = 100 WHERE id = 5; DELETE FROM t WHERE id = 20; "
+                  "COMMIT");
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM t WHERE v > 10");
+    CHECK(stats(&f).reconnects >= 1);
+    CHECK_INT(stats(&f).replays, 0);
+    PQfinish(a);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* The slot is dropped under the adapter: what was committed meanwhile is
+ * gone from any stream, so the adapter replays (truncate and reload) and
+ * converges. */
+static void slot_dropped(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g FROM generate_series(1, 50) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT * FROM t WHERE v > 10", NULL, NULL);
+    PGconn *a = pgu_connect(pgu_admin_conninfo());
+    pgu_exec(a, "SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots "
+                "WHERE active_pid IS NOT NULL");
+    pgu_exec(a, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots");
+    pgu_exec(f.c, "BEGIN; UPDATE t SET v = 100 WHERE id = 5; DELETE FROM t WHERE id = 20; "
+                  "UPDATE t SET v = 0 WHERE id = 30; COMMIT");
+    pgu_sync(f.pg);
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM t WHERE v > 10");
+    CHECK(stats(&f).replays >= 1);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
+    /* and streams again */
+    pgu_exec(f.c, "INSERT INTO t VALUES (100, 100)");
+    pgu_sync(f.pg);
+    check_live(q, f.c, "SELECT * FROM t WHERE v > 10");
+    PQfinish(a);
+    ldb_live_close(q);
+    stop(&f);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void open_errors(void)
@@ -1170,5 +1311,6 @@ TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand
           T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
           T(optimistic_rejected), T(optimistic_types),
           T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up), T(quoting), T(optimistic_keys),
-          T(loads_race_stream),
+          T(loads_race_stream), T(demand_children),
+          T(load_error_and_retry), T(backends_terminated), T(slot_dropped),
           T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback))
