@@ -328,11 +328,11 @@ static const struct pred preds[] = {
     {"n >= 2 AND n <= 4 AND s > 'a'", "n >= 2 AND n <= 4 AND s COLLATE \"C\" > 'a'"},
 };
 
-/* n IN (0, 2, 4, ..., 198): many values, most of them absent. */
+/* n IN (0, 2, 4, ..., 3998): many values, most of them absent. */
 static void many_values(char *buf, size_t size)
 {
     size_t len = (size_t)snprintf(buf, size, "n IN (");
-    for (int v = 0; v < 200; v += 2)
+    for (int v = 0; v < 4000; v += 2)
         len += (size_t)snprintf(buf + len, size - len, "%s%d", v ? ", " : "", v);
     snprintf(buf + len, size - len, ")");
 }
@@ -343,7 +343,7 @@ static void many_values(char *buf, size_t size)
 static void check_pred(fixture *f, const char *table, const char *ldb_where,
                        const char *pg_where)
 {
-    char lsql[1024], psql[1024], csql[1100], all[64];
+    char lsql[16384], psql[16384], csql[16384], all[64];
     snprintf(lsql, sizeof lsql, "SELECT * FROM %s WHERE %s", table, ldb_where);
     snprintf(psql, sizeof psql, "SELECT * FROM %s WHERE %s", table, pg_where);
     snprintf(csql, sizeof csql, "SELECT count(*) FROM %s WHERE %s", table, pg_where);
@@ -374,7 +374,7 @@ static void demand_predicates(void)
     attach(&f, "items", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
     for (size_t i = 0; i < sizeof preds / sizeof preds[0]; i++)
         check_pred(&f, "items", preds[i].ldb, preds[i].pg ? preds[i].pg : preds[i].ldb);
-    char in[1024];
+    char in[12000];
     many_values(in, sizeof in);
     check_pred(&f, "items", in, in);
     stop(&f);
@@ -1235,6 +1235,49 @@ static void slot_dropped(void)
     stop(&f);
 }
 
+/* An eager load in many small commits, while other clients write: the
+ * table ends equal to the server's, and so does a second program's view
+ * of the first one's optimistic write. */
+static void eager_commits_and_two_programs(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g FROM generate_series(1, 3000) g");
+    ldb_pg_close(f.pg);
+    ldb_pg_config cfg = {.conninfo = pgu_conninfo(), .rows_per_commit = 64,
+                         .load_connections = 1};
+    f.pg = pgu_open(f.db, &cfg);
+    attach(&f, "t", LDB_SOURCE_EAGER);
+    for (int i = 0; i < 10; i++) {
+        ldb_pg_poll(f.pg);
+        pgu_exec(f.c, "BEGIN; UPDATE t SET v = -v WHERE id %% 10 = %d; DELETE FROM t WHERE id = "
+                      "%d; INSERT INTO t VALUES (%d, 0); COMMIT", i, 300 * i + 7, 5000 + i);
+    }
+    ldb_live *q = live(&f, "SELECT * FROM t", NULL, NULL);
+    check_live(q, f.c, "SELECT * FROM t");
+
+    ldb *db2 = NULL;
+    CHECK_INT(ldb_open(NULL, &db2), LDB_OK);
+    ldb_pg *pg2 = pgu_open(db2, NULL);
+    ldb_source *s2 = NULL;
+    CHECK_INT(ldb_pg_attach(pg2, "t", NULL, LDB_SOURCE_ON_DEMAND, &s2), LDB_OK);
+    ldb_live *q2 = NULL;
+    CHECK_INT(ldb_live_open(db2, "SELECT * FROM t WHERE v = 4242", NULL, NULL, &q2), LDB_OK);
+    pgu_sync(pg2);
+    CHECK_INT(ldb_live_count(q2), 0);
+    ldb_optimistic *o = write_opt(&f, "INSERT INTO t VALUES (4242, 4242)");
+    pgu_sync(f.pg);
+    CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
+    pgu_sync(pg2);
+    CHECK_INT(ldb_live_count(q2), 1);
+    ldb_optimistic_free(o);
+    ldb_live_close(q2);
+    ldb_pg_close(pg2);
+    ldb_close(db2);
+    ldb_live_close(q);
+    stop(&f);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void open_errors(void)
@@ -1313,4 +1356,5 @@ TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand
           T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up), T(quoting), T(optimistic_keys),
           T(loads_race_stream), T(demand_children),
           T(load_error_and_retry), T(backends_terminated), T(slot_dropped),
+          T(eager_commits_and_two_programs),
           T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback))
