@@ -385,15 +385,14 @@ static void demand_predicates(void)
  * double, numeric as a double, text forms bytewise, bytea as bytes), so
  * the oracle compares those in PostgreSQL. Enum labels compare as text,
  * not in the enum's order; NaN and the infinities are in the data. */
-static void demand_typed_predicates(void)
+static void setup_tp(PGconn *c)
 {
-    fixture f = start();
-    pgu_exec(f.c, "CREATE TYPE mood AS ENUM ('sad', 'happy')");
-    pgu_exec(f.c, "CREATE DOMAIN posint AS integer CHECK (VALUE > 0)");
-    pgu_exec(f.c, "CREATE TABLE tp (id int PRIMARY KEY, b bool, f4 real, f8 float8, num numeric, "
+    pgu_exec(c, "CREATE TYPE mood AS ENUM ('sad', 'happy')");
+    pgu_exec(c, "CREATE DOMAIN posint AS integer CHECK (VALUE > 0)");
+    pgu_exec(c, "CREATE TABLE tp (id int PRIMARY KEY, b bool, f4 real, f8 float8, num numeric, "
                   "i8 bigint, u uuid, d date, m mood, by bytea, dom posint, iv interval, "
                   "tstz timestamptz)");
-    pgu_exec(f.c, "INSERT INTO tp SELECT g, CASE g %% 3 WHEN 0 THEN true WHEN 1 THEN false END, "
+    pgu_exec(c, "INSERT INTO tp SELECT g, CASE g %% 3 WHEN 0 THEN true WHEN 1 THEN false END, "
                   "((g %% 20) / 10.0)::real, CASE WHEN g %% 17 = 0 THEN NULL ELSE (g %% 13) * 1.5 "
                   "END, (g %% 11) / 4.0, 9007199254740990 + g %% 7, md5(g::text)::uuid, "
                   "date '2024-02-01' + g %% 40, "
@@ -402,9 +401,15 @@ static void demand_typed_predicates(void)
                   "g %% 9 + 1, make_interval(days => g %% 5, hours => g %% 3), "
                   "timestamptz '2024-02-20 00:00:00+00' + g * interval '7 hours' "
                   "FROM generate_series(1, 80) g");
-    pgu_exec(f.c, "INSERT INTO tp (id, f4, f8, num, i8) VALUES (100, 'NaN', 'NaN', 'NaN', "
+    pgu_exec(c, "INSERT INTO tp (id, f4, f8, num, i8) VALUES (100, 'NaN', 'NaN', 'NaN', "
                   "-9223372036854775808), (101, 'Infinity', 'Infinity', 1e300, "
                   "9223372036854775807), (102, '-Infinity', '-Infinity', -0.0, 0)");
+}
+
+static void demand_typed_predicates(void)
+{
+    fixture f = start();
+    setup_tp(f.c);
     attach(&f, "tp", LDB_SOURCE_ON_DEMAND | LDB_SOURCE_RETAIN_OWNED);
     static const struct pred tp[] = {
         {"b = 1", "b::int = 1"}, {"b = 0", "b::int = 0"}, {"b IS NULL", NULL},
@@ -547,6 +552,40 @@ static void demand_windows(void)
         pgu_sync(f.pg);
         check_window(q, f.c, moved);
         ldb_live_close(q);
+    }
+    stop(&f);
+}
+
+/* Windows ordered by columns of every mapped type: livedb's order of the
+ * mapped values (enum labels as text, bytes for bytea, numbers by value,
+ * NaN above them), NULLs lowest. */
+static void demand_typed_windows(void)
+{
+    fixture f = start();
+    setup_tp(f.c);
+    attach(&f, "tp", LDB_SOURCE_ON_DEMAND);
+    struct { const char *col, *pg_asc, *pg_desc; } w[] = {
+        {"b", "b::int NULLS FIRST", "b::int DESC NULLS LAST"},
+        {"f4", "f4::text::float8 NULLS FIRST", "f4::text::float8 DESC NULLS LAST"},
+        {"f8", "f8 NULLS FIRST", "f8 DESC NULLS LAST"},
+        {"num", "num::float8 NULLS FIRST", "num::float8 DESC NULLS LAST"},
+        {"i8", "i8 NULLS FIRST", "i8 DESC NULLS LAST"},
+        {"u", "u::text COLLATE \"C\" NULLS FIRST", "u::text COLLATE \"C\" DESC NULLS LAST"},
+        {"m", "m::text COLLATE \"C\" NULLS FIRST", "m::text COLLATE \"C\" DESC NULLS LAST"},
+        {"by", "by NULLS FIRST", "by DESC NULLS LAST"},
+        {"iv", "iv::text COLLATE \"C\" NULLS FIRST", "iv::text COLLATE \"C\" DESC NULLS LAST"},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        for (int desc = 0; desc < 2; desc++) {
+            char lsql[256], psql[256];
+            snprintf(lsql, sizeof lsql, "SELECT id FROM tp ORDER BY %s%s, id LIMIT 40", w[i].col,
+                     desc ? " DESC" : "");
+            snprintf(psql, sizeof psql, "SELECT id FROM tp ORDER BY %s, id LIMIT 40",
+                     desc ? w[i].pg_desc : w[i].pg_asc);
+            ldb_live *q = live(&f, lsql, NULL, NULL);
+            check_window(q, f.c, psql);
+            ldb_live_close(q);
+        }
     }
     stop(&f);
 }
@@ -1350,7 +1389,7 @@ static void poll_in_callback(void)
 }
 
 TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand_predicates),
-          T(demand_typed_predicates), T(demand_supersets), T(demand_windows), T(stream_transactions),
+          T(demand_typed_predicates), T(demand_typed_windows), T(demand_supersets), T(demand_windows), T(stream_transactions),
           T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
           T(optimistic_rejected), T(optimistic_types),
           T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up), T(quoting), T(optimistic_keys),
