@@ -273,6 +273,9 @@ static void attach_refusals(void)
     }
     pgu_exec(f.c, "CREATE TABLE nopk (a int, b text)");
     CHECK_INT(ldb_pg_attach(f.pg, "nopk", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_UNSUPPORTED);
+    pgu_exec(f.c, "CREATE TABLE rin (id int PRIMARY KEY, b text)");
+    pgu_exec(f.c, "ALTER TABLE rin REPLICA IDENTITY NOTHING");
+    CHECK_INT(ldb_pg_attach(f.pg, "rin", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_UNSUPPORTED);
     CHECK_INT(ldb_pg_attach(f.pg, "nosuch", NULL, LDB_SOURCE_ON_DEMAND, &s), LDB_NOTFOUND);
     CHECK_INT(ldb_pg_attach(f.pg, "nosuch.items", NULL, LDB_SOURCE_ON_DEMAND, &s),
               LDB_NOTFOUND);
@@ -701,6 +704,34 @@ static void stream_outside_demand(void)
            (unsigned long long)(s1.ignored - s0.ignored),
            (unsigned long long)(s1.changes - s0.changes));
     CHECK_INT(batches, b0 + 2);
+    ldb_live_close(q);
+    stop(&f);
+}
+
+/* Tables whose stream carries more than the key: REPLICA IDENTITY FULL
+ * (old rows whole), and a column added after the attach (not attached;
+ * the stream's rows carry it, the local rows do not). */
+static void stream_replica_identity_and_new_column(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE t (id int PRIMARY KEY, grp int, name text)");
+    pgu_exec(f.c, "ALTER TABLE t REPLICA IDENTITY FULL");
+    pgu_exec(f.c, "INSERT INTO t SELECT g, g %% 2, 'n' || g FROM generate_series(1, 10) g");
+    attach(&f, "t", LDB_SOURCE_ON_DEMAND);
+    const char *want = "SELECT id, grp, name FROM t WHERE grp = 1";
+    ldb_live *q = live(&f, "SELECT * FROM t WHERE grp = 1", NULL, NULL);
+    pgu_exec(f.c, "BEGIN; UPDATE t SET name = 'x' WHERE id = 1; UPDATE t SET id = 31 WHERE id = 3; "
+                  "DELETE FROM t WHERE id = 5; UPDATE t SET grp = 1 WHERE id = 2; COMMIT");
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    pgu_exec(f.c, "ALTER TABLE t ADD COLUMN extra int DEFAULT 7");
+    pgu_exec(f.c, "INSERT INTO t VALUES (40, 1, 'after', 8)");
+    pgu_exec(f.c, "UPDATE t SET name = 'y', extra = 9 WHERE id = 7");
+    pgu_sync(f.pg);
+    check_live(q, f.c, want);
+    ldb_live_close(q);
+    q = live(&f, "SELECT * FROM t WHERE grp = 0", NULL, NULL);   /* a load after it */
+    check_live(q, f.c, "SELECT id, grp, name FROM t WHERE grp = 0");
     ldb_live_close(q);
     stop(&f);
 }
@@ -1390,7 +1421,7 @@ static void poll_in_callback(void)
 
 TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand_predicates),
           T(demand_typed_predicates), T(demand_typed_windows), T(demand_supersets), T(demand_windows), T(stream_transactions),
-          T(stream_outside_demand), T(stream_two_tables), T(stream_toasted), T(optimistic_confirmed),
+          T(stream_outside_demand), T(stream_two_tables), T(stream_replica_identity_and_new_column), T(stream_toasted), T(optimistic_confirmed),
           T(optimistic_rejected), T(optimistic_types),
           T(optimistic_changed_columns), T(optimistic_other_table), T(close_cleans_up), T(quoting), T(optimistic_keys),
           T(loads_race_stream), T(demand_children),
