@@ -1,10 +1,13 @@
 /*
  * test_pg_basic.c - the PostgreSQL adapter (livedb_pg.h) against a real
  * server: attaching (columns, key and types from the catalog, the
- * refusals), on-demand loading of each predicate kind and of ordered
- * windows, the stream (other connections' transactions, one batch each,
- * changes outside the demand ignored), optimistic writes confirmed and
- * rejected, and the misuse and connection errors.
+ * refusals), on-demand loading of each predicate kind on every mapped
+ * type, of ordered windows and of child live results, the supersets, the
+ * stream (other connections' transactions, one batch each, changes
+ * outside the demand ignored, TOASTed values, loads racing it),
+ * optimistic writes confirmed and rejected, and the faults and errors:
+ * refused loads, terminated backends, a dropped slot, a restart, named
+ * slots resuming, wrong passwords, calls from inside callbacks.
  *
  * Each case starts from a clean server (pgu_reset) and its own database.
  * Expected results are the same query run in PostgreSQL, rendered by
