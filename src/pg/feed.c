@@ -402,10 +402,8 @@ static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
         a->pg->stats.ignored++;
         return LDB_OK;
     }
-    if (!held && has_unchanged(t, row)) {      /* a TOASTed value we never saw */
-        pg_load_refetch(t, row);
-        return LDB_OK;
-    }
+    if (!held && has_unchanged(t, row))        /* a TOASTed value we never saw */
+        return pg_load_refetch(t, row);
     a->pg->stats.changes++;
     mark(a, t, row, 1);
     return put_row(a, t, row, held);
