@@ -183,7 +183,8 @@ void pg_control_kick(ldb_pg *pg)
     if (pg->fence_wanted) {
         char sql[160];
         uint64_t n = pg->fence_next++;
-        snprintf(sql, sizeof sql, "SELECT pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
+        snprintf(sql, sizeof sql, "SELECT pg_current_snapshot(), "
+                                  "pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
                  pg->tag, (unsigned long long)n);
         if (!PQsendQuery(c->c, sql)) {
             pg->fence_next--;
@@ -230,6 +231,11 @@ void pg_control_result(pg_conn *c)
                 write_reject(pg, w, msg);
             } else if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
                 pg_set_err(pg, "fence: %s", pg_conn_error(c));
+            } else if (pg->fence_inflight && PQntuples(r) == 1) {
+                pg_snapshot snap = { 0 };   /* the fence's snapshot proves xids */
+                if (pg_snapshot_parse(PQgetvalue(r, 0, 0), &snap))
+                    pg_unproven_prune(pg, &snap, NULL);
+                pg_snapshot_free(&snap);
             }
             PQclear(r);
             continue;

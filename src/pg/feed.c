@@ -28,6 +28,7 @@ enum { FEED_CHECK, FEED_CREATE, FEED_START, FEED_STREAMING };
 
 struct pg_txn {
     bool open;           /* between BEGIN and COMMIT */
+    uint32_t xid;
     pg_buf msgs;         /* the transaction's messages, each: u32 length, bytes */
     uint64_t end_lsn;
 };
@@ -306,6 +307,7 @@ struct apply {
     bool all;             /* one of our writes: apply every change */
     bool record;          /* loads are outstanding: record touched keys */
     pg_keymap carried;    /* all: the keys it changed (table, key) */
+    bool changed;         /* it changed a row of an attached table */
     pg_keymap mine;       /* (table, key) -> 1 put, 2 deleted by this transaction:
                            * the local table shows neither before the commit */
     pg_buf key, oldbuf, newbuf;
@@ -329,6 +331,7 @@ static int ensure_sync(struct apply *a, pg_table *t)
 
 static void touch(struct apply *a, pg_table *t, const pg_cell *row)
 {
+    a->changed = true;
     size_t n = pg_row_key(t, row, &a->key);
     if (a->record && !pg_keymap_put(&t->touched, a->key.p, n, a->seq))
         a->rc = LDB_NOMEM;
@@ -561,6 +564,8 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
         a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
     if (a.rc == LDB_OK && write)
         a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
+    if (a.changed && a.rc == LDB_OK && !pg_unproven_add(pg, x->xid, a.seq))
+        a.rc = LDB_NOMEM;
     if (a.s && a.rc == LDB_OK)
         a.rc = ldb_sync_commit(a.s, NULL);
     else if (a.s)
@@ -593,6 +598,7 @@ static void on_pgoutput(ldb_pg *pg, const char *m, size_t len)
         x->msgs.n = 0;
         x->msgs.oom = false;
         x->open = true;
+        x->xid = len >= 21 ? get_u32(m + 17) : 0;
         break;
     case 'R':
         on_relation(pg, m + 1, end);

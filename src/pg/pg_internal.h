@@ -85,6 +85,14 @@ typedef struct pg_cell {
 
 struct pg_load;
 
+/* A snapshot as pg_current_snapshot() gives it (32-bit xids). */
+typedef struct pg_snapshot {
+    uint32_t xmin, xmax;
+    uint32_t *xip;
+    int nxip;
+    bool valid;
+} pg_snapshot;
+
 typedef struct pg_table {
     struct ldb_pg *pg;
     char *pgname;        /* "schema"."name", quoted */
@@ -137,6 +145,9 @@ typedef struct pg_load {
     PGresult **held;       /* fetched chunks waiting for the fence */
     int nheld, capheld;
     bool fetched_all;
+    bool retry;            /* its snapshot missed an applied transaction */
+    int64_t not_before;    /* queued again: not sent before this time */
+    pg_snapshot snap;      /* its cursor's snapshot */
 } pg_load;
 
 /* ---- control jobs: fences and optimistic writes ---- */
@@ -172,6 +183,8 @@ struct ldb_pg {
     bool fence_wanted;
     /* the stream */
     uint64_t feed_seq;
+    struct pg_unproven { uint32_t xid; uint64_t seq; } *unproven;
+    int nunproven, capunproven; /* applied transactions no snapshot is known to see */
     uint64_t applied_lsn;  /* end of the last transaction applied */
     int64_t status_at;     /* next standby status update */
     bool replay_needed;
@@ -231,6 +244,15 @@ void pg_loads_fail_all(ldb_pg *pg, const char *why);
 void pg_loads_reap(ldb_pg *pg);
 bool pg_loads_idle(ldb_pg *pg);
 uint64_t pg_fence_want(ldb_pg *pg);
+
+/* snapshot.c */
+void pg_snapshot_free(pg_snapshot *s);
+bool pg_snapshot_parse(const char *text, pg_snapshot *s);
+bool pg_snapshot_sees(const pg_snapshot *s, uint32_t xid);
+bool pg_unproven_add(ldb_pg *pg, uint32_t xid, uint64_t seq);
+bool pg_unproven_missed(const ldb_pg *pg, const pg_snapshot *s, uint64_t seq_sent);
+void pg_unproven_prune(ldb_pg *pg, const pg_snapshot *s, const struct pg_load *self);
+int64_t pg_loads_due(ldb_pg *pg);   /* the earliest not_before of a queued load */
 
 /* feed.c */
 void pg_feed_setup(pg_conn *c);
