@@ -248,6 +248,52 @@ static void optimistic_insert_key_not_carried(void)
     stop(&f);
 }
 
+/* A refetch (load.c pg_load_refetch: a row the stream sent with an
+ * unchanged TOASTed value, not held) has no request, so a TRUNCATE that
+ * aborts every request does not stop it: its row, read before the
+ * TRUNCATE, is applied after it (once its fence passes) and survives on
+ * a table the server emptied. The fence is held back by keeping the
+ * control connection busy with an optimistic write that waits on a row
+ * lock of another table. */
+static void refetch_survives_truncate(void)
+{
+    fixture f = start();
+    setup_doc(&f);
+    pgu_exec(f.c, "INSERT INTO doc VALUES (2, 0, " BIG("2") ")");
+    pgu_exec(f.c, "CREATE TABLE lk (id int PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO lk VALUES (1, 1)");
+    attach(&f, "lk", LDB_SOURCE_EAGER);
+    ldb_live *q = live(&f, "SELECT * FROM doc WHERE grp = 1");
+    PGconn *b = pgu_connect(pgu_conninfo());
+    pgu_exec(b, "BEGIN");
+    pgu_exec(b, "SELECT * FROM lk WHERE id = 1 FOR UPDATE");
+    ldb_optimistic *o = write_opt(&f, "UPDATE lk SET v = 2 WHERE id = 1");  /* blocks */
+    ldb_pg_stats st0;
+    ldb_pg_stats_get(f.pg, &st0);
+    pgu_exec(f.c, "UPDATE doc SET grp = 1 WHERE id = 2");   /* body unchanged: refetch */
+    ldb_pg_stats st = st0;
+    for (int i = 0; i < 1000 && st.loads == st0.loads; i++) {
+        ldb_pg_wait(f.pg, 5);
+        ldb_pg_stats_get(f.pg, &st);
+    }
+    CHECKF(st.loads > st0.loads, "no refetch was sent");
+    for (int i = 0; i < 100; i++)        /* it runs; its row waits for the fence */
+        ldb_pg_wait(f.pg, 5);
+    ldb_pg_stats_get(f.pg, &st);
+    CHECK_INT(st.rows_loaded, st0.rows_loaded);    /* held: the fence waits */
+    pgu_exec(f.c, "TRUNCATE doc");
+    for (int i = 0; i < 200; i++)
+        ldb_pg_wait(f.pg, 5);
+    pgu_exec(b, "ROLLBACK");
+    pgu_sync(f.pg);
+    check_confirmed(o);
+    ldb_optimistic_free(o);
+    check_table(&f, DOC_ROWS, DOC_ROWS);
+    ldb_live_close(q);
+    PQfinish(b);
+    stop(&f);
+}
+
 /* A transaction's commit record reaches the stream before the transaction
  * is visible to new snapshots (PostgreSQL makes it visible after flushing
  * the record and, under synchronous replication, after the standbys
@@ -309,4 +355,5 @@ TEST_MAIN(T(toast_unchanged_after_change_in_same_txn),
           T(toast_unchanged_after_insert_in_same_txn), T(optimistic_update_real_key),
           T(window_over_superset_predicate), T(bigint_against_real_beyond_2_53),
           T(partitioned_table_stream),
-          T(optimistic_insert_key_not_carried), T(load_snapshot_behind_stream))
+          T(optimistic_insert_key_not_carried), T(refetch_survives_truncate),
+          T(load_snapshot_behind_stream))
