@@ -175,6 +175,24 @@ static void optimistic_update_real_key(void)
     stop(&f);
 }
 
+/* The same defect for a text key holding a quote: mutation_key strips the
+ * quotes of write_literal's 'O''Brien', leaving the doubled quote, so the
+ * key is "not carried" and the confirmed UPDATE deletes the row locally. */
+static void optimistic_update_quoted_text_key(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE TABLE tk (k text PRIMARY KEY, v int)");
+    pgu_exec(f.c, "INSERT INTO tk VALUES ('O''Brien', 1), ('plain', 1)");
+    attach(&f, "tk", LDB_SOURCE_EAGER);
+    pgu_sync(f.pg);
+    ldb_optimistic *o = write_opt(&f, "UPDATE tk SET v = 2");
+    pgu_sync(f.pg);
+    check_confirmed(o);
+    ldb_optimistic_free(o);
+    check_table(&f, "SELECT * FROM tk", "SELECT * FROM tk");
+    stop(&f);
+}
+
 /* translate.c keeps ORDER BY ... LIMIT n on a page whose predicate is a
  * superset (here a char(n) comparison replaced by TRUE): PostgreSQL's
  * first n rows of every row hold fewer than n matching ones, and the
@@ -353,6 +371,7 @@ static void load_snapshot_behind_stream(void)
 
 TEST_MAIN(T(toast_unchanged_after_change_in_same_txn),
           T(toast_unchanged_after_insert_in_same_txn), T(optimistic_update_real_key),
+          T(optimistic_update_quoted_text_key),
           T(window_over_superset_predicate), T(bigint_against_real_beyond_2_53),
           T(partitioned_table_stream),
           T(optimistic_insert_key_not_carried), T(refetch_survives_truncate),
