@@ -210,6 +210,24 @@ static void window_over_superset_predicate(void)
     stop(&f);
 }
 
+/* translate.c writes = and <> on text without COLLATE "C", assuming every
+ * collation is deterministic; under a nondeterministic one (ICU, case
+ * insensitive) PostgreSQL finds 'ABC' = 'abc', so s <> 'abc' misses the
+ * row 'ABC' that livedb's bytewise comparison selects. */
+static void nondeterministic_collation_ne(void)
+{
+    fixture f = start();
+    pgu_exec(f.c, "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', "
+                  "deterministic = false)");
+    pgu_exec(f.c, "CREATE TABLE nd (id int PRIMARY KEY, s text COLLATE ci)");
+    pgu_exec(f.c, "INSERT INTO nd VALUES (1, 'abc'), (2, 'ABC'), (3, 'x')");
+    attach(&f, "nd", LDB_SOURCE_ON_DEMAND);
+    ldb_live *q = live(&f, "SELECT id FROM nd WHERE s <> 'abc'");
+    check_live(q, f.c, "SELECT id FROM nd WHERE s COLLATE \"C\" <> 'abc'");
+    ldb_live_close(q);
+    stop(&f);
+}
+
 /* translate.c compares a bigint column with a REAL value in PostgreSQL,
  * which converts the bigint to float8 (rounding above 2^53); livedb
  * compares an integer and a real exactly, so the load misses the row. */
@@ -373,6 +391,7 @@ TEST_MAIN(T(toast_unchanged_after_change_in_same_txn),
           T(toast_unchanged_after_insert_in_same_txn), T(optimistic_update_real_key),
           T(optimistic_update_quoted_text_key),
           T(window_over_superset_predicate), T(bigint_against_real_beyond_2_53),
+          T(nondeterministic_collation_ne),
           T(partitioned_table_stream),
           T(optimistic_insert_key_not_carried), T(refetch_survives_truncate),
           T(load_snapshot_behind_stream))
