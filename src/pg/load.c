@@ -214,6 +214,17 @@ static void load_apply(pg_load *l)
     if (l->aborted || l->failed || !l->fence || pg->fence_seen < l->fence)
         return;
     pg_table *t = l->t;
+    if (t->truncated > l->seq_sent) {
+        /* read before a truncate: void (a request's load is aborted by
+         * it; a one-key refetch has no request to abort) */
+        for (int h = 0; h < l->nheld; h++)
+            PQclear(l->held[h]);
+        l->nheld = 0;
+        l->aborted = true;
+        if (!l->conn)
+            load_finish(l);
+        return;
+    }
     pg_cell *row = calloc((size_t)t->ncols + 1, sizeof *row);
     pg_buf key = { 0 };
     int rc = row ? LDB_OK : LDB_NOMEM;

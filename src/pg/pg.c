@@ -100,6 +100,7 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
     pg_buf q = { 0 };
     pg_buf_puts(&q, "CREATE PUBLICATION ");
     pg_buf_ident(&q, pg->publication);
+    pg_buf_puts(&q, " WITH (publish_via_partition_root = true)");
     r = q.oom ? NULL : setup_exec(c, q.p, 0, NULL);
     pg_buf_free(&q);
     PQclear(r);

@@ -50,6 +50,7 @@ struct pg_col {
     char *name;
     int kind;
     bool notnull;
+    bool nondeterministic;   /* its collation is (ICU, case-insensitive...) */
 };
 
 /* A growing byte buffer (the adapter's strbuf; malloc-owned data). */
@@ -107,6 +108,7 @@ typedef struct pg_table {
     int *relmap;         /* stream column i -> our column, or -1 */
     int relmap_n;
     pg_keymap touched;   /* key -> feed_seq of its last stream change */
+    uint64_t truncated;  /* feed_seq of its last truncate (stream or replay) */
     ldb_stmt *get;       /* SELECT * FROM local WHERE pk = ... */
     ldb_request **reqs;  /* current requests (references), for the filter */
     int nreqs, capreqs;
@@ -224,6 +226,8 @@ bool pg_op_holds(int op, int cmp);   /* LDB_OP_x over a comparison's sign */
 bool pg_cell_matches(const pg_table *t, const pg_cell *row, const ldb_pred *p);
 void pg_value_literal(pg_buf *b, const ldb_value *v);
 size_t pg_row_key(const pg_table *t, const pg_cell *row, pg_buf *key);
+size_t pg_value_key(const pg_table *t, const ldb_value *const *pk_vals, pg_buf *key);
+int pg_int_real_cmp(int64_t i, double d);
 int pg_row_held(pg_table *t, const pg_cell *row);   /* 1 held, 0 not, <0 error */
 int pg_row_read(pg_table *t, const pg_cell *key, ldb_sync *s); /* 1: set from the local row */
 
