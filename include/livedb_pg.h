@@ -178,7 +178,9 @@ typedef struct ldb_pg_stats {
 LDB_API void ldb_pg_stats_get(ldb_pg *pg, ldb_pg_stats *out);
 
 /* Detaches every table (they stay as local tables with their rows),
- * closes the connections, drops the slot and publication it created. */
+ * closes the connections, drops the slot and publication it created.
+ * Optimistic transactions sent and not yet confirmed or rejected stay
+ * pending (their outcome is unknown to this database). */
 LDB_API void ldb_pg_close(ldb_pg *pg);
 
 #ifdef __cplusplus

@@ -351,6 +351,7 @@ int pg_table_attach(ldb_pg *pg, const char *pg_table_name, const char *local, in
         return LDB_NOMEM;
     t->pg = pg;
     PGconn *c = PQconnectdb(pg->conninfo);
+    PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
     int rc = PQstatus(c) == CONNECTION_OK ? LDB_OK : LDB_ERROR;
     if (rc)
         pg_set_err(pg, "postgresql: %s", PQerrorMessage(c));

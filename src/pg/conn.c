@@ -79,8 +79,17 @@ void pg_conn_close(pg_conn *c)
 
 static const char *role_name(int role)
 {
-    return role == ROLE_FEED ? "livedb-stream" : role == ROLE_CONTROL ? "livedb-control"
-                                                                      : "livedb-load";
+    static const char *names[] = { "livedb-stream", "livedb-control", "livedb-writer",
+                                   "livedb-load" };
+    return names[role];
+}
+
+/* libpq prints notices and asynchronous errors to stderr by default; a
+ * library must not: connection errors reach the program through
+ * ldb_pg_state and ldb_pg_errmsg. */
+void pg_notice_ignore(void *arg, const char *message)
+{
+    (void)arg, (void)message;
 }
 
 void pg_conn_start(pg_conn *c)
@@ -98,6 +107,7 @@ void pg_conn_start(pg_conn *c)
         return;
     }
     PQsetnonblocking(c->c, 1);
+    PQsetNoticeProcessor(c->c, pg_notice_ignore, NULL);
     c->state = CONN_CONNECTING;
     pg_conn_watch(c, true);
 }
@@ -109,6 +119,8 @@ static void conn_lost(pg_conn *c)
         pg_feed_lost(c->pg);
     else if (c->role == ROLE_CONTROL)
         pg_control_lost(c);
+    else if (c->role == ROLE_WRITER)
+        pg_writer_lost(c);
     else
         pg_load_conn_lost(c);
 }
@@ -140,7 +152,7 @@ static void conn_ready(pg_conn *c)
     pg_conn_watch(c, false);
     if (c->role == ROLE_FEED)
         pg_feed_setup(c);
-    else if (c->role == ROLE_CONTROL)
+    else if (c->role == ROLE_CONTROL || c->role == ROLE_WRITER)
         pg_control_setup(c);
     else
         c->state = CONN_IDLE;
@@ -166,8 +178,10 @@ void pg_conn_drive(pg_conn *c)
 
 void pg_update_state(ldb_pg *pg)
 {
-    bool up = pg->feed.state != CONN_DOWN && pg->feed.state != CONN_CONNECTING &&
-              pg->control.state != CONN_DOWN && pg->control.state != CONN_CONNECTING;
+    bool up = true;
+    pg_conn *fixed[] = { &pg->feed, &pg->control, &pg->writer };
+    for (int i = 0; i < 3; i++)
+        up = up && fixed[i]->state != CONN_DOWN && fixed[i]->state != CONN_CONNECTING;
     for (int i = 0; i < pg->nloadc; i++)
         up = up && pg->loadc[i].state != CONN_DOWN && pg->loadc[i].state != CONN_CONNECTING;
     int state = up ? LDB_PG_CONNECTED : LDB_PG_RECONNECTING;

@@ -1,6 +1,8 @@
 /*
- * control.c - the control connection: fences and optimistic writes, one
- * command at a time, in the order they were asked for.
+ * control.c - the control connection (fences, and ending the backend of
+ * a write whose connection died) and the writer connection (optimistic
+ * writes, one at a time, in order). Writes have their own connection so
+ * that one waiting on a lock never holds up the fences loads wait for.
  *
  * A fence is a transactional logical message "<tag>:f<n>" committed on its
  * own; the stream seeing it proves every transaction committed before it
@@ -11,8 +13,9 @@
  * that the server did not change (an UPDATE or DELETE that found no row)
  * is deleted in the same commit, so the local state is the server's. A
  * server error rejects it. A write whose connection died before its
- * outcome was known waits for a fence sent after reconnecting: if the
- * stream has not carried it by then, it never committed.
+ * outcome was known has its old backend ended (pg_terminate_backend, as
+ * the same role), then waits for a fence: if the stream has not carried
+ * it by then, it never committed.
  */
 #include "pg/pg_internal.h"
 
@@ -45,6 +48,9 @@ static void write_literal(pg_buf *b, const ldb_value *v)
     switch (v ? ldb_value_type(v) : LDB_NULL) {
     case LDB_NULL:
         pg_buf_puts(b, "NULL");
+        return;
+    case LDB_BOOLEAN:
+        pg_buf_puts(b, ldb_value_int64(v) ? "'true'" : "'false'");
         return;
     case LDB_INTEGER:
         snprintf(num, sizeof num, "%lld", (long long)ldb_value_int64(v));
@@ -140,6 +146,8 @@ void ldb_pg_send(void *ctx, ldb_optimistic *o)
     pg_write *w = calloc(1, sizeof *w);
     pg_buf q = { 0 };
     const char *bad = NULL;
+    /* its xid first: if the connection dies, pg_xact_status tells */
+    pg_buf_puts(&q, "SELECT pg_current_xact_id();\n");
     for (int i = 0; w && !bad && i < ldb_optimistic_count(o); i++)
         if (!mutation_sql(pg, &q, o, i))
             bad = ldb_optimistic_table(o, i);
@@ -175,39 +183,81 @@ static pg_write *write_sending(ldb_pg *pg)
     return NULL;
 }
 
-void pg_control_kick(ldb_pg *pg)
+/* A write whose connection died: its backend is ended first (it might
+ * still commit otherwise), then a fence settles it. */
+static pg_write *write_orphan(ldb_pg *pg)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->state == WRITE_UNKNOWN && !w->fence && w->pid)
+            return w;
+    return NULL;
+}
+
+static bool control_send(pg_conn *c, const char *sql)
+{
+    if (!PQsendQuery(c->c, sql)) {
+        pg_conn_drop(c, pg_conn_error(c));
+        return false;
+    }
+    c->state = CONN_BUSY;
+    return true;
+}
+
+/* The control connection: a fence when one is wanted, else ending an
+ * orphaned write's backend. */
+static void control_next(ldb_pg *pg)
 {
     pg_conn *c = &pg->control;
+    char sql[200];
     if (c->state != CONN_IDLE)
         return;
-    if (pg->fence_wanted) {
-        char sql[160];
-        uint64_t n = pg->fence_next++;
+    pg_write *w = write_orphan(pg);
+    if (pg->asking && pg->asking->xid) {
+        snprintf(sql, sizeof sql, "SELECT pg_xact_status('%llu'::xid8)",
+                 (unsigned long long)pg->asking->xid);
+        if (!control_send(c, sql))
+            pg->asking = NULL;
+    } else if (pg->fence_wanted) {
+        uint64_t n = pg->fence_next;
         snprintf(sql, sizeof sql, "SELECT pg_current_snapshot(), "
                                   "pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
                  pg->tag, (unsigned long long)n);
-        if (!PQsendQuery(c->c, sql)) {
-            pg->fence_next--;
-            pg_conn_drop(c, pg_conn_error(c));
+        if (!control_send(c, sql))
             return;
-        }
+        pg->fence_next++;
         pg->fence_wanted = false;
         pg->fence_inflight = n;
-        c->state = CONN_BUSY;
         pg->stats.fences++;
-        return;
+    } else if (w) {
+        snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(pid, 10000) FROM "
+                                  "pg_stat_activity WHERE pid = %d", w->pid);
+        if (control_send(c, sql))
+            pg->ending = w;
     }
+}
+
+/* The writer connection: the next queued write. */
+static void writer_next(ldb_pg *pg)
+{
+    pg_conn *c = &pg->writer;
+    if (c->state != CONN_IDLE)
+        return;
     for (pg_write *w = pg->writes; w; w = w->next) {
         if (w->state != WRITE_QUEUED)
             continue;
-        if (!PQsendQuery(c->c, w->sql)) {
-            pg_conn_drop(c, pg_conn_error(c));
-            return;
+        if (control_send(c, w->sql)) {
+            w->state = WRITE_SENT;  /* sql kept until its result: it is in flight */
+            w->pid = PQbackendPID(c->c);
+            w->replays = pg->stats.replays;
         }
-        w->state = WRITE_SENT;      /* sql kept until its result: it is in flight */
-        c->state = CONN_BUSY;
         return;
     }
+}
+
+void pg_control_kick(ldb_pg *pg)
+{
+    control_next(pg);
+    writer_next(pg);
 }
 
 static void write_reject(ldb_pg *pg, pg_write *w, const char *msg)
@@ -217,54 +267,141 @@ static void write_reject(ldb_pg *pg, pg_write *w, const char *msg)
     pg->stats.rejected++;
 }
 
+static const char *result_message(PGresult *r, pg_conn *c)
+{
+    const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    return m ? m : pg_conn_error(c);
+}
+
+/* A fence's result: its snapshot proves xids; a fence that failed fails
+ * the loads waiting for fences (they could wait forever). */
+static void fence_result(ldb_pg *pg, pg_conn *c, PGresult *r)
+{
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "postgresql: a fence failed: %s", result_message(r, c));
+        pg_set_err(pg, "%s", msg);
+        pg_loads_fail_all(pg, msg);
+    } else if (PQntuples(r) == 1) {
+        pg_snapshot snap = { 0 };
+        if (pg_snapshot_parse(PQgetvalue(r, 0, 0), &snap))
+            pg_unproven_prune(pg, &snap, NULL);
+        pg_snapshot_free(&snap);
+    }
+}
+
+static void write_confirm(ldb_pg *pg, pg_write *w)
+{
+    ldb_optimistic_confirm(w->o);
+    w->state = WRITE_DONE;
+    pg->stats.confirmed++;
+}
+
+/* pg_xact_status of an orphaned write: committed or aborted settles it;
+ * anything else (too old to know) leaves it to a fence. */
+static void status_result(ldb_pg *pg, PGresult *r)
+{
+    pg_write *w = pg->asking;
+    const char *st = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                     !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0) : "";
+    if (strcmp(st, "committed") == 0)
+        write_confirm(pg, w);
+    else if (strcmp(st, "aborted") == 0)
+        write_reject(pg, w, "livedb-pg: the connection was lost and postgresql did not "
+                            "commit the write");
+    else
+        w->fence = pg_fence_want(pg);
+}
+
 void pg_control_result(pg_conn *c)
 {
     ldb_pg *pg = c->pg;
     while (c->state == CONN_BUSY && !PQisBusy(c->c)) {
         PGresult *r = PQgetResult(c->c);
-        pg_write *w = pg->fence_inflight ? NULL : write_sending(pg);
         if (r) {
-            if (PQresultStatus(r) == PGRES_FATAL_ERROR && w) {
-                char msg[400];
-                const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-                snprintf(msg, sizeof msg, "postgresql: %s", m ? m : pg_conn_error(c));
-                write_reject(pg, w, msg);
-            } else if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-                pg_set_err(pg, "fence: %s", pg_conn_error(c));
-            } else if (pg->fence_inflight && PQntuples(r) == 1) {
-                pg_snapshot snap = { 0 };   /* the fence's snapshot proves xids */
-                if (pg_snapshot_parse(PQgetvalue(r, 0, 0), &snap))
-                    pg_unproven_prune(pg, &snap, NULL);
-                pg_snapshot_free(&snap);
-            }
+            if (pg->fence_inflight)
+                fence_result(pg, c, r);
+            else if (pg->asking && pg->asking->state == WRITE_UNKNOWN && !pg->ending)
+                status_result(pg, r);
             PQclear(r);
             continue;
         }
         c->state = CONN_IDLE;       /* the command is over */
-        if (pg->fence_inflight)
+        if (pg->fence_inflight) {
             pg->fence_inflight = 0;
-        else if (w) {
-            free(w->sql);           /* committed: the stream will confirm it */
-            w->sql = NULL;
+        } else if (pg->ending) {    /* its backend is gone: its xid or a fence decides */
+            if (pg->ending->xid)
+                pg->asking = pg->ending;
+            else
+                pg->ending->fence = pg_fence_want(pg);
+            pg->ending = NULL;
+        } else {
+            pg->asking = NULL;
         }
         pg_control_kick(pg);
     }
 }
 
-/* The connection died: a write in flight has an unknown outcome. */
+/* A replay (the slot was lost or consumed elsewhere): writes PostgreSQL
+ * committed may never come through the new slot; they are confirmed as
+ * written (the replay loads the server's rows anyway). */
+void pg_writes_replayed(ldb_pg *pg)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->state == WRITE_SENT && !w->sql)
+            write_confirm(pg, w);
+}
+
+void pg_writer_result(pg_conn *c)
+{
+    ldb_pg *pg = c->pg;
+    while (c->state == CONN_BUSY && !PQisBusy(c->c)) {
+        PGresult *r = PQgetResult(c->c);
+        pg_write *w = write_sending(pg);
+        if (r) {
+            if (PQresultStatus(r) == PGRES_FATAL_ERROR && w) {
+                char msg[400];
+                snprintf(msg, sizeof msg, "postgresql: %s", result_message(r, c));
+                write_reject(pg, w, msg);
+            } else if (w && !w->xid && PQresultStatus(r) == PGRES_TUPLES_OK &&
+                       PQntuples(r) == 1) {
+                w->xid = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+            }
+            PQclear(r);
+            continue;
+        }
+        c->state = CONN_IDLE;
+        if (w) {
+            free(w->sql);           /* committed: the stream will confirm it */
+            w->sql = NULL;
+            if (w->replays != pg->stats.replays)   /* unless a replay lost it */
+                write_confirm(pg, w);
+        }
+        pg_control_kick(pg);
+    }
+}
+
+/* The control connection died: a fence in flight is sent again under a
+ * new number; a backend being ended is ended again. */
 void pg_control_lost(pg_conn *c)
 {
     ldb_pg *pg = c->pg;
-    if (pg->fence_inflight) {        /* send it again under a new number */
+    if (pg->fence_inflight) {
         pg->fence_inflight = 0;
         pg->fence_wanted = true;
     }
-    pg_write *w = write_sending(pg);
+    pg->ending = NULL;
+    pg->asking = NULL;
+}
+
+/* The writer died: the write in flight has an unknown outcome. */
+void pg_writer_lost(pg_conn *c)
+{
+    pg_write *w = write_sending(c->pg);
     if (w) {
         w->state = WRITE_UNKNOWN;
         free(w->sql);
         w->sql = NULL;
-        w->fence = pg_fence_want(pg);
     }
 }
 

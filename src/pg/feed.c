@@ -98,21 +98,26 @@ static void feed_start(pg_conn *c)
     pg_buf_free(&q);
 }
 
-/* Truncates every source (law 9): the core asks for all demand again, and
+/* Truncates t's source (law 9): the core asks for its demand again, and
  * its live queries publish the replacement only once it is loaded. */
+static void void_table(ldb_pg *pg, pg_table *t)
+{
+    ldb_sync *s;
+    t->truncated = pg->feed_seq;
+    if (ldb_sync_begin(t->src, NULL, &s) == LDB_OK) {
+        if (ldb_sync_truncate(s) == LDB_OK)
+            ldb_sync_commit(s, NULL);
+        else
+            ldb_sync_abandon(s);
+    }
+}
+
 static void replay_all(ldb_pg *pg)
 {
     pg->stats.replays++;
-    for (int i = 0; i < pg->ntables; i++) {
-        ldb_sync *t;
-        pg->tables[i]->truncated = pg->feed_seq;
-        if (ldb_sync_begin(pg->tables[i]->src, NULL, &t) == LDB_OK) {
-            if (ldb_sync_truncate(t) == LDB_OK)
-                ldb_sync_commit(t, NULL);
-            else
-                ldb_sync_abandon(t);
-        }
-    }
+    pg_writes_replayed(pg);
+    for (int i = 0; i < pg->ntables; i++)
+        void_table(pg, pg->tables[i]);
 }
 
 static void feed_step_result(pg_conn *c, PGresult *r)
@@ -260,7 +265,10 @@ static pg_table *table_by_relid(ldb_pg *pg, uint32_t relid)
     return NULL;
 }
 
-/* A relation message: which of our tables, and its columns by name. */
+/* A relation message: which of our tables, and its columns by name. A
+ * table dropped and made again (a new oid) is void, and one of our
+ * columns the server no longer has is NULL from then on (said in
+ * ldb_pg_errmsg). */
 static void on_relation(ldb_pg *pg, const char *p, const char *end)
 {
     if (end - p < 4)
@@ -274,28 +282,41 @@ static void on_relation(ldb_pg *pg, const char *p, const char *end)
     if (end - q < 3)
         return;
     pg_table *t = pg_table_by_rel(pg, *nsp ? nsp : "pg_catalog", rel);
-    if (!t || t->relid != relid)
+    if (!t)
         return;
     int n = get_u16(q + 1);
     q += 3;
     int *map = malloc(((size_t)n + 1) * sizeof *map);
-    if (!map)
-        return;
-    for (int i = 0; i < n; i++) {
+    bool *seen = calloc((size_t)t->ncols + 1, sizeof *seen);
+    for (int i = 0; map && seen && i < n; i++) {
         map[i] = -1;
-        if (end - q < 1)
-            break;
         const char *name = q + 1;
+        if (name >= end)
+            continue;
         size_t len = strnlen(name, (size_t)(end - name));
         for (int c = 0; c < t->ncols; c++)
             if (strlen(t->cols[c].name) == len && memcmp(t->cols[c].name, name, len) == 0)
-                map[i] = c;
+                map[i] = c, seen[c] = true;
         q = name + len + 1 + 8;                  /* type oid, typmod */
     }
+    if (!map || !seen) {
+        free(map), free(seen);
+        pg_set_err(pg, "out of memory reading a relation message: replaying");
+        replay_all(pg);
+        return;
+    }
+    for (int c = 0; c < t->ncols; c++)
+        if (!seen[c])
+            pg_set_err(pg, "column %s of %s is gone from postgresql: NULL from now on",
+                       t->cols[c].name, t->pgname);
+    free(seen);
     free(t->relmap);
     t->relmap = map;
     t->relmap_n = n;
-    t->relid = relid;
+    if (t->relid != relid) {                     /* dropped and made again */
+        t->relid = relid;
+        void_table(pg, t);
+    }
 }
 
 /* The transaction being applied. */

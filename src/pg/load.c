@@ -300,11 +300,23 @@ static const char *result_error(PGresult *r, pg_conn *c)
     return m ? m : pg_conn_error(c);
 }
 
+/* An error that ends the session, not the query: the backend was
+ * terminated or the server is shutting down (57P01-03), a connection
+ * exception (08xxx), or libpq saw the socket close. */
+static bool connection_lost(pg_conn *c, PGresult *r)
+{
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return PQstatus(c->c) == CONNECTION_BAD || !state ||
+           strncmp(state, "57P0", 4) == 0 || strncmp(state, "08", 2) == 0;
+}
+
 /* One result of l's current command. */
 static void load_result(pg_conn *c, pg_load *l, PGresult *r)
 {
     int st = PQresultStatus(r);
-    if (st == PGRES_FATAL_ERROR) {
+    if (st == PGRES_FATAL_ERROR && connection_lost(c, r)) {
+        l->retry = true;                  /* not the query's fault: run it again */
+    } else if (st == PGRES_FATAL_ERROR) {
         char msg[300];
         snprintf(msg, sizeof msg, "postgresql: %s", result_error(r, c));
         load_fail(l, msg);
@@ -332,6 +344,11 @@ static void load_next(pg_conn *c, pg_load *l)
         l->conn = NULL;
         c->state = CONN_IDLE;
         if (l->retry && !l->failed && !l->aborted) {
+            for (int i = 0; i < l->nheld; i++)
+                PQclear(l->held[i]);
+            l->nheld = 0;
+            l->fence = 0;
+            l->fetched_all = false;
             l->retry = false;
             l->state = LOAD_QUEUED;
             l->not_before = pg_now_ms() + 5;
@@ -343,7 +360,7 @@ static void load_next(pg_conn *c, pg_load *l)
             load_finish(l);
         return;
     }
-    if (l->failed || l->aborted) {
+    if (l->failed || l->aborted || l->retry) {
         l->state = LOAD_CLOSING;
         send_or_drop(c, "ROLLBACK");
         return;
@@ -401,16 +418,20 @@ void pg_load_conn_lost(pg_conn *c)
     if (!l)
         return;
     l->conn = NULL;
-    for (int i = 0; i < l->nheld; i++)
-        PQclear(l->held[i]);
-    l->nheld = 0;
-    l->fetched_all = false;
-    l->fence = 0;
     l->retry = false;
-    if (l->aborted || l->failed || l->state == LOAD_DONE || l->state == LOAD_CLOSING)
+    if (l->aborted || l->failed || l->state == LOAD_DONE) {
         load_finish(l);
-    else
+    } else if (l->fetched_all) {
+        /* every row is here (only the COMMIT of a read-only transaction
+         * was lost): applied, or waiting for the fence as before */
+        l->state = l->nheld ? LOAD_FETCHING : LOAD_DONE;
+    } else {
+        for (int i = 0; i < l->nheld; i++)
+            PQclear(l->held[i]);
+        l->nheld = 0;
+        l->fence = 0;
         l->state = LOAD_QUEUED;
+    }
 }
 
 /* The server stayed unreachable: every unanswered request fails. */

@@ -110,6 +110,7 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
 static int setup_server(ldb_pg *pg)
 {
     PGconn *c = PQconnectdb(pg->conninfo);
+    PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
     if (PQstatus(c) != CONNECTION_OK) {
         snprintf(open_error, sizeof open_error, "postgresql: %s", PQerrorMessage(c));
         PQfinish(c);
@@ -138,6 +139,7 @@ static void teardown_server(ldb_pg *pg)
     if (!pg->drop_at_close)
         return;
     PGconn *c = PQconnectdb(pg->conninfo);
+    PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
     if (PQstatus(c) == CONNECTION_OK) {
         const char *p[] = { pg->slot };
         for (int i = 0; i < 40; i++) {
@@ -200,6 +202,7 @@ static ldb_pg *pg_alloc(ldb *db, const ldb_pg_config *cfg)
     }
     pg_conn_init(pg, &pg->feed, ROLE_FEED);
     pg_conn_init(pg, &pg->control, ROLE_CONTROL);
+    pg_conn_init(pg, &pg->writer, ROLE_WRITER);
     for (int i = 0; i < pg->nloadc; i++)
         pg_conn_init(pg, &pg->loadc[i], ROLE_LOAD);
     return pg;
@@ -224,6 +227,7 @@ int ldb_pg_open(ldb *db, const ldb_pg_config *cfg, ldb_pg **out)
     }
     pg_conn_start(&pg->feed);
     pg_conn_start(&pg->control);
+    pg_conn_start(&pg->writer);
     for (int i = 0; i < pg->nloadc; i++)
         pg_conn_start(&pg->loadc[i]);
     int64_t deadline = pg_now_ms() + 30000;
@@ -270,6 +274,8 @@ static void conn_step(pg_conn *c, int64_t now)
         pg_feed_input(c);
     else if (c->role == ROLE_CONTROL)
         pg_control_result(c);
+    else if (c->role == ROLE_WRITER)
+        pg_writer_result(c);
     else
         pg_load_conn_result(c);
     if (c->state != CONN_DOWN && c->state != CONN_CONNECTING) {
@@ -286,9 +292,9 @@ static void conn_step(pg_conn *c, int64_t now)
 static void arm_timer(ldb_pg *pg, int64_t now)
 {
     int64_t due = INT64_MAX;
-    pg_conn *all[] = { &pg->feed, &pg->control };
-    for (int i = 0; i < 2 + pg->nloadc; i++) {
-        pg_conn *c = i < 2 ? all[i] : &pg->loadc[i - 2];
+    pg_conn *all[] = { &pg->feed, &pg->control, &pg->writer };
+    for (int i = 0; i < 3 + pg->nloadc; i++) {
+        pg_conn *c = i < 3 ? all[i] : &pg->loadc[i - 3];
         if (c->state == CONN_DOWN && c->retry_at < due)
             due = c->retry_at;
         if (c->down_since && c->down_since + pg->fail_after_ms < due)
@@ -310,9 +316,9 @@ static void arm_timer(ldb_pg *pg, int64_t now)
 
 static void check_unreachable(ldb_pg *pg, int64_t now)
 {
-    pg_conn *all[] = { &pg->feed, &pg->control };
-    for (int i = 0; i < 2 + pg->nloadc; i++) {
-        pg_conn *c = i < 2 ? all[i] : &pg->loadc[i - 2];
+    pg_conn *all[] = { &pg->feed, &pg->control, &pg->writer };
+    for (int i = 0; i < 3 + pg->nloadc; i++) {
+        pg_conn *c = i < 3 ? all[i] : &pg->loadc[i - 3];
         if (c->down_since && now - c->down_since >= pg->fail_after_ms) {
             char why[400];
             snprintf(why, sizeof why, "postgresql unreachable: %s", pg->state_msg);
@@ -335,6 +341,7 @@ int ldb_pg_poll(ldb_pg *pg)
     int64_t now = pg_now_ms();
     conn_step(&pg->feed, now);
     conn_step(&pg->control, now);
+    conn_step(&pg->writer, now);
     for (int i = 0; i < pg->nloadc; i++)
         conn_step(&pg->loadc[i], now);
     check_unreachable(pg, now);
@@ -437,6 +444,7 @@ void ldb_pg_close(ldb_pg *pg)
             ldb_source_detach(pg->tables[i]->src);
     pg_conn_close(&pg->feed);
     pg_conn_close(&pg->control);
+    pg_conn_close(&pg->writer);
     for (int i = 0; pg->loadc && i < pg->nloadc; i++) {
         pg->loadc[i].load = NULL;
         pg_conn_close(&pg->loadc[i]);

@@ -115,7 +115,7 @@ typedef struct pg_table {
 } pg_table;
 
 /* ---- connections ---- */
-enum pg_role { ROLE_FEED, ROLE_CONTROL, ROLE_LOAD };
+enum pg_role { ROLE_FEED, ROLE_CONTROL, ROLE_WRITER, ROLE_LOAD };
 enum pg_cstate { CONN_DOWN, CONN_CONNECTING, CONN_SETUP, CONN_IDLE, CONN_BUSY };
 
 typedef struct pg_conn {
@@ -160,6 +160,9 @@ typedef struct pg_write {
     char *sql;             /* built at send time */
     int state;             /* WRITE_QUEUED, _SENT, _UNKNOWN, _DONE */
     uint64_t fence;        /* _UNKNOWN: settled by this fence */
+    int pid;               /* the backend it was sent to */
+    uint64_t xid;          /* its transaction (0: not known) */
+    uint64_t replays;      /* stats.replays when it was sent */
 } pg_write;
 enum { WRITE_QUEUED, WRITE_SENT, WRITE_UNKNOWN, WRITE_DONE };
 
@@ -173,11 +176,13 @@ struct ldb_pg {
     int fail_after_ms, rows_per_commit;
     pg_table **tables;
     int ntables;
-    pg_conn feed, control;
+    pg_conn feed, control, writer;
     pg_conn *loadc;
     int nloadc;
     pg_load *loads;        /* every load not yet freed */
     pg_write *writes;      /* in send order */
+    pg_write *ending;      /* the write whose old backend the control connection ends */
+    pg_write *asking;      /* the write whose pg_xact_status it asks */
     uint64_t write_ids;
     /* fences: fence_next is the number the next fence sent gets; a fence
      * is in flight on the control connection when fence_inflight != 0. */
@@ -212,6 +217,7 @@ void pg_conn_watch(pg_conn *c, bool write);   /* (re)register its socket */
 void pg_conn_close(pg_conn *c);               /* close for good */
 const char *pg_conn_error(pg_conn *c);        /* libpq's message, trimmed */
 void pg_update_state(ldb_pg *pg);
+void pg_notice_ignore(void *arg, const char *message);
 void pg_set_err(ldb_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* catalog.c */
@@ -269,6 +275,9 @@ void pg_control_setup(pg_conn *c);
 void pg_control_kick(ldb_pg *pg);
 void pg_control_result(pg_conn *c);
 void pg_control_lost(pg_conn *c);
+void pg_writer_result(pg_conn *c);
+void pg_writer_lost(pg_conn *c);
+void pg_writes_replayed(ldb_pg *pg);
 int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *t, const pg_keymap *carried);
 void pg_writes_fence_seen(ldb_pg *pg);
 bool pg_writes_idle(ldb_pg *pg);

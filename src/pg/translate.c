@@ -63,10 +63,12 @@ static int col_class(int kind)
     return kind <= PGK_NUMERIC ? 1 : kind == PGK_BYTEA ? 3 : 2;
 }
 
+/* 0 for NULL, -1 for a type no column holds (a boolean...). */
 static int value_class(const ldb_value *v)
 {
     int t = ldb_value_type(v);
-    return t == LDB_INTEGER || t == LDB_REAL ? 1 : t == LDB_TEXT ? 2 : t == LDB_BLOB ? 3 : 0;
+    return t == LDB_INTEGER || t == LDB_REAL ? 1 : t == LDB_TEXT ? 2 : t == LDB_BLOB ? 3
+         : t == LDB_NULL ? 0 : -1;
 }
 
 static const char *op_sql(int op)
@@ -123,6 +125,8 @@ static int operand(const struct pg_col *c, const ldb_value *v, int *op, pg_buf *
     int cc = col_class(c->kind), vc = value_class(v);
     if (vc == 0)
         return OPERAND_NEVER;                    /* NULL compares to nothing */
+    if (vc < 0)
+        return OPERAND_SUPERSET;
     if (cc != vc)
         return pg_op_holds(*op, cc < vc ? -1 : 1) ? OPERAND_ALWAYS : OPERAND_NEVER;
     if (cc == 1)
