@@ -61,6 +61,18 @@ SOURCE_OBJS := $(CMP_OBJS) $(O)/obj/tests/source/script_provider.o
 TEST_EXTRA_test_source_basic  := $(SOURCE_OBJS)
 TEST_EXTRA_test_source_oracle := $(SOURCE_OBJS)
 
+# The PostgreSQL adapter, src/pg/ -> liblivedb-pg (links libpq), its tests
+# (tests/pg/, run against a throwaway cluster in PG_DIR) and demo.
+PG_CPPFLAGS := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+PG_LIBS     := -lpq
+PG_SRCS     := $(sort $(wildcard src/pg/*.c))
+PG_OBJS     := $(PG_SRCS:%.c=$(O)/obj/%.o)
+PG_LIB      := $(O)/liblivedb-pg.a
+PG_TEST_SRCS := $(sort $(wildcard tests/pg/test_*.c))
+PG_TEST_BINS := $(foreach s,$(PG_TEST_SRCS),$(O)/pgtests/$(basename $(notdir $(s))))
+PG_TEST_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(filter-out $(PG_TEST_SRCS),$(wildcard tests/pg/*.c)))
+PG_DIR      := /tmp/livedb-pg$(subst /,.,$(abspath $(O)))
+
 # The shared library is versioned from LDB_VERSION: liblivedb.so.X.Y.Z
 # with soname liblivedb.so.X, and exports only the LDB_API functions of
 # livedb.h (the library's objects are built with hidden visibility).
@@ -182,21 +194,24 @@ fuzz-ci: fuzz
 # The PostgreSQL tests run too when PostgreSQL 15 and libpq are installed
 # (LDB_REQUIRE_PG=1, which CI sets, makes their absence a failure).
 HAVE_PG := $(shell test -x /usr/lib/postgresql/15/bin/initdb && test -f /usr/include/postgresql/libpq-fe.h && echo 1)
-test: tests
-	@sh tests/run.sh $(O)/tests
 ifeq ($(HAVE_PG),1)
-	@$(MAKE) --no-print-directory test-pg
+test: tests $(PG_TEST_BINS)
+	@tools/pg_cluster.sh stop $(PG_DIR); tools/pg_cluster.sh start $(PG_DIR) >/dev/null
+	@LDB_PG_DIR=$(PG_DIR) sh tests/run.sh $(O)/tests $(O)/pgtests; rc=$$?; \
+	  tools/pg_cluster.sh stop $(PG_DIR); exit $$rc
 else
+test: tests
 	@if [ "$$LDB_REQUIRE_PG" = 1 ]; then echo "FAIL test-pg: PostgreSQL 15 or libpq-dev missing"; exit 1; fi
 	@echo "SKIPPED test-pg: PostgreSQL 15 or libpq-dev is not installed"
+	@sh tests/run.sh $(O)/tests
 endif
 
-test-sanitize:
-	@$(MAKE) --no-print-directory O=build/san OPT=-O1 \
+SAN_MAKE = $(MAKE) --no-print-directory O=build/san OPT=-O1 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  LDFLAGS="-fsanitize=address,undefined" tests
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh tests/run.sh build/san/tests
+	  LDFLAGS="-fsanitize=address,undefined"
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-sanitize:
+	@$(SAN_ENV) $(SAN_MAKE) test
 
 # The tests that run threads (one handle from several threads, interrupts
 # from another thread, source providers on worker threads), under ThreadSanitizer in build/tsan/.
@@ -217,14 +232,6 @@ clean:
 	rm -rf build
 
 # ---- the PostgreSQL adapter: src/pg/ -> liblivedb-pg (links libpq) ----
-PG_CPPFLAGS := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
-PG_LIBS     := -lpq
-PG_SRCS     := $(sort $(wildcard src/pg/*.c))
-PG_OBJS     := $(PG_SRCS:%.c=$(O)/obj/%.o)
-PG_LIB      := $(O)/liblivedb-pg.a
-PG_TEST_SRCS := $(sort $(wildcard tests/pg/test_*.c))
-PG_TEST_BINS := $(foreach s,$(PG_TEST_SRCS),$(O)/pgtests/$(basename $(notdir $(s))))
-PG_TEST_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(filter-out $(PG_TEST_SRCS),$(wildcard tests/pg/*.c)))
 $(O)/obj/src/pg/%.o $(O)/obj/tests/pg/%.o $(O)/obj/tools/demo_pg.o \
 $(O)/obj/bench/bench_pg.o: CPPFLAGS_ALL += $(PG_CPPFLAGS)
 $(PG_OBJS): Makefile
@@ -248,9 +255,8 @@ $(O)/bench/bench_pg: $(O)/obj/bench/bench_pg.o $(O)/obj/bench/bench_util.o $(PG_
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PG_LIBS) -lsqlite3 $(LDLIBS_ALL)
 
-# Each run starts its own cluster under build/ and stops it at the end;
+# Each run starts its own cluster (PG_DIR, above) and stops it at the end;
 # the tests find it through LDB_PG_DIR (tools/pg_cluster.sh's DIR).
-PG_DIR = /tmp/livedb-pg$(subst /,.,$(abspath $(O)))
 test-pg: $(PG_TEST_BINS)
 	@tools/pg_cluster.sh stop $(PG_DIR); tools/pg_cluster.sh start $(PG_DIR) >/dev/null
 	@LDB_PG_DIR=$(PG_DIR) sh tests/run.sh $(O)/pgtests; rc=$$?; \

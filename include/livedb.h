@@ -67,6 +67,7 @@ extern "C" {
 #define LDB_INTERNAL 9    /* an internal invariant failed (a bug) */
 #define LDB_UNSUPPORTED 10 /* valid SQL that livedb does not support */
 #define LDB_INTERRUPT 11  /* stopped by ldb_interrupt or the progress handler */
+#define LDB_BUSY 12       /* not done within its time limit (a wait timed out) */
 #define LDB_ROW 100       /* a statement step produced a row */
 #define LDB_DONE 101      /* a statement step finished */
 

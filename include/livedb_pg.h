@@ -34,7 +34,8 @@
  * the sessions' TimeZone UTC and DateStyle ISO); bytea -> BLOB; a domain
  * maps as its base type. Any other type (arrays, composites, ranges,
  * money, geometric...) makes ldb_pg_attach fail with LDB_UNSUPPORTED
- * naming the column.
+ * naming the column. Generated columns are not attached (the stream does
+ * not carry them).
  *
  * Threads and events. Everything runs on the thread that owns db (its
  * home thread, the one that attached the tables), and never blocks after
@@ -70,7 +71,8 @@ typedef struct ldb_pg_config {
     /* libpq connection string or URI (password, sslmode, ... pass through). */
     const char *conninfo;
     /* The logical replication slot. NULL: a new one named livedb_<random>,
-     * dropped by ldb_pg_close. A given name is used as it is when it exists
+     * dropped by ldb_pg_close (a program that dies leaves it behind, and
+     * the server keeps WAL for it until it is dropped). A given name is used as it is when it exists
      * (the stream resumes from it: a gap, when this database does not hold
      * what it confirmed, is a replay) and created when it does not; it is
      * kept by ldb_pg_close. */
@@ -101,7 +103,7 @@ LDB_API const char *ldb_pg_open_error(void);
  * LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND (with LDB_SOURCE_RETAIN_OWNED
  * or'ed in as wished). Reads the columns and primary key from the catalog
  * (blocking); creates the local table, or checks that an existing one
- * has the same column names in the same order and the same key. *out is
+ * has the same column names in the same order. *out is
  * borrowed (livedb.h, ldb_source_attach). LDB_NOTFOUND (no such table),
  * LDB_UNSUPPORTED (a column type, no primary key, REPLICA IDENTITY
  * NOTHING), LDB_ERROR (server error, local table differs), LDB_MISUSE

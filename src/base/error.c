@@ -18,6 +18,7 @@ const char *ldb_errstr(int rc)
     case LDB_INTERNAL: return "internal error";
     case LDB_UNSUPPORTED: return "not supported";
     case LDB_INTERRUPT: return "interrupted";
+    case LDB_BUSY: return "busy: timed out";
     case LDB_ROW: return "row ready";
     case LDB_DONE: return "statement done";
     default: return "unknown result code";

@@ -1,0 +1,373 @@
+/*
+ * control.c - the control connection: fences and optimistic writes, one
+ * command at a time, in the order they were asked for.
+ *
+ * A fence is a transactional logical message "<tag>:f<n>" committed on its
+ * own; the stream seeing it proves every transaction committed before it
+ * is applied. A write is one implicit PostgreSQL transaction (a
+ * multi-statement query) ending with the message "<tag>:w<id>": the
+ * stream transaction carrying it confirms the optimistic transaction with
+ * the server's rows (ldb_sync_confirm), and any key the write addressed
+ * that the server did not change (an UPDATE or DELETE that found no row)
+ * is deleted in the same commit, so the local state is the server's. A
+ * server error rejects it. A write whose connection died before its
+ * outcome was known waits for a fence sent after reconnecting: if the
+ * stream has not carried it by then, it never committed.
+ */
+#include "pg/pg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pg_control_setup(pg_conn *c)
+{
+    c->state = CONN_IDLE;
+    pg_control_kick(c->pg);
+}
+
+static pg_table *table_local(ldb_pg *pg, const char *local)
+{
+    for (int i = 0; i < pg->ntables; i++)
+        if (strcmp(pg->tables[i]->local, local) == 0)
+            return pg->tables[i];
+    return NULL;
+}
+
+/* A livedb value as a quoted literal: PostgreSQL reads it with the
+ * column's own input function (so '1' fits a boolean, and a text date a
+ * date column); a value it cannot read is the server's error. */
+static void write_literal(pg_buf *b, const ldb_value *v)
+{
+    char num[40];
+    size_t n;
+    const char *s;
+    switch (v ? ldb_value_type(v) : LDB_NULL) {
+    case LDB_NULL:
+        pg_buf_puts(b, "NULL");
+        return;
+    case LDB_INTEGER:
+        snprintf(num, sizeof num, "%lld", (long long)ldb_value_int64(v));
+        pg_buf_literal(b, num, strlen(num));
+        return;
+    case LDB_REAL:
+        snprintf(num, sizeof num, "%.17g", ldb_value_double(v));
+        pg_buf_literal(b, num, strlen(num));
+        return;
+    case LDB_BLOB:
+        s = ldb_value_text(v, &n);
+        pg_buf_puts(b, "'\\x");
+        for (size_t i = 0; i < n; i++)
+            pg_buf_printf(b, "%02x", (unsigned char)s[i]);
+        pg_buf_puts(b, "'");
+        return;
+    default:
+        s = ldb_value_text(v, &n);
+        pg_buf_literal(b, s, n);
+    }
+}
+
+static bool value_equal(const ldb_value *a, const ldb_value *b)
+{
+    char x[64], y[64];
+    if (ldb_value_type(a) != ldb_value_type(b))
+        return false;
+    size_t na = ldb_value_format(a, x, sizeof x), nb = ldb_value_format(b, y, sizeof y);
+    if (na != nb)
+        return false;
+    if (na < sizeof x)
+        return memcmp(x, y, na) == 0;
+    size_t la, lb;
+    const char *pa = ldb_value_text(a, &la), *pb = ldb_value_text(b, &lb);
+    return la == lb && memcmp(pa, pb, la) == 0;
+}
+
+static void where_key(pg_buf *q, const pg_table *t, const ldb_optimistic *o, int i)
+{
+    for (int k = 0; k < t->npk; k++) {
+        pg_buf_puts(q, k ? " AND " : " WHERE ");
+        pg_buf_ident(q, t->cols[t->pk[k]].name);
+        pg_buf_puts(q, " = ");
+        write_literal(q, ldb_optimistic_before(o, i, t->pk[k]));
+    }
+}
+
+/* One mutation as a statement; false when its table is not attached. */
+static bool mutation_sql(ldb_pg *pg, pg_buf *q, const ldb_optimistic *o, int i)
+{
+    pg_table *t = table_local(pg, ldb_optimistic_table(o, i));
+    if (!t)
+        return false;
+    int kind = ldb_optimistic_kind(o, i);
+    if (kind == LDB_MUTATION_INSERT) {
+        pg_buf_printf(q, "INSERT INTO %s (", t->pgname);
+        for (int c = 0; c < t->ncols; c++)
+            pg_buf_puts(q, c ? ", " : ""), pg_buf_ident(q, t->cols[c].name);
+        pg_buf_puts(q, ") VALUES (");
+        for (int c = 0; c < t->ncols; c++)
+            pg_buf_puts(q, c ? ", " : ""), write_literal(q, ldb_optimistic_after(o, i, c));
+        pg_buf_puts(q, ");\n");
+    } else if (kind == LDB_MUTATION_DELETE) {
+        pg_buf_printf(q, "DELETE FROM %s", t->pgname);
+        where_key(q, t, o, i);
+        pg_buf_puts(q, ";\n");
+    } else {
+        size_t start = q->n;
+        pg_buf_printf(q, "UPDATE %s SET ", t->pgname);
+        int set = 0;
+        for (int c = 0; c < t->ncols; c++) {
+            const ldb_value *a = ldb_optimistic_after(o, i, c);
+            if (value_equal(ldb_optimistic_before(o, i, c), a))
+                continue;
+            pg_buf_puts(q, set++ ? ", " : "");
+            pg_buf_ident(q, t->cols[c].name);
+            pg_buf_puts(q, " = ");
+            write_literal(q, a);
+        }
+        if (!set)
+            q->n = start;            /* nothing changed: nothing to send */
+        else {
+            where_key(q, t, o, i);
+            pg_buf_puts(q, ";\n");
+        }
+    }
+    return true;
+}
+
+void ldb_pg_send(void *ctx, ldb_optimistic *o)
+{
+    ldb_pg *pg = ctx;
+    pg_write *w = calloc(1, sizeof *w);
+    pg_buf q = { 0 };
+    const char *bad = NULL;
+    for (int i = 0; w && !bad && i < ldb_optimistic_count(o); i++)
+        if (!mutation_sql(pg, &q, o, i))
+            bad = ldb_optimistic_table(o, i);
+    if (!w || q.oom || bad) {
+        char msg[200];
+        snprintf(msg, sizeof msg, bad ? "livedb-pg: table %s is not attached to postgresql"
+                                      : "livedb-pg: out of memory", bad);
+        ldb_optimistic_reject(o, msg);
+        pg_buf_free(&q);
+        free(w);
+        pg->stats.rejected++;
+        return;
+    }
+    w->id = ++pg->write_ids;
+    pg_buf_printf(&q, "SELECT pg_logical_emit_message(true, 'livedb', '%s:w%llu')", pg->tag,
+               (unsigned long long)w->id);
+    w->sql = q.p;
+    ldb_optimistic_ref(o);
+    w->o = o;
+    pg_write **tail = &pg->writes;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = w;
+    pg->stats.writes++;
+    pg_control_kick(pg);
+}
+
+static pg_write *write_sending(ldb_pg *pg)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->state == WRITE_SENT && w->sql)
+            return w;
+    return NULL;
+}
+
+void pg_control_kick(ldb_pg *pg)
+{
+    pg_conn *c = &pg->control;
+    if (c->state != CONN_IDLE)
+        return;
+    if (pg->fence_wanted) {
+        char sql[160];
+        uint64_t n = pg->fence_next++;
+        snprintf(sql, sizeof sql, "SELECT pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
+                 pg->tag, (unsigned long long)n);
+        if (!PQsendQuery(c->c, sql)) {
+            pg->fence_next--;
+            pg_conn_drop(c, pg_conn_error(c));
+            return;
+        }
+        pg->fence_wanted = false;
+        pg->fence_inflight = n;
+        c->state = CONN_BUSY;
+        pg->stats.fences++;
+        return;
+    }
+    for (pg_write *w = pg->writes; w; w = w->next) {
+        if (w->state != WRITE_QUEUED)
+            continue;
+        if (!PQsendQuery(c->c, w->sql)) {
+            pg_conn_drop(c, pg_conn_error(c));
+            return;
+        }
+        w->state = WRITE_SENT;      /* sql kept until its result: it is in flight */
+        c->state = CONN_BUSY;
+        return;
+    }
+}
+
+static void write_reject(ldb_pg *pg, pg_write *w, const char *msg)
+{
+    ldb_optimistic_reject(w->o, msg);
+    w->state = WRITE_DONE;
+    pg->stats.rejected++;
+}
+
+void pg_control_result(pg_conn *c)
+{
+    ldb_pg *pg = c->pg;
+    while (c->state == CONN_BUSY && !PQisBusy(c->c)) {
+        PGresult *r = PQgetResult(c->c);
+        pg_write *w = pg->fence_inflight ? NULL : write_sending(pg);
+        if (r) {
+            if (PQresultStatus(r) == PGRES_FATAL_ERROR && w) {
+                char msg[400];
+                const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+                snprintf(msg, sizeof msg, "postgresql: %s", m ? m : pg_conn_error(c));
+                write_reject(pg, w, msg);
+            } else if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+                pg_set_err(pg, "fence: %s", pg_conn_error(c));
+            }
+            PQclear(r);
+            continue;
+        }
+        c->state = CONN_IDLE;       /* the command is over */
+        if (pg->fence_inflight)
+            pg->fence_inflight = 0;
+        else if (w) {
+            free(w->sql);           /* committed: the stream will confirm it */
+            w->sql = NULL;
+        }
+        pg_control_kick(pg);
+    }
+}
+
+/* The connection died: a write in flight has an unknown outcome. */
+void pg_control_lost(pg_conn *c)
+{
+    ldb_pg *pg = c->pg;
+    if (pg->fence_inflight) {        /* send it again under a new number */
+        pg->fence_inflight = 0;
+        pg->fence_wanted = true;
+    }
+    pg_write *w = write_sending(pg);
+    if (w) {
+        w->state = WRITE_UNKNOWN;
+        free(w->sql);
+        w->sql = NULL;
+        w->fence = pg_fence_want(pg);
+    }
+}
+
+static pg_write *write_by_id(ldb_pg *pg, uint64_t id)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->id == id && w->state != WRITE_DONE)
+            return w;
+    return NULL;
+}
+
+/* The key a mutation addressed, in the stream's text form, as feed.c's
+ * carried map holds it (pg_row_key, then the table). */
+static int mutation_key(pg_table *t, const ldb_optimistic *o, int i, pg_buf *key)
+{
+    pg_cell *row = calloc((size_t)t->ncols + 1, sizeof *row);
+    pg_buf text[8] = { { 0 } };
+    int rc = row && t->npk <= 8 ? LDB_OK : LDB_NOMEM;
+    for (int k = 0; rc == LDB_OK && k < t->npk; k++) {
+        const ldb_value *v = ldb_optimistic_before(o, i, t->pk[k]);
+        write_literal(&text[k], v);                 /* 'quoted', or NULL */
+        if (text[k].oom)
+            rc = LDB_NOMEM;
+        else if (ldb_value_type(v) != LDB_NULL)
+            row[t->pk[k]] = (pg_cell){ text[k].p + 1, (int)text[k].n - 2, false };
+    }
+    if (rc == LDB_OK) {
+        pg_row_key(t, row, key);
+        pg_buf_add(key, (const char *)&t, sizeof t);
+    }
+    for (int k = 0; k < 8; k++)
+        pg_buf_free(&text[k]);
+    free(row);
+    return rc || key->oom ? LDB_NOMEM : LDB_OK;
+}
+
+/* Confirms write id by s; a key it addressed that s does not carry has no
+ * row on the server any more: s deletes it. */
+int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *carried)
+{
+    pg_write *w = write_by_id(pg, id);
+    if (!w)
+        return LDB_OK;
+    pg_buf key = { 0 };
+    int rc = LDB_OK;
+    for (int i = 0; rc == LDB_OK && i < ldb_optimistic_count(w->o); i++) {
+        pg_table *t = table_local(pg, ldb_optimistic_table(w->o, i));
+        if (!t || ldb_optimistic_kind(w->o, i) == LDB_MUTATION_INSERT)
+            continue;
+        rc = mutation_key(t, w->o, i, &key);
+        if (rc || pg_keymap_get(carried, key.p, key.n))
+            continue;
+        rc = ldb_sync_source(s, t->src);
+        for (int k = 0; rc == LDB_OK && k < t->npk; k++) {
+            const ldb_value *v = ldb_optimistic_before(w->o, i, t->pk[k]);
+            size_t n;
+            switch (ldb_value_type(v)) {
+            case LDB_INTEGER: rc = ldb_sync_int64(s, t->pk[k], ldb_value_int64(v)); break;
+            case LDB_REAL: rc = ldb_sync_double(s, t->pk[k], ldb_value_double(v)); break;
+            case LDB_NULL: rc = ldb_sync_null(s, t->pk[k]); break;
+            default: {
+                const char *p = ldb_value_text(v, &n);
+                rc = ldb_value_type(v) == LDB_BLOB ? ldb_sync_blob(s, t->pk[k], p, (int)n)
+                                                   : ldb_sync_text(s, t->pk[k], p, (int)n);
+            }
+            }
+        }
+        if (rc == LDB_OK)
+            rc = ldb_sync_delete(s);
+    }
+    pg_buf_free(&key);
+    if (rc == LDB_OK)
+        rc = ldb_sync_confirm(s, w->o);
+    if (rc == LDB_OK) {
+        w->state = WRITE_DONE;
+        pg->stats.confirmed++;
+    }
+    return rc;
+}
+
+void pg_writes_fence_seen(ldb_pg *pg)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->state == WRITE_UNKNOWN && w->fence && w->fence <= pg->fence_seen)
+            write_reject(pg, w, "livedb-pg: the connection was lost before postgresql "
+                                "committed the write; it was not applied");
+    pg_writes_free(pg, false);
+}
+
+bool pg_writes_idle(ldb_pg *pg)
+{
+    for (pg_write *w = pg->writes; w; w = w->next)
+        if (w->state != WRITE_DONE)
+            return false;
+    return true;
+}
+
+/* Frees the resolved writes (all of them at close). */
+void pg_writes_free(ldb_pg *pg, bool all)
+{
+    for (pg_write **p = &pg->writes; *p; ) {
+        pg_write *w = *p;
+        if (w->state != WRITE_DONE && !all) {
+            p = &w->next;
+            continue;
+        }
+        *p = w->next;
+        ldb_optimistic_free(w->o);
+        free(w->sql);
+        free(w);
+    }
+}

@@ -1,0 +1,648 @@
+/*
+ * feed.c - the change stream: a logical replication connection reading
+ * pgoutput (protocol version 1, with logical messages) from the slot, one
+ * PostgreSQL transaction at a time.
+ *
+ * A transaction's messages are kept until its COMMIT, then applied as one
+ * sync transaction (one livedb commit), in commit order:
+ * - a change is applied when its row is held locally or the new row
+ *   matches a current request of its table (value.c's filter), or when
+ *   the transaction is one of our optimistic writes (it then confirms the
+ *   write); the rest is counted as ignored;
+ * - every changed key is recorded in its table's touched map while loads
+ *   are outstanding (load.c skips loaded rows the stream changed since);
+ * - a logical message "<tag>:f<n>" is fence n, "<tag>:w<id>" marks write
+ *   id's transaction.
+ * Only what was applied is confirmed to the server (standby status), so
+ * after a reconnect the slot resumes at the first transaction not applied.
+ * A missing slot, or one confirmed past what we applied (someone else
+ * consumed it), is a gap: every source is truncated and replayed.
+ */
+#include "pg/pg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FEED_CHECK, FEED_CREATE, FEED_START, FEED_STREAMING };
+
+struct pg_txn {
+    bool open;           /* between BEGIN and COMMIT */
+    pg_buf msgs;         /* the transaction's messages, each: u32 length, bytes */
+    uint64_t end_lsn;
+};
+
+static uint64_t get_u64(const char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+static uint32_t get_u32(const char *p)
+{
+    return (uint32_t)(unsigned char)p[0] << 24 | (uint32_t)(unsigned char)p[1] << 16 |
+           (uint32_t)(unsigned char)p[2] << 8 | (unsigned char)p[3];
+}
+static int get_u16(const char *p) { return (unsigned char)p[0] << 8 | (unsigned char)p[1]; }
+static void put_u64(char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (char)(v & 0xff);
+}
+
+static uint64_t parse_lsn(const char *s)
+{
+    unsigned hi = 0, lo = 0;
+    return sscanf(s, "%X/%X", &hi, &lo) == 2 ? (uint64_t)hi << 32 | lo : 0;
+}
+
+/* ---- connection steps: check the slot, create it, start streaming ---- */
+
+static void feed_send(pg_conn *c, const char *sql)
+{
+    if (!PQsendQuery(c->c, sql))
+        pg_conn_drop(c, pg_conn_error(c));
+    else
+        c->state = CONN_BUSY;
+}
+
+static void feed_check(pg_conn *c)
+{
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = ");
+    pg_buf_literal(&q, c->pg->slot, strlen(c->pg->slot));
+    c->step = FEED_CHECK;
+    feed_send(c, pg_buf_str(&q));
+    pg_buf_free(&q);
+}
+
+void pg_feed_setup(pg_conn *c) { feed_check(c); }
+
+static void feed_start(pg_conn *c)
+{
+    ldb_pg *pg = c->pg;
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, "START_REPLICATION SLOT ");
+    pg_buf_ident(&q, pg->slot);
+    pg_buf_printf(&q, " LOGICAL %X/%X (proto_version '1', publication_names ",
+               (unsigned)(pg->applied_lsn >> 32), (unsigned)pg->applied_lsn);
+    pg_buf pub = { 0 };
+    pg_buf_ident(&pub, pg->publication);
+    pg_buf_literal(&q, pub.p, pub.n);
+    pg_buf_free(&pub);
+    pg_buf_puts(&q, ", messages 'true')");
+    c->step = FEED_START;
+    feed_send(c, pg_buf_str(&q));
+    pg_buf_free(&q);
+}
+
+/* Truncates every source (law 9): the core asks for all demand again, and
+ * its live queries publish the replacement only once it is loaded. */
+static void replay_all(ldb_pg *pg)
+{
+    pg->stats.replays++;
+    for (int i = 0; i < pg->ntables; i++) {
+        ldb_sync *t;
+        pg_keymap_clear(&pg->tables[i]->touched);
+        if (ldb_sync_begin(pg->tables[i]->src, NULL, &t) == LDB_OK) {
+            if (ldb_sync_truncate(t) == LDB_OK)
+                ldb_sync_commit(t, NULL);
+            else
+                ldb_sync_abandon(t);
+        }
+    }
+}
+
+static void feed_step_result(pg_conn *c, PGresult *r)
+{
+    ldb_pg *pg = c->pg;
+    int st = PQresultStatus(r);
+    if (c->step == FEED_CHECK && st == PGRES_TUPLES_OK) {
+        if (PQntuples(r) == 0) {            /* the slot is gone */
+            c->step = FEED_CREATE;
+            return;
+        }
+        uint64_t confirmed = parse_lsn(PQgetvalue(r, 0, 0));
+        if (confirmed > pg->applied_lsn) {  /* consumed elsewhere: a gap */
+            pg->applied_lsn = confirmed;
+            pg->replay_needed = true;
+        }
+        c->step = FEED_START;
+        return;
+    }
+    if (c->step == FEED_CREATE && st == PGRES_TUPLES_OK) {
+        pg->applied_lsn = parse_lsn(PQgetvalue(r, 0, 1));
+        pg->replay_needed = true;
+        c->step = FEED_START;
+        return;
+    }
+    if (c->step == FEED_START && st == PGRES_COPY_BOTH) {
+        c->step = FEED_STREAMING;
+        if (pg->replay_needed) {
+            pg->replay_needed = false;
+            replay_all(pg);
+        }
+        return;
+    }
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "replication: %s",
+                 PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+                     ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : pg_conn_error(c));
+        c->step = -1;
+        pg_conn_drop(c, why);
+    }
+}
+
+/* Drains the results of a setup command, then sends the next one. */
+static void feed_setup_input(pg_conn *c)
+{
+    while (c->state == CONN_BUSY && !PQisBusy(c->c)) {
+        PGresult *r = PQgetResult(c->c);
+        if (!r) {
+            c->state = CONN_IDLE;
+            break;
+        }
+        feed_step_result(c, r);
+        PQclear(r);
+        if (c->step == FEED_STREAMING || c->state == CONN_DOWN)
+            return;
+    }
+    if (c->state != CONN_IDLE)
+        return;
+    if (c->step == FEED_CREATE) {
+        pg_buf q = { 0 };
+        pg_buf_puts(&q, "CREATE_REPLICATION_SLOT ");
+        pg_buf_ident(&q, c->pg->slot);
+        pg_buf_puts(&q, " LOGICAL pgoutput NOEXPORT_SNAPSHOT");
+        feed_send(c, pg_buf_str(&q));
+        pg_buf_free(&q);
+    } else if (c->step == FEED_START) {
+        feed_start(c);
+    }
+}
+
+/* ---- standby status ---- */
+
+void pg_feed_status(ldb_pg *pg, bool force)
+{
+    pg_conn *c = &pg->feed;
+    int64_t now = pg_now_ms();
+    if (c->state == CONN_DOWN || c->step != FEED_STREAMING || (!force && now < pg->status_at))
+        return;
+    char m[34];
+    m[0] = 'r';
+    put_u64(m + 1, pg->applied_lsn);
+    put_u64(m + 9, pg->applied_lsn);
+    put_u64(m + 17, pg->applied_lsn);
+    put_u64(m + 25, (uint64_t)(now - 946684800000LL) * 1000); /* since 2000-01-01, µs */
+    m[33] = 0;
+    if (PQputCopyData(c->c, m, sizeof m) != 1 || PQflush(c->c) < 0)
+        pg_conn_drop(c, pg_conn_error(c));
+    pg->status_at = now + 1000;
+}
+
+/* ---- applying a transaction ---- */
+
+/* Parses TupleData at p into cells (t->ncols, in our column order; the
+ * values are copied NUL-terminated into buf, which the cells then point
+ * into: one buf per tuple). Returns the position after it, NULL on a
+ * malformed message or NOMEM. */
+static const char *parse_tuple(const pg_table *t, const char *p, const char *end, pg_cell *cells,
+                               pg_buf *buf)
+{
+    if (end - p < 2)
+        return NULL;
+    int n = get_u16(p);
+    p += 2;
+    buf->n = 0;
+    for (int i = 0; i < t->ncols; i++)
+        cells[i] = (pg_cell){ NULL, -1, false };
+    /* first pass: copy the values, keeping each one's offset in len */
+    for (int i = 0; i < n; i++) {
+        if (p >= end)
+            return NULL;
+        char kind = *p++;
+        int col = i < t->relmap_n ? t->relmap[i] : -1;
+        if (kind == 'u' && col >= 0)
+            cells[col].unchanged = true;
+        if (kind != 't')
+            continue;
+        if (end - p < 4)
+            return NULL;
+        uint32_t len = get_u32(p);
+        p += 4;
+        if ((uint64_t)(end - p) < len)
+            return NULL;
+        if (col >= 0) {
+            cells[col].len = (int)len;
+            cells[col].p = (const char *)(uintptr_t)(buf->n + 1); /* offset + 1 until fixed */
+            pg_buf_add(buf, p, len);
+            pg_buf_add(buf, "", 1);
+        }
+        p += len;
+    }
+    if (buf->oom)
+        return NULL;
+    for (int i = 0; i < t->ncols; i++)
+        if (cells[i].p)
+            cells[i].p = buf->p + ((uintptr_t)cells[i].p - 1);
+    return p;
+}
+
+static pg_table *table_by_relid(ldb_pg *pg, uint32_t relid)
+{
+    for (int i = 0; i < pg->ntables; i++)
+        if (pg->tables[i]->relid == relid)
+            return pg->tables[i];
+    return NULL;
+}
+
+/* A relation message: which of our tables, and its columns by name. */
+static void on_relation(ldb_pg *pg, const char *p, const char *end)
+{
+    if (end - p < 4)
+        return;
+    uint32_t relid = get_u32(p);
+    const char *nsp = p + 4;
+    const char *rel = nsp + strnlen(nsp, (size_t)(end - nsp)) + 1;
+    if (rel >= end)
+        return;
+    const char *q = rel + strnlen(rel, (size_t)(end - rel)) + 1;
+    if (end - q < 3)
+        return;
+    pg_table *t = pg_table_by_rel(pg, *nsp ? nsp : "pg_catalog", rel);
+    if (!t || t->relid != relid)
+        return;
+    int n = get_u16(q + 1);
+    q += 3;
+    int *map = malloc(((size_t)n + 1) * sizeof *map);
+    if (!map)
+        return;
+    for (int i = 0; i < n; i++) {
+        map[i] = -1;
+        if (end - q < 1)
+            break;
+        const char *name = q + 1;
+        size_t len = strnlen(name, (size_t)(end - name));
+        for (int c = 0; c < t->ncols; c++)
+            if (strlen(t->cols[c].name) == len && memcmp(t->cols[c].name, name, len) == 0)
+                map[i] = c;
+        q = name + len + 1 + 8;                  /* type oid, typmod */
+    }
+    free(t->relmap);
+    t->relmap = map;
+    t->relmap_n = n;
+    t->relid = relid;
+}
+
+/* The transaction being applied. */
+struct apply {
+    ldb_pg *pg;
+    ldb_sync *s;
+    ldb_source *to;       /* the source rows are set for now */
+    uint64_t seq;
+    bool all;             /* one of our writes: apply every change */
+    bool record;          /* loads are outstanding: record touched keys */
+    pg_keymap carried;    /* all: the keys it changed (table, key) */
+    pg_buf key, oldbuf, newbuf;
+    pg_cell *oldc, *newc; /* a change's tuples (the widest table's columns) */
+    int rc;
+};
+
+static int ensure_sync(struct apply *a, pg_table *t)
+{
+    if (!a->s) {
+        int rc = ldb_sync_begin(t->src, NULL, &a->s);
+        a->to = t->src;
+        return rc;
+    }
+    if (a->to != t->src) {
+        a->to = t->src;
+        return ldb_sync_source(a->s, t->src);
+    }
+    return LDB_OK;
+}
+
+static void touch(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    size_t n = pg_row_key(t, row, &a->key);
+    if (a->record && !pg_keymap_put(&t->touched, a->key.p, n, a->seq))
+        a->rc = LDB_NOMEM;
+    if (a->all) {
+        pg_buf_add(&a->key, (const char *)&t, sizeof t);
+        if (!pg_keymap_put(&a->carried, a->key.p, a->key.n, 1))
+            a->rc = LDB_NOMEM;
+    }
+}
+
+static bool wanted(pg_table *t, const pg_cell *row)
+{
+    for (int i = 0; i < t->nreqs; i++)
+        if (pg_cell_matches(t, row, ldb_request_pred(t->reqs[i])))
+            return true;
+    return false;
+}
+
+static int put_row(struct apply *a, pg_table *t, const pg_cell *row, bool held)
+{
+    int rc = ensure_sync(a, t);
+    for (int i = 0; rc == LDB_OK && i < t->ncols; i++)
+        if (!row[i].unchanged)
+            rc = pg_cell_sync(a->s, i, t->cols[i].kind, &row[i]);
+    if (rc == LDB_OK && held && pg_row_read(t, row, a->s) < 0)
+        rc = LDB_NOMEM;
+    return rc ? rc : ldb_sync_upsert(a->s);
+}
+
+static int del_row(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    int rc = ensure_sync(a, t);
+    for (int i = 0; rc == LDB_OK && i < t->npk; i++)
+        rc = pg_cell_sync(a->s, t->pk[i], t->cols[t->pk[i]].kind, &row[t->pk[i]]);
+    return rc ? rc : ldb_sync_delete(a->s);
+}
+
+static bool has_unchanged(const pg_table *t, const pg_cell *row)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (row[i].unchanged)
+            return true;
+    return false;
+}
+
+/* A new row version: applied when held or wanted. */
+static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    int held = pg_row_held(t, row);
+    if (held < 0)
+        return -held;
+    touch(a, t, row);
+    if (!held && !a->all && !wanted(t, row)) {
+        a->pg->stats.ignored++;
+        return LDB_OK;
+    }
+    if (!held && has_unchanged(t, row)) {      /* a TOASTed value we never saw */
+        pg_load_refetch(t, row);
+        return LDB_OK;
+    }
+    a->pg->stats.changes++;
+    return put_row(a, t, row, held);
+}
+
+static bool same_key(const pg_table *t, const pg_cell *a, const pg_cell *b)
+{
+    for (int i = 0; i < t->npk; i++) {
+        const pg_cell *x = &a[t->pk[i]], *y = &b[t->pk[i]];
+        if (!x->p || !y->p || x->len != y->len || memcmp(x->p, y->p, (size_t)x->len))
+            return false;
+    }
+    return true;
+}
+
+static int apply_change(struct apply *a, char kind, const char *p, const char *end)
+{
+    if (end - p < 4)
+        return LDB_OK;
+    pg_table *t = table_by_relid(a->pg, get_u32(p));
+    if (!t)
+        return LDB_OK;
+    p += 4;
+    pg_cell *oldc = a->oldc, *newc = a->newc;
+    int rc = LDB_OK;
+    bool has_old = false;
+    if (rc == LDB_OK && kind != 'I' && p < end && (*p == 'K' || *p == 'O')) {
+        p = parse_tuple(t, p + 1, end, oldc, &a->oldbuf);
+        has_old = p != NULL;
+    }
+    if (rc == LDB_OK && p && kind != 'D' && p < end && *p == 'N')
+        p = parse_tuple(t, p + 1, end, newc, &a->newbuf);
+    if (rc == LDB_OK && p) {
+        if (kind == 'D') {
+            touch(a, t, oldc);
+            a->pg->stats.changes++;
+            rc = del_row(a, t, oldc);
+        } else {
+            if (has_old && !same_key(t, oldc, newc)) {  /* the key changed */
+                touch(a, t, oldc);
+                rc = del_row(a, t, oldc);
+            }
+            if (rc == LDB_OK)
+                rc = upsert_change(a, t, newc);
+        }
+    }
+    return rc;
+}
+
+/* TRUNCATE: the table's rows are void (law 9); its own sync transaction,
+ * so that the truncate is the first source's. */
+static int apply_truncate(struct apply *a, const char *p, const char *end)
+{
+    if (end - p < 5)
+        return LDB_OK;
+    uint32_t n = get_u32(p);
+    p += 5;
+    for (uint32_t i = 0; i < n && end - p >= 4; i++, p += 4) {
+        pg_table *t = table_by_relid(a->pg, get_u32(p));
+        if (!t)
+            continue;
+        if (a->s) {
+            ldb_sync_commit(a->s, NULL);
+            a->s = NULL;
+        }
+        int rc = ldb_sync_begin(t->src, NULL, &a->s);
+        a->to = t->src;
+        if (rc == LDB_OK)
+            rc = ldb_sync_truncate(a->s);
+        if (rc)
+            return rc;
+        pg_keymap_clear(&t->touched);
+    }
+    return LDB_OK;
+}
+
+/* "<tag>:f<n>" and "<tag>:w<id>" messages of ours. */
+static void on_message(ldb_pg *pg, const char *p, const char *end, uint64_t *fence,
+                       uint64_t *write)
+{
+    if (end - p < 9)
+        return;
+    const char *prefix = p + 9;
+    size_t plen = strnlen(prefix, (size_t)(end - prefix));
+    if (plen != 6 || memcmp(prefix, "livedb", 6) || end - (prefix + 7) < 4)
+        return;
+    const char *body = prefix + 7 + 4;
+    uint32_t len = get_u32(prefix + 7);
+    size_t tl = strlen(pg->tag);
+    if ((uint64_t)(end - body) < len || len < tl + 3 || memcmp(body, pg->tag, tl) || body[tl] != ':')
+        return;
+    char num[24];
+    size_t nn = len - tl - 2 < sizeof num - 1 ? len - tl - 2 : sizeof num - 1;
+    memcpy(num, body + tl + 2, nn);
+    num[nn] = 0;
+    uint64_t v = strtoull(num, NULL, 10);
+    if (body[tl + 1] == 'f' && v > *fence)
+        *fence = v;
+    else if (body[tl + 1] == 'w')
+        *write = v;
+}
+
+static void fence_reached(ldb_pg *pg, uint64_t fence)
+{
+    if (fence <= pg->fence_seen)
+        return;
+    pg->fence_seen = fence;
+    pg_loads_fence_seen(pg);
+    pg_writes_fence_seen(pg);
+}
+
+/* Applies the buffered transaction at its commit. */
+static void apply_txn(ldb_pg *pg, struct pg_txn *x)
+{
+    struct apply a = { .pg = pg, .seq = pg->feed_seq + 1, .record = !pg_loads_idle(pg) };
+    uint64_t fence = 0, write = 0;
+    for (size_t off = 0; off + 4 <= x->msgs.n; ) {     /* messages first: is it our write? */
+        uint32_t len = get_u32(x->msgs.p + off);
+        const char *m = x->msgs.p + off + 4;
+        if (*m == 'M')
+            on_message(pg, m + 1, m + len, &fence, &write);
+        off += 4 + len;
+    }
+    a.all = write != 0;
+    pg->feed_seq = a.seq;
+    int width = 1;
+    for (int i = 0; i < pg->ntables; i++)
+        width = pg->tables[i]->ncols > width ? pg->tables[i]->ncols : width;
+    a.oldc = calloc((size_t)width, sizeof *a.oldc);
+    a.newc = calloc((size_t)width, sizeof *a.newc);
+    if (!a.oldc || !a.newc)
+        a.rc = LDB_NOMEM;
+    for (size_t off = 0; a.rc == LDB_OK && off + 4 <= x->msgs.n; ) {
+        uint32_t len = get_u32(x->msgs.p + off);
+        const char *m = x->msgs.p + off + 4;
+        if (*m == 'I' || *m == 'U' || *m == 'D')
+            a.rc = apply_change(&a, *m, m + 1, m + len);
+        else if (*m == 'T')
+            a.rc = apply_truncate(&a, m + 1, m + len);
+        off += 4 + len;
+    }
+    if (a.rc == LDB_OK && write && !a.s && pg->ntables)
+        a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
+    if (a.rc == LDB_OK && write)
+        a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
+    if (a.s) {
+        if (a.rc == LDB_OK) {
+            ldb_receipt *rcpt = NULL;
+            int rc = ldb_sync_commit(a.s, &rcpt);
+            if (rc == LDB_OK && rcpt && ldb_receipt_state(rcpt) == LDB_RECEIPT_FAILED)
+                pg_set_err(pg, "applying a stream transaction: %s", ldb_receipt_error(rcpt));
+            ldb_receipt_free(rcpt);
+        } else {
+            ldb_sync_abandon(a.s);
+            pg_set_err(pg, "applying a stream transaction: %s", ldb_errstr(a.rc));
+        }
+    }
+    pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
+    pg_keymap_clear(&a.carried);
+    free(a.oldc), free(a.newc);
+    pg->stats.txns++;
+    pg->applied_lsn = x->end_lsn;
+    fence_reached(pg, fence);
+}
+
+/* One pgoutput message. */
+static void on_pgoutput(ldb_pg *pg, const char *m, size_t len)
+{
+    const char *end = m + len;
+    struct pg_txn *x = pg->txn;
+    switch (m[0]) {
+    case 'B':
+        if (!x && !(x = pg->txn = calloc(1, sizeof *x)))
+            break;
+        x->msgs.n = 0;
+        x->msgs.oom = false;
+        x->open = true;
+        break;
+    case 'R':
+        on_relation(pg, m + 1, end);
+        break;
+    case 'M':
+        if (len > 1 && !(m[1] & 1)) {           /* not transactional: now */
+            uint64_t fence = 0, write = 0;
+            on_message(pg, m + 1, end, &fence, &write);
+            fence_reached(pg, fence);
+            break;
+        }
+        /* fall through */
+    case 'I': case 'U': case 'D': case 'T':
+        if (x) {
+            uint32_t n = (uint32_t)len;
+            char hdr[4] = { (char)(n >> 24), (char)(n >> 16), (char)(n >> 8), (char)n };
+            pg_buf_add(&x->msgs, hdr, 4);
+            pg_buf_add(&x->msgs, m, len);
+        }
+        break;
+    case 'C':
+        if (x && len >= 26) {
+            x->end_lsn = get_u64(m + 10);
+            if (x->msgs.oom)
+                pg_conn_drop(&pg->feed, "out of memory buffering a transaction");
+            else
+                apply_txn(pg, x);
+            x->msgs.n = 0;
+            x->open = false;
+        }
+        break;
+    default:                                    /* 'Y' types, 'O' origins */
+        break;
+    }
+}
+
+static void feed_copy_input(pg_conn *c)
+{
+    ldb_pg *pg = c->pg;
+    for (;;) {
+        char *buf = NULL;
+        int n = PQgetCopyData(c->c, &buf, 1);
+        if (n == 0)
+            return;
+        if (n < 0) {
+            pg_conn_drop(c, n == -1 ? "replication stream ended" : pg_conn_error(c));
+            return;
+        }
+        if (buf[0] == 'w' && n > 25)
+            on_pgoutput(pg, buf + 25, (size_t)n - 25);
+        else if (buf[0] == 'k' && n >= 18) {
+            /* Outside a transaction everything sent so far is applied. */
+            uint64_t wal_end = get_u64(buf + 1);
+            if ((!pg->txn || !pg->txn->open) && wal_end > pg->applied_lsn)
+                pg->applied_lsn = wal_end;
+            if (buf[17])
+                pg_feed_status(pg, true);
+        }
+        PQfreemem(buf);
+        if (c->state == CONN_DOWN)
+            return;
+    }
+}
+
+void pg_feed_input(pg_conn *c)
+{
+    if (c->step == FEED_STREAMING)
+        feed_copy_input(c);
+    else
+        feed_setup_input(c);
+}
+
+/* The connection is gone: the transaction being received is dropped (the
+ * slot sends it again). */
+void pg_feed_lost(ldb_pg *pg)
+{
+    if (pg->txn) {
+        pg_buf_free(&pg->txn->msgs);
+        free(pg->txn);
+        pg->txn = NULL;
+    }
+    pg->feed.step = FEED_CHECK;
+}

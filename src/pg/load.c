@@ -1,0 +1,433 @@
+/*
+ * load.c - answering requests: each is one SELECT run through a cursor on
+ * a load connection, its rows applied as sync transactions of the request.
+ *
+ * A load: BEGIN READ ONLY; DECLARE (the cursor's snapshot S is taken
+ * here); then FETCH rows_per_commit at a time; COMMIT. Right after the
+ * DECLARE the load asks for a fence: a logical message committed after S,
+ * so once the stream has passed it every transaction S saw is applied
+ * locally. Until then fetched chunks are held; from then on each chunk is
+ * applied at once, minus the rows whose key the stream changed after the
+ * load was sent (the stream's version is newer, or the row no longer
+ * matches and is rightly absent). The request settles after the last
+ * chunk. docs/ARCHITECTURE.md, "PostgreSQL adapter", has the argument.
+ *
+ * A request aborted while its command runs has the server query cancelled
+ * (PQcancel on a thread: it blocks) and the connection replaced, so a late
+ * cancel can never hit the next load's command.
+ */
+#include "pg/pg_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void load_send(pg_load *l, pg_conn *c);
+
+static pg_load *load_new(pg_table *t, ldb_request *req, char *sql)
+{
+    pg_load *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->t = t;
+    l->req = req;
+    l->sql = sql;
+    pg_load **tail = &t->pg->loads;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = l;
+    return l;
+}
+
+static bool reqs_add(pg_table *t, ldb_request *req)
+{
+    if (t->nreqs == t->capreqs) {
+        int cap = t->capreqs ? t->capreqs * 2 : 8;
+        ldb_request **more = realloc(t->reqs, (size_t)cap * sizeof *more);
+        if (!more)
+            return false;
+        t->reqs = more;
+        t->capreqs = cap;
+    }
+    ldb_request_ref(req);
+    t->reqs[t->nreqs++] = req;
+    return true;
+}
+
+int pg_load_subset_cb(void *ctx, ldb_request *req)
+{
+    pg_table *t = ctx;
+    pg_buf why = { 0 };
+    char *sql = pg_translate_request(t, req, &why);
+    pg_buf_free(&why);
+    if (!sql)
+        return LDB_NOMEM;
+    if (!reqs_add(t, req)) {
+        free(sql);
+        return LDB_NOMEM;
+    }
+    ldb_request_ref(req);
+    if (!load_new(t, req, sql)) {
+        ldb_request_unref(req);
+        free(sql);
+        t->nreqs--;
+        ldb_request_unref(req);
+        return LDB_NOMEM;
+    }
+    pg_loads_dispatch(t->pg);
+    return LDB_OK;
+}
+
+void pg_unload_subset_cb(void *ctx, ldb_request *req)
+{
+    pg_table *t = ctx;
+    for (int i = 0; i < t->nreqs; i++)
+        if (t->reqs[i] == req) {
+            t->reqs[i] = t->reqs[--t->nreqs];
+            ldb_request_unref(req);
+            break;
+        }
+}
+
+static void *cancel_main(void *arg)
+{
+    char err[256];
+    PQcancel(arg, err, sizeof err);
+    PQfreeCancel(arg);
+    return NULL;
+}
+
+/* Stops l's server command and replaces its connection. */
+static void load_cancel(pg_load *l)
+{
+    pg_conn *c = l->conn;
+    PGcancel *k = PQgetCancel(c->c);
+    pthread_t th;
+    if (k && pthread_create(&th, NULL, cancel_main, k) == 0)
+        pthread_detach(th);
+    else
+        PQfreeCancel(k);
+    l->conn = NULL;
+    c->load = NULL;
+    pg_conn_close(c);
+    if (!c->pg->closing)
+        pg_conn_start(c);
+}
+
+/* Done: freed by pg_loads_reap (at the end of ldb_pg_poll, never while a
+ * caller up the stack may still be applying its chunks). */
+static void load_finish(pg_load *l) { l->state = LOAD_DONE; }
+
+void pg_abort_cb(void *ctx, ldb_request *req)
+{
+    pg_table *t = ctx;
+    for (pg_load *l = t->pg->loads; l; l = l->next) {
+        if (l->req != req || l->state == LOAD_DONE)
+            continue;
+        l->aborted = true;
+        if (l->conn && l->state != LOAD_CLOSING)
+            load_cancel(l);
+        if (!l->conn)
+            load_finish(l);
+    }
+}
+
+/* An internal load of one key (a TOASTed value the stream did not
+ * resend, for a row we do not hold); its rows need no request. */
+void pg_load_refetch(pg_table *t, const pg_cell *row)
+{
+    char *sql = pg_translate_request(t, NULL, &(pg_buf){ 0 });
+    if (!sql)
+        return;
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, sql);
+    q.n -= strlen("TRUE");                          /* "... WHERE TRUE" */
+    for (int i = 0; i < t->npk; i++) {
+        const pg_cell *c = &row[t->pk[i]];
+        if (i)
+            pg_buf_puts(&q, " AND ");
+        pg_buf_ident(&q, t->cols[t->pk[i]].name);
+        pg_buf_puts(&q, " = ");
+        pg_buf_literal(&q, c->p ? c->p : "", c->p ? (size_t)c->len : 0);
+    }
+    free(sql);
+    if (q.oom || !load_new(t, NULL, q.p))
+        pg_buf_free(&q);
+    else
+        pg_loads_dispatch(t->pg);
+}
+
+/* ---- running loads on connections ---- */
+
+static void load_send(pg_load *l, pg_conn *c)
+{
+    pg_buf q = { 0 };
+    pg_buf_printf(&q, "BEGIN READ ONLY; DECLARE ldb_cursor NO SCROLL CURSOR FOR %s", l->sql);
+    if (q.oom || !PQsendQuery(c->c, q.p)) {
+        pg_buf_free(&q);
+        pg_conn_drop(c, q.oom ? "out of memory" : pg_conn_error(c));
+        return;
+    }
+    pg_buf_free(&q);
+    l->conn = c;
+    l->state = LOAD_DECLARING;
+    l->seq_sent = c->pg->feed_seq;
+    l->fence = 0;
+    c->load = l;
+    c->state = CONN_BUSY;
+    c->pg->stats.loads++;
+}
+
+void pg_loads_dispatch(ldb_pg *pg)
+{
+    for (pg_load *l = pg->loads; l; l = l->next) {
+        if (l->state != LOAD_QUEUED)
+            continue;
+        if (l->aborted || (l->req && ldb_request_aborted(l->req))) {
+            load_finish(l);
+            continue;
+        }
+        pg_conn *c = NULL;
+        for (int i = 0; i < pg->nloadc && !c; i++)
+            if (pg->loadc[i].state == CONN_IDLE)
+                c = &pg->loadc[i];
+        if (!c)
+            return;
+        load_send(l, c);
+    }
+}
+
+static void load_fail(pg_load *l, const char *msg)
+{
+    if (l->req && !l->aborted && !l->failed)
+        ldb_request_settle(l->req, LDB_ERROR, msg);
+    l->failed = true;
+}
+
+/* Applies l's held chunks once its fence has passed; settles it after the
+ * last one. */
+static void load_apply(pg_load *l)
+{
+    ldb_pg *pg = l->t->pg;
+    if (l->aborted || l->failed || !l->fence || pg->fence_seen < l->fence)
+        return;
+    pg_table *t = l->t;
+    pg_cell *row = calloc((size_t)t->ncols + 1, sizeof *row);
+    pg_buf key = { 0 };
+    int rc = row ? LDB_OK : LDB_NOMEM;
+    for (int h = 0; rc == LDB_OK && h < l->nheld; h++) {
+        PGresult *r = l->held[h];
+        ldb_sync *s;
+        rc = ldb_sync_begin(t->src, l->req, &s);
+        for (int i = 0; rc == LDB_OK && i < PQntuples(r); i++) {
+            for (int c = 0; c < t->ncols; c++)
+                row[c] = (pg_cell){ PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c),
+                                    PQgetlength(r, i, c), false };
+            if (t->touched.n &&
+                pg_keymap_get(&t->touched, key.p, pg_row_key(t, row, &key)) > l->seq_sent) {
+                pg->stats.rows_skipped++;
+                continue;
+            }
+            for (int c = 0; rc == LDB_OK && c < t->ncols; c++)
+                rc = pg_cell_sync(s, c, t->cols[c].kind, &row[c]);
+            if (rc == LDB_OK)
+                rc = ldb_sync_upsert(s);
+            pg->stats.rows_loaded++;
+        }
+        if (rc == LDB_OK)
+            rc = ldb_sync_commit(s, NULL);
+        else if (s)
+            ldb_sync_abandon(s);
+        if (l->aborted || l->state == LOAD_DONE)   /* aborted from inside the commit */
+            break;
+    }
+    for (int h = 0; h < l->nheld; h++)
+        PQclear(l->held[h]);
+    l->nheld = 0;
+    free(row);
+    pg_buf_free(&key);
+    if (rc)
+        load_fail(l, "livedb-pg: applying loaded rows failed (out of memory?)");
+    else if (l->fetched_all && !l->aborted && l->req)
+        ldb_request_settle(l->req, LDB_OK, NULL);
+    if (l->fetched_all || rc || (l->aborted && !l->conn))
+        l->state = l->conn ? LOAD_CLOSING : LOAD_DONE;
+}
+
+void pg_loads_fence_seen(ldb_pg *pg)
+{
+    for (pg_load *l = pg->loads; l; l = l->next)
+        if (l->nheld || (l->fetched_all && l->state != LOAD_DONE))
+            load_apply(l);
+}
+
+static bool hold(pg_load *l, PGresult *r)
+{
+    if (l->nheld == l->capheld) {
+        int cap = l->capheld ? l->capheld * 2 : 4;
+        PGresult **more = realloc(l->held, (size_t)cap * sizeof *more);
+        if (!more)
+            return false;
+        l->held = more;
+        l->capheld = cap;
+    }
+    l->held[l->nheld++] = r;
+    return true;
+}
+
+static void send_or_drop(pg_conn *c, const char *sql)
+{
+    if (!PQsendQuery(c->c, sql))
+        pg_conn_drop(c, pg_conn_error(c));
+}
+
+static const char *result_error(PGresult *r, pg_conn *c)
+{
+    const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    return m ? m : pg_conn_error(c);
+}
+
+/* One result of l's current command. */
+static void load_result(pg_conn *c, pg_load *l, PGresult *r)
+{
+    int st = PQresultStatus(r);
+    if (st == PGRES_FATAL_ERROR) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "postgresql: %s", result_error(r, c));
+        load_fail(l, msg);
+    } else if (l->state == LOAD_FETCHING && st == PGRES_TUPLES_OK) {
+        if (PQntuples(r) < c->pg->rows_per_commit)
+            l->fetched_all = true;
+        if (!hold(l, r)) {
+            load_fail(l, "livedb-pg: out of memory");
+            PQclear(r);
+        }
+        return;                                   /* r is held */
+    }
+    PQclear(r);
+}
+
+/* The command finished: what l sends next. */
+static void load_next(pg_conn *c, pg_load *l)
+{
+    ldb_pg *pg = c->pg;
+    if (l->state == LOAD_CLOSING || (l->state == LOAD_DONE)) {
+        c->load = NULL;
+        l->conn = NULL;
+        c->state = CONN_IDLE;
+        if (l->state == LOAD_CLOSING)
+            l->state = l->nheld ? LOAD_FETCHING : LOAD_DONE;
+        if (l->state != LOAD_DONE && (l->failed || l->aborted))
+            load_finish(l);
+        return;
+    }
+    if (l->failed || l->aborted) {
+        l->state = LOAD_CLOSING;
+        send_or_drop(c, "ROLLBACK");
+        return;
+    }
+    if (l->state == LOAD_DECLARING) {
+        l->fence = pg_fence_want(pg);
+        l->state = LOAD_FETCHING;
+    }
+    load_apply(l);
+    if (l->conn != c)                 /* aborted inside, its connection replaced */
+        return;
+    if (l->state == LOAD_FETCHING && !l->fetched_all) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "FETCH %d FROM ldb_cursor", pg->rows_per_commit);
+        send_or_drop(c, sql);
+    } else if (l->state != LOAD_DONE) {
+        l->state = LOAD_CLOSING;
+        send_or_drop(c, "COMMIT");
+    }
+}
+
+void pg_load_conn_result(pg_conn *c)
+{
+    while (c->state == CONN_BUSY && !PQisBusy(c->c)) {
+        pg_load *l = c->load;
+        PGresult *r = PQgetResult(c->c);
+        if (!l) {                    /* nothing of ours runs: drain */
+            if (!r)
+                c->state = CONN_IDLE;
+            PQclear(r);
+            continue;
+        }
+        if (r) {
+            load_result(c, l, r);
+            continue;
+        }
+        load_next(c, l);
+    }
+}
+
+/* The connection died under l: it runs again from the start (a new
+ * snapshot and fence) unless it was aborted. */
+void pg_load_conn_lost(pg_conn *c)
+{
+    pg_load *l = c->load;
+    c->load = NULL;
+    if (!l)
+        return;
+    l->conn = NULL;
+    for (int i = 0; i < l->nheld; i++)
+        PQclear(l->held[i]);
+    l->nheld = 0;
+    l->fetched_all = false;
+    l->fence = 0;
+    if (l->aborted || l->failed || l->state == LOAD_DONE || l->state == LOAD_CLOSING)
+        load_finish(l);
+    else
+        l->state = LOAD_QUEUED;
+}
+
+/* The server stayed unreachable: every unanswered request fails. */
+void pg_loads_fail_all(ldb_pg *pg, const char *why)
+{
+    for (pg_load *l = pg->loads; l; l = l->next)
+        if (l->state != LOAD_DONE && !l->failed) {
+            load_fail(l, why);
+            if (!l->conn)
+                load_finish(l);
+        }
+}
+
+void pg_loads_reap(ldb_pg *pg)
+{
+    for (pg_load **p = &pg->loads; *p; ) {
+        pg_load *l = *p;
+        if (l->state != LOAD_DONE || l->conn) {
+            p = &l->next;
+            continue;
+        }
+        *p = l->next;
+        for (int i = 0; i < l->nheld; i++)
+            PQclear(l->held[i]);
+        free(l->held);
+        if (l->req)
+            ldb_request_unref(l->req);
+        free(l->sql);
+        free(l);
+    }
+    if (!pg->loads)                  /* nothing outstanding: nothing to compare with */
+        for (int i = 0; i < pg->ntables; i++)
+            pg_keymap_clear(&pg->tables[i]->touched);
+}
+
+bool pg_loads_idle(ldb_pg *pg)
+{
+    for (pg_load *l = pg->loads; l; l = l->next)
+        if (l->state != LOAD_DONE)
+            return false;
+    return true;
+}
+
+/* The number of a fence that will be committed after now. */
+uint64_t pg_fence_want(ldb_pg *pg)
+{
+    pg->fence_wanted = true;
+    pg_control_kick(pg);
+    return pg->fence_inflight && !pg->fence_wanted ? pg->fence_inflight : pg->fence_next;
+}
