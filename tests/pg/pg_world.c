@@ -314,12 +314,16 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void equal_or_fail(char **a, int na, char **b, int nb, const char *what, const char *name)
+/* a (taken) equals pg_sql's rows on the server. */
+static void against_pg(pw_world *w, char **a, int na, const char *pg_sql, const char *what,
+                       const char *name)
 {
+    int nb;
+    char **b = pgu_rows_pg(w->reader, pg_sql, &nb);
     int ok = pgu_rows_equal(a, na, b, nb, what);
     pgu_rows_free(a, na);
     pgu_rows_free(b, nb);
-    CHECKF(ok, "%s: %s differs from PostgreSQL", name, what);
+    CHECKF(ok, "%s: %s differs from PostgreSQL (%s)", name, what, w->where);
 }
 
 /* Every row livedb holds is the server's row of that key. */
@@ -338,7 +342,7 @@ static void check_local_rows(pw_world *w)
                 snprintf(bad, sizeof bad, "%s", l[i]);
         pgu_rows_free(l, nl);
         pgu_rows_free(p, np);
-        CHECKF(!bad[0], "local %s row \"%s\" is not the server's", names[t], bad);
+        CHECKF(!bad[0], "local %s row \"%s\" is not the server's (%s)", names[t], bad, w->where);
     }
 }
 
@@ -392,7 +396,7 @@ static int collect_child(void *ctx, const ldb_row *r)
  * for every child row, against the same in PostgreSQL. */
 static void check_include(pw_world *w, pw_query *q)
 {
-    int nl, np;
+    int nl;
     char **l = pgu_rows_live(q->q, &nl);
     for (int i = 0; i < nl; i++) {
         char *bar = strrchr(l[i], '|');
@@ -401,8 +405,7 @@ static void check_include(pw_world *w, pw_query *q)
     }
     if (nl)
         qsort(l, (size_t)nl, sizeof *l, cmp_str);
-    equal_or_fail(l, nl, pgu_rows_pg(w->reader, q->pg, &np), np, "the include's root rows",
-                  q->name);
+    against_pg(w, l, nl, q->pg, "the include's root rows", q->name);
 
     struct children *ch = calloc(1, sizeof *ch);
     CHECK(ch);
@@ -423,33 +426,33 @@ static void check_include(pw_world *w, pw_query *q)
     free(ch);
     if (na)
         qsort(all, (size_t)na, sizeof *all, cmp_str);
-    equal_or_fail(all, na, pgu_rows_pg(w->reader, q->child, &np), np, "the include's children",
-                  q->name);
+    against_pg(w, all, na, q->child, "the include's children", q->name);
     char **shot = pgu_rows_ldb(w->db, q->child, &nl);
-    equal_or_fail(shot, nl, pgu_rows_pg(w->reader, q->child, &np), np,
-                  "the children's one-shot over the local tables", q->name);
+    against_pg(w, shot, nl, q->child, "the children's one-shot over the local tables", q->name);
 }
 
 void pw_check(pw_world *w)
 {
     CHECKF(!w->trace[0], "a live query showed the rolled-back value \"%s\"", w->trace);
+    check_local_rows(w);   /* first: a wrong row explains a wrong result */
     for (int i = 0; i < w->nq; i++) {
         pw_query *q = &w->qs[i];
         const char *msg = NULL;
         CHECKF(ldb_live_error(q->q, &msg) == LDB_OK, "%s: %s", q->name, msg);
         int st = ldb_live_status(q->q, &msg);
-        CHECKF(st == LDB_STATUS_READY, "%s: status %d after ldb_pg_sync: %s", q->name, st,
-               msg ? msg : "");
-        int nl, np;
-        if (q->kind == PW_INCLUDE)
+        CHECKF(st == LDB_STATUS_READY, "%s: status %d after ldb_pg_sync (%s): %s", q->name, st,
+               w->where, msg ? msg : "");
+        int nl;
+        char **l;
+        if (q->kind == PW_INCLUDE) {
             check_include(w, q);
-        else
-            equal_or_fail(pgu_rows_live(q->q, &nl), nl, pgu_rows_pg(w->reader, q->pg, &np), np,
-                          "the live result", q->name);
+        } else {
+            l = pgu_rows_live(q->q, &nl);
+            against_pg(w, l, nl, q->pg, "the live result", q->name);
+        }
         if (q->kind == PW_WINDOW)
             check_window_order(w, q);
-        equal_or_fail(pgu_rows_ldb(w->db, q->shot, &nl), nl, pgu_rows_pg(w->reader, q->pg, &np),
-                      np, "the one-shot over the local tables", q->name);
+        l = pgu_rows_ldb(w->db, q->shot, &nl);
+        against_pg(w, l, nl, q->pg, "the one-shot over the local tables", q->name);
     }
-    check_local_rows(w);
 }

@@ -56,6 +56,7 @@ typedef struct pw_world {
     int users, issues, comments;  /* ids handed out so far, per table */
     int nq;
     pw_query qs[PW_MAX_QUERIES];
+    char where[96];      /* what the test just did, for failure messages */
     char trace[256];     /* the first "rb-" value a callback saw */
     uint64_t commits, rollbacks;
 } pw_world;
