@@ -431,6 +431,23 @@ static void check_include(pw_world *w, pw_query *q)
     against_pg(w, shot, nl, q->child, "the children's one-shot over the local tables", q->name);
 }
 
+/* What the adapter is asked for, when a query is not READY. */
+void pw_print_requests(pw_world *w)
+{
+    char *ex = NULL;
+    if (ldb_pg_explain(w->pg, &ex) == LDB_OK && ex)
+        printf("#    ldb_pg_explain:\n%s\n", ex);
+    free(ex);
+    for (int t = 0; t < 3; t++) {
+        ldb_source_stats st;
+        ldb_source_stats_get(w->src[t], &st);
+        printf("#    %s: %llu demands, %llu live requests, %llu queued, %llu requests, "
+               "%llu settles\n", ldb_source_table(w->src[t]), (unsigned long long)st.demands,
+               (unsigned long long)st.requests_live, (unsigned long long)st.queued,
+               (unsigned long long)st.requests, (unsigned long long)st.settles);
+    }
+}
+
 void pw_check(pw_world *w)
 {
     CHECKF(!w->trace[0], "a live query showed the rolled-back value \"%s\"", w->trace);
@@ -440,6 +457,8 @@ void pw_check(pw_world *w)
         const char *msg = NULL;
         CHECKF(ldb_live_error(q->q, &msg) == LDB_OK, "%s: %s", q->name, msg);
         int st = ldb_live_status(q->q, &msg);
+        if (st != LDB_STATUS_READY)
+            pw_print_requests(w);
         CHECKF(st == LDB_STATUS_READY, "%s: status %d after ldb_pg_sync (%s): %s", q->name, st,
                w->where, msg ? msg : "");
         int nl;

@@ -89,4 +89,8 @@ void pw_reconnect_writers(pw_world *w);
  * every local row is the server's row of that key. */
 void pw_check(pw_world *w);
 
+/* Prints the adapter's requests (ldb_pg_explain) and the sources'
+ * counters: what a query that is not READY waits for. */
+void pw_print_requests(pw_world *w);
+
 #endif

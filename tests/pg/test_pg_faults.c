@@ -243,6 +243,8 @@ static void faults(void)
             CHECK_INT(ldb_pg_wait(w.pg, 30), LDB_OK);
         }
         int rc = ldb_pg_sync(w.pg, 60000);
+        if (rc != LDB_OK)
+            pw_print_requests(&w);
         CHECKF(rc == LDB_OK, "after %s: ldb_pg_sync: rc %d: %s", fault_names[kind], rc,
                ldb_pg_errmsg(w.pg));
         ldb_pg_stats_get(w.pg, &after);
