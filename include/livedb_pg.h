@@ -77,9 +77,10 @@ typedef struct ldb_pg_config {
      * what it confirmed, is a replay) and created when it does not; it is
      * kept by ldb_pg_close. */
     const char *slot;
-    /* The publication. NULL: one created for the slot (FOR TABLE each
-     * attached table, added as they attach), dropped by ldb_pg_close; a
-     * given one must exist and publish the attached tables. */
+    /* The publication. NULL: the adapter's own, named as the slot, made
+     * when missing and kept or dropped with the slot; tables are added to
+     * it as they attach. A given one must exist and publish the attached
+     * tables. */
     const char *publication;
     int load_connections;   /* 0: 2 */
     int fail_after_ms;      /* 0: 10000 */

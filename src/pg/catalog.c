@@ -300,6 +300,35 @@ static int describe(ldb_pg *pg, PGconn *c, const char *pg_table_name, pg_table *
     return rc;
 }
 
+/* Rows an existing local table held before the attach came from an
+ * earlier session; the stream may have passed changes to them since
+ * (it skips tables not attached), so they are void (law 9): truncated
+ * through the source, and loaded again as demand asks. */
+static bool void_old_rows(pg_table *t)
+{
+    ldb_stmt *st;
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, "SELECT 1 FROM ");
+    pg_buf_ident(&q, t->local);
+    pg_buf_puts(&q, " LIMIT 1");
+    int rc = q.oom ? LDB_NOMEM : ldb_prepare(t->pg->db, q.p, -1, &st, NULL);
+    pg_buf_free(&q);
+    if (rc)
+        return false;
+    rc = ldb_step(st);
+    ldb_finalize(st);
+    if (rc == LDB_DONE)
+        return true;
+    ldb_sync *s;
+    if (rc != LDB_ROW || ldb_sync_begin(t->src, NULL, &s))
+        return false;
+    if (ldb_sync_truncate(s)) {
+        ldb_sync_abandon(s);
+        return false;
+    }
+    return ldb_sync_commit(s, NULL) == LDB_OK;
+}
+
 int pg_table_attach(ldb_pg *pg, const char *pg_table_name, const char *local, int mode,
                  ldb_source **out)
 {
@@ -340,6 +369,8 @@ int pg_table_attach(ldb_pg *pg, const char *pg_table_name, const char *local, in
             pg->ntables--;
         }
     }
+    if (rc == LDB_OK && !void_old_rows(t))
+        pg_set_err(pg, "%s: could not void the rows it held before (out of memory)", t->local);
     if (rc) {
         if (rc == LDB_NOMEM)
             pg_set_err(pg, "out of memory");

@@ -306,6 +306,8 @@ struct apply {
     bool all;             /* one of our writes: apply every change */
     bool record;          /* loads are outstanding: record touched keys */
     pg_keymap carried;    /* all: the keys it changed (table, key) */
+    pg_keymap mine;       /* (table, key) -> 1 put, 2 deleted by this transaction:
+                           * the local table shows neither before the commit */
     pg_buf key, oldbuf, newbuf;
     pg_cell *oldc, *newc; /* a change's tuples (the widest table's columns) */
     int rc;
@@ -335,6 +337,23 @@ static void touch(struct apply *a, pg_table *t, const pg_cell *row)
         if (!pg_keymap_put(&a->carried, a->key.p, a->key.n, 1))
             a->rc = LDB_NOMEM;
     }
+}
+
+/* Whether row's key is held, counting this transaction's own changes. */
+static int held_now(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    pg_row_key(t, row, &a->key);
+    pg_buf_add(&a->key, (const char *)&t, sizeof t);
+    uint64_t v = pg_keymap_get(&a->mine, a->key.p, a->key.n);
+    return v ? v == 1 : pg_row_held(t, row);
+}
+
+static void mark(struct apply *a, pg_table *t, const pg_cell *row, uint64_t v)
+{
+    pg_row_key(t, row, &a->key);
+    pg_buf_add(&a->key, (const char *)&t, sizeof t);
+    if (!pg_keymap_put(&a->mine, a->key.p, a->key.n, v))
+        a->rc = LDB_NOMEM;
 }
 
 static bool wanted(pg_table *t, const pg_cell *row)
@@ -375,7 +394,7 @@ static bool has_unchanged(const pg_table *t, const pg_cell *row)
 /* A new row version: applied when held or wanted. */
 static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
 {
-    int held = pg_row_held(t, row);
+    int held = held_now(a, t, row);
     if (held < 0)
         return -held;
     touch(a, t, row);
@@ -383,11 +402,10 @@ static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
         a->pg->stats.ignored++;
         return LDB_OK;
     }
-    if (!held && has_unchanged(t, row)) {      /* a TOASTed value we never saw */
-        pg_load_refetch(t, row);
-        return LDB_OK;
-    }
+    if (!held && has_unchanged(t, row))        /* a TOASTed value we never saw */
+        return pg_load_refetch(t, row);
     a->pg->stats.changes++;
+    mark(a, t, row, 1);
     return put_row(a, t, row, held);
 }
 
@@ -421,12 +439,24 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
     if (rc == LDB_OK && p) {
         if (kind == 'D') {
             touch(a, t, oldc);
-            a->pg->stats.changes++;
-            rc = del_row(a, t, oldc);
+            int held = held_now(a, t, oldc);
+            if (held == 0)
+                a->pg->stats.ignored++;
+            else if (held > 0) {
+                a->pg->stats.changes++;
+                mark(a, t, oldc, 2);
+                rc = del_row(a, t, oldc);
+            } else
+                rc = -held;
         } else {
             if (has_old && !same_key(t, oldc, newc)) {  /* the key changed */
                 touch(a, t, oldc);
-                rc = del_row(a, t, oldc);
+                int held = held_now(a, t, oldc);
+                if (held > 0) {
+                    mark(a, t, oldc, 2);
+                    rc = del_row(a, t, oldc);
+                } else if (held < 0)
+                    rc = -held;
             }
             if (rc == LDB_OK)
                 rc = upsert_change(a, t, newc);
@@ -531,20 +561,20 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
         a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
     if (a.rc == LDB_OK && write)
         a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
-    if (a.s) {
-        if (a.rc == LDB_OK) {
-            ldb_receipt *rcpt = NULL;
-            int rc = ldb_sync_commit(a.s, &rcpt);
-            if (rc == LDB_OK && rcpt && ldb_receipt_state(rcpt) == LDB_RECEIPT_FAILED)
-                pg_set_err(pg, "applying a stream transaction: %s", ldb_receipt_error(rcpt));
-            ldb_receipt_free(rcpt);
-        } else {
-            ldb_sync_abandon(a.s);
-            pg_set_err(pg, "applying a stream transaction: %s", ldb_errstr(a.rc));
-        }
+    if (a.s && a.rc == LDB_OK)
+        a.rc = ldb_sync_commit(a.s, NULL);
+    else if (a.s)
+        ldb_sync_abandon(a.s);
+    if (a.rc) {
+        /* The local table refused the server's state (a local UNIQUE
+         * index, out of memory): never diverge silently, load it again. */
+        pg_set_err(pg, "applying a stream transaction failed (%s): replaying",
+                   a.rc == LDB_NOMEM ? "out of memory" : ldb_errmsg(pg->db));
+        replay_all(pg);
     }
     pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
     pg_keymap_clear(&a.carried);
+    pg_keymap_clear(&a.mine);
     free(a.oldc), free(a.newc);
     pg->stats.txns++;
     pg->applied_lsn = x->end_lsn;

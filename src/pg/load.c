@@ -134,15 +134,12 @@ void pg_abort_cb(void *ctx, ldb_request *req)
 }
 
 /* An internal load of one key (a TOASTed value the stream did not
- * resend, for a row we do not hold); its rows need no request. */
-void pg_load_refetch(pg_table *t, const pg_cell *row)
+ * resend, for a row we do not hold); its rows need no request. NOMEM
+ * fails the stream transaction (which then replays). */
+int pg_load_refetch(pg_table *t, const pg_cell *row)
 {
-    char *sql = pg_translate_request(t, NULL, &(pg_buf){ 0 });
-    if (!sql)
-        return;
     pg_buf q = { 0 };
-    pg_buf_puts(&q, sql);
-    q.n -= strlen("TRUE");                          /* "... WHERE TRUE" */
+    pg_select_from(t, &q);
     for (int i = 0; i < t->npk; i++) {
         const pg_cell *c = &row[t->pk[i]];
         if (i)
@@ -151,11 +148,12 @@ void pg_load_refetch(pg_table *t, const pg_cell *row)
         pg_buf_puts(&q, " = ");
         pg_buf_literal(&q, c->p ? c->p : "", c->p ? (size_t)c->len : 0);
     }
-    free(sql);
-    if (q.oom || !load_new(t, NULL, q.p))
+    if (q.oom || !load_new(t, NULL, q.p)) {
         pg_buf_free(&q);
-    else
-        pg_loads_dispatch(t->pg);
+        return LDB_NOMEM;
+    }
+    pg_loads_dispatch(t->pg);
+    return LDB_OK;
 }
 
 /* ---- running loads on connections ---- */

@@ -77,57 +77,69 @@ static int setup_slot(ldb_pg *pg, PGconn *c)
     if (!r)
         return LDB_ERROR;
     pg->applied_lsn = lsn_of(PQgetvalue(r, 0, 0));
-    pg->own_slot = pg->own_slot || true;
     PQclear(r);
     return LDB_OK;
 }
 
-static int setup_server(ldb_pg *pg, bool given_slot)
+/* Our publication: made when missing (a kept slot keeps its publication,
+ * so a resumed stream finds the one it was decoded with). */
+static int setup_publication(ldb_pg *pg, PGconn *c)
+{
+    const char *p[] = { pg->publication };
+    PGresult *r = setup_exec(c, "SELECT 1 FROM pg_publication WHERE pubname = $1", 1, p);
+    if (!r)
+        return LDB_ERROR;
+    int have = PQntuples(r);
+    PQclear(r);
+    if (have)
+        return LDB_OK;
+    if (!pg->own_publication) {
+        snprintf(open_error, sizeof open_error, "publication %s does not exist", pg->publication);
+        return LDB_ERROR;
+    }
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, "CREATE PUBLICATION ");
+    pg_buf_ident(&q, pg->publication);
+    r = q.oom ? NULL : setup_exec(c, q.p, 0, NULL);
+    pg_buf_free(&q);
+    PQclear(r);
+    return r ? LDB_OK : LDB_ERROR;
+}
+
+static int setup_server(ldb_pg *pg)
 {
     PGconn *c = PQconnectdb(pg->conninfo);
-    int rc = LDB_ERROR;
     if (PQstatus(c) != CONNECTION_OK) {
         snprintf(open_error, sizeof open_error, "postgresql: %s", PQerrorMessage(c));
         PQfinish(c);
         return LDB_ERROR;
     }
+    int rc = LDB_ERROR;
     PGresult *r = setup_exec(c, "SHOW wal_level", 0, NULL);
     if (r && strcmp(PQgetvalue(r, 0, 0), "logical") != 0)
         snprintf(open_error, sizeof open_error,
                  "postgresql: wal_level is %s; the change stream needs wal_level = logical",
                  PQgetvalue(r, 0, 0));
-    else if (r) {
-        rc = LDB_OK;
-        if (pg->own_publication) {
-            pg_buf q = { 0 };
-            pg_buf_puts(&q, "CREATE PUBLICATION ");
-            pg_buf_ident(&q, pg->publication);
-            PQclear(r);
-            r = q.oom ? NULL : setup_exec(c, q.p, 0, NULL);
-            pg_buf_free(&q);
-            rc = r ? LDB_OK : LDB_ERROR;
-        }
-        if (rc == LDB_OK) {
-            pg->own_slot = false;
-            rc = setup_slot(pg, c);
-            pg->own_slot = pg->own_slot && !given_slot;
-        }
-    }
+    else if (r)
+        rc = setup_publication(pg, c);
     PQclear(r);
+    if (rc == LDB_OK)
+        rc = setup_slot(pg, c);
     PQfinish(c);
     return rc;
 }
 
-/* Drops what open created (the slot may still be held by its walsender
- * for a moment after our stream closed: retried for up to 2 s). */
+/* Drops the slot open named itself, and our publication with it (the
+ * slot may still be held by its walsender for a moment after our stream
+ * closed: retried for up to 2 s). */
 static void teardown_server(ldb_pg *pg)
 {
-    if (!pg->own_slot && !pg->own_publication)
+    if (!pg->drop_at_close)
         return;
     PGconn *c = PQconnectdb(pg->conninfo);
     if (PQstatus(c) == CONNECTION_OK) {
         const char *p[] = { pg->slot };
-        for (int i = 0; pg->own_slot && i < 40; i++) {
+        for (int i = 0; i < 40; i++) {
             PGresult *r = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
                                           "pg_replication_slots WHERE slot_name = $1",
                                        1, NULL, p, NULL, NULL, 0);
@@ -168,8 +180,10 @@ static ldb_pg *pg_alloc(ldb *db, const ldb_pg_config *cfg)
     snprintf(name, sizeof name, "livedb_%s", hex);
     pg->conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
     pg->slot = strdup(cfg->slot ? cfg->slot : name);
-    pg->publication = strdup(cfg->publication ? cfg->publication : name);
+    pg->publication = strdup(cfg->publication ? cfg->publication
+                             : cfg->slot ? cfg->slot : name);
     pg->own_publication = !cfg->publication;
+    pg->drop_at_close = !cfg->slot;
     pg->nloadc = cfg->load_connections > 0 ? cfg->load_connections : 2;
     pg->loadc = calloc((size_t)pg->nloadc, sizeof *pg->loadc);
     pg->fail_after_ms = cfg->fail_after_ms > 0 ? cfg->fail_after_ms : 10000;
@@ -203,7 +217,7 @@ int ldb_pg_open(ldb *db, const ldb_pg_config *cfg, ldb_pg **out)
         snprintf(open_error, sizeof open_error, "out of memory");
         return LDB_NOMEM;
     }
-    if (setup_server(pg, cfg->slot != NULL)) {
+    if (setup_server(pg)) {
         ldb_pg_close(pg);
         return LDB_ERROR;
     }

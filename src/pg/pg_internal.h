@@ -154,7 +154,8 @@ struct ldb_pg {
     ldb *db;
     char *conninfo;
     char *slot, *publication;
-    bool own_slot, own_publication;
+    bool own_publication;  /* we add tables to it (made when missing) */
+    bool drop_at_close;    /* slot (and own publication) named by us */
     char tag[40];          /* our fences' and writes' message prefix */
     int fail_after_ms, rows_per_commit;
     pg_table **tables;
@@ -208,19 +209,20 @@ int pg_cell_sync(ldb_sync *s, int col, int kind, const pg_cell *c);
 int pg_cell_bind(ldb_stmt *st, int i, int kind, const pg_cell *c);
 bool pg_op_holds(int op, int cmp);   /* LDB_OP_x over a comparison's sign */
 bool pg_cell_matches(const pg_table *t, const pg_cell *row, const ldb_pred *p);
-void pg_value_literal(pg_buf *b, int kind, const ldb_value *v);
+void pg_value_literal(pg_buf *b, const ldb_value *v);
 size_t pg_row_key(const pg_table *t, const pg_cell *row, pg_buf *key);
 int pg_row_held(pg_table *t, const pg_cell *row);   /* 1 held, 0 not, <0 error */
 int pg_row_read(pg_table *t, const pg_cell *key, ldb_sync *s); /* 1: set from the local row */
 
 /* translate.c */
+void pg_select_from(const pg_table *t, pg_buf *q);   /* SELECT <columns> FROM t WHERE */
 char *pg_translate_request(const pg_table *t, ldb_request *r, pg_buf *why);
 
 /* load.c */
 int pg_load_subset_cb(void *ctx, ldb_request *req);
 void pg_unload_subset_cb(void *ctx, ldb_request *req);
 void pg_abort_cb(void *ctx, ldb_request *req);
-void pg_load_refetch(pg_table *t, const pg_cell *row);
+int pg_load_refetch(pg_table *t, const pg_cell *row);
 void pg_loads_dispatch(ldb_pg *pg);
 void pg_load_conn_result(pg_conn *c);
 void pg_load_conn_lost(pg_conn *c);

@@ -107,7 +107,7 @@ static bool tr_cmp(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *wh
         } else {
             pg_buf_add(out, e.p, e.n);
             pg_buf_printf(out, " %s ", op_sql(op));
-            pg_value_literal(out, c->kind, v);
+            pg_value_literal(out, v);
         }
         pg_buf_free(&e);
         return true;
@@ -121,7 +121,7 @@ static bool tr_cmp(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *wh
             pg_buf_add(out, e.p, e.n), pg_buf_puts(out, " IN (");
         else
             pg_buf_puts(out, ", ");
-        pg_value_literal(out, c->kind, v);
+        pg_value_literal(out, v);
     }
     pg_buf_puts(out, n ? ")" : "FALSE");
     pg_buf_free(&e);
@@ -159,17 +159,22 @@ static bool tr_pred(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *w
     return exact || and;
 }
 
+void pg_select_from(const pg_table *t, pg_buf *q)
+{
+    pg_buf_puts(q, "SELECT ");
+    for (int i = 0; i < t->ncols; i++) {
+        if (i)
+            pg_buf_puts(q, ", ");
+        pg_buf_ident(q, t->cols[i].name);
+    }
+    pg_buf_printf(q, " FROM %s WHERE ", t->pgname);
+}
+
 char *pg_translate_request(const pg_table *t, ldb_request *r, pg_buf *why)
 {
     pg_buf q = { 0 };
-    pg_buf_puts(&q, "SELECT ");
-    for (int i = 0; i < t->ncols; i++) {
-        if (i)
-            pg_buf_puts(&q, ", ");
-        pg_buf_ident(&q, t->cols[i].name);
-    }
-    pg_buf_printf(&q, " FROM %s WHERE ", t->pgname);
-    const ldb_pred *p = r ? ldb_request_pred(r) : NULL;
+    pg_select_from(t, &q);
+    const ldb_pred *p = ldb_request_pred(r);
     if (p)
         tr_pred(t, p, &q, why);
     else
@@ -177,12 +182,12 @@ char *pg_translate_request(const pg_table *t, ldb_request *r, pg_buf *why)
     const char *column;
     int desc;
     int64_t limit;
-    if (r && ldb_request_order(r, &column, &desc, &limit)) {
+    if (ldb_request_order(r, &column, &desc, &limit)) {
         const struct pg_col *c = col_named(t, column);
         pg_buf e = { 0 };
         if (c && col_expr(&e, c, true))
             pg_buf_printf(&q, " ORDER BY %s %s LIMIT %lld", pg_buf_str(&e),
-                       desc ? "DESC NULLS LAST" : "ASC NULLS FIRST", (long long)limit);
+                          desc ? "DESC NULLS LAST" : "ASC NULLS FIRST", (long long)limit);
         else
             superset(&e, why, "order not translated", column);
         pg_buf_free(&e);

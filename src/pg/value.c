@@ -217,9 +217,9 @@ bool pg_cell_matches(const pg_table *t, const pg_cell *row, const ldb_pred *p)
 
 /* ---- literals ---- */
 
-/* v as a PostgreSQL literal comparable with a column of this kind (the
- * caller checked the classes agree). */
-void pg_value_literal(pg_buf *b, int kind, const ldb_value *v)
+/* v as a typed PostgreSQL literal, compared with a column of the same
+ * type class (the caller checked). */
+void pg_value_literal(pg_buf *b, const ldb_value *v)
 {
     size_t n;
     const char *s;
@@ -251,7 +251,6 @@ void pg_value_literal(pg_buf *b, int kind, const ldb_value *v)
     default:
         pg_buf_puts(b, "NULL");
     }
-    (void)kind;
 }
 
 /* ---- keys and the local table ---- */

@@ -178,7 +178,7 @@ int delta_build(const struct store *s, size_t from, size_t to, bool skip_dropped
     if (rc == LDB_OK && !*out)
         rc = LDB_NOMEM;
     for (size_t i = from; rc == LDB_OK && i < to && !(*out)->schema_changed; i++)
-        (*out)->schema_changed = !undo_is_row(&s->undo.data[i]);
+        (*out)->schema_changed = undo_is_schema(&s->undo.data[i]);
     vec_free(&b.slots);
     vec_free(&b.tables);
     hmap_free(&b.map);

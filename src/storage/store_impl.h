@@ -54,6 +54,13 @@ static inline bool undo_is_row(const struct undo_entry *e)
     return e->kind == UNDO_INSERT || e->kind == UNDO_DELETE || e->kind == UNDO_UPDATE;
 }
 
+/* DDL: an UNDO_ROWID (an update that moved an INTEGER PRIMARY KEY above
+ * rowid_max) is neither a row nor the schema. */
+static inline bool undo_is_schema(const struct undo_entry *e)
+{
+    return e->kind >= UNDO_CREATE_TABLE;
+}
+
 struct frame {
     char *name;        /* owned; NULL for the statement frame */
     size_t undo_pos;   /* log length when the frame opened */

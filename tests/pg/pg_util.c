@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* PostgreSQL type oids (pg_type.dat); stable across versions. */
@@ -114,23 +115,48 @@ char *pgu_value(PGconn *c, const char *fmt, ...)
 
 /* ---- the server's state ------------------------------------------------- */
 
-void pgu_restart_server(void)
+static void restart_command(char *cmd, size_t size)
 {
     const char *dir = getenv("LDB_PG_DIR");
     CHECKF(dir && *dir, "LDB_PG_DIR is not set");
     const char *script = "tools/pg_cluster.sh";
     CHECKF(access(script, X_OK) == 0, "%s not found: run the tests from the repository root",
            script);
+    snprintf(cmd, size, "%s restart '%s'", script, dir);
+}
+
+void pgu_restart_server(void)
+{
     char cmd[4200];
-    snprintf(cmd, sizeof cmd, "%s restart '%s'", script, dir);
+    restart_command(cmd, sizeof cmd);
     int rc = system(cmd);
     CHECKF(rc == 0, "%s failed (status %d)", cmd, rc);
+}
+
+void pgu_restart_server_polling(ldb_pg *pg)
+{
+    char cmd[4200];
+    restart_command(cmd, sizeof cmd);
+    fflush(stdout);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    pid_t done;
+    while ((done = waitpid(child, &status, WNOHANG)) == 0)
+        ldb_pg_wait(pg, 20);
+    CHECKF(done == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s failed (status %d)", cmd, status);
 }
 
 void pgu_reset(void)
 {
     PGconn *a = pgu_connect(pgu_admin_conninfo());
-    pgu_exec(a, "SET client_min_messages = warning");   /* no CASCADE notices */
+    /* No CASCADE notices, nor warnings about backends that exited meanwhile. */
+    pgu_exec(a, "SET client_min_messages = error");
     /* The timeout makes pg_terminate_backend wait for each backend to
      * exit, so the slots they used are inactive before they are dropped. */
     pgu_exec(a, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "

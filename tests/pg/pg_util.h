@@ -38,8 +38,13 @@ void pgu_exec(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 
  * caller frees it); NULL for SQL NULL. The query must return a row. */
 char *pgu_value(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Stops and starts the cluster (same port): every connection drops. */
+/* Stops and starts the cluster (same port): every connection drops. A
+ * fast shutdown waits for each walsender's client to take the last WAL:
+ * while an adapter of this thread streams, use the _polling form, which
+ * keeps calling ldb_pg_wait(pg) meanwhile (else the shutdown waits for
+ * wal_sender_timeout, 60 s). */
 void pgu_restart_server(void);
+void pgu_restart_server_polling(ldb_pg *pg);
 /* A clean server, as each test case wants it first: other backends of
  * role livedb terminated, every replication slot and publication
  * dropped, schema public dropped and made again, owned by livedb. */

@@ -20,9 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #define ISSUES 200
 
@@ -103,29 +101,10 @@ static void drop_slot(pw_world *w, PGconn *a)
     free(slot);
 }
 
-/* The restart runs in a child while the adapter is polled, as a program
- * would: a fast shutdown waits for the walsender's client to take the
- * last WAL, which an unpolled adapter never does (60 s of
- * wal_sender_timeout). */
-static void restart_polling(pw_world *w)
-{
-    fflush(stdout);
-    pid_t child = fork();
-    CHECK(child >= 0);
-    if (child == 0) {
-        pgu_restart_server();   /* a failure ends the child nonzero */
-        _exit(0);
-    }
-    int status = 0;
-    while (waitpid(child, &status, WNOHANG) == 0)
-        CHECK_INT(ldb_pg_wait(w->pg, 20), LDB_OK);
-    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "restarting the server failed");
-}
-
 static void inject(pw_world *w, int kind)
 {
     if (kind == F_RESTART) {
-        restart_polling(w);
+        pgu_restart_server_polling(w->pg);
         pw_reconnect_writers(w);
         return;
     }

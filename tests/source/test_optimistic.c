@@ -201,6 +201,25 @@ static void mutations_are_the_net_change(void)
     ldb_optimistic_free(o);
 }
 
+/* Moving an INTEGER PRIMARY KEY above every rowid raises the table's
+ * rowid high-water mark: a row change, not a schema change. */
+static void integer_key_change_is_a_row_change(void)
+{
+    ldb *db = open_db();
+    EXEC(db, "INSERT INTO t VALUES (1, 10, 'x'), (3, 30, 'z')");
+    ldb_optimistic *o = optimistic(db, "UPDATE t SET id = 8 WHERE id = 3");
+    CHECK_INT(ldb_optimistic_count(o), 2);
+    int del = ldb_optimistic_kind(o, 0) == LDB_MUTATION_DELETE ? 0 : 1;
+    CHECK_INT(ldb_optimistic_kind(o, del), LDB_MUTATION_DELETE);
+    CHECK_INT(ldb_optimistic_kind(o, 1 - del), LDB_MUTATION_INSERT);
+    CHECK_INT(ldb_value_int64(ldb_optimistic_after(o, 1 - del, 0)), 8);
+    CHECK_STR(rows_of(db, "SELECT id, a FROM t ORDER BY id"), "1,10;8,30");
+    CHECK_INT(ldb_optimistic_reject(o, "no"), LDB_OK);
+    CHECK_STR(rows_of(db, "SELECT id, a FROM t ORDER BY id"), "1,10;3,30");
+    ldb_optimistic_free(o);
+    ldb_close(db);
+}
+
 static void empty_transaction_confirms_at_once(void)
 {
     ldb *db = open_db();
@@ -953,6 +972,7 @@ static void nomem_sync_confirm(void) { sweep(step_sync_beneath, false, "1,77,x;2
 static void nomem_sync_collides(void) { sweep(step_sync_collides, true, "1,10,x1;2,20,x3;3,30,p"); }
 
 TEST_MAIN(T(visible_at_once_and_reject_restores), T(mutations_are_the_net_change),
+          T(integer_key_change_is_a_row_change),
           T(empty_transaction_confirms_at_once), T(sourced_table_needs_optimistic_mode),
           T(confirm_with_equal_rows_publishes_nothing), T(confirm_with_server_version_replaces),
           T(accept_as_written_makes_rows_synced), T(sync_beneath_merges_columns),
