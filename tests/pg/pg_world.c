@@ -20,7 +20,8 @@ static const char *const teams[] = {"core", "web", "ops"};
 
 static void create_tables(pw_world *w)
 {
-    unsigned m1 = (unsigned)rng_range(&w->r, 1, 997) | 1, m2 = (unsigned)rng_range(&w->r, 1, 997) | 1;
+    unsigned m1 = (unsigned)rng_range(&w->r, 1, 997) | 1;
+    unsigned m2 = (unsigned)rng_range(&w->r, 1, 997) | 1;
     PGconn *c = w->reader;
     pgu_exec(c, "CREATE TABLE users (id int PRIMARY KEY, name text NOT NULL, team text)");
     pgu_exec(c, "CREATE TABLE issues (id int PRIMARY KEY, title text NOT NULL, "

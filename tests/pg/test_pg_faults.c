@@ -156,7 +156,8 @@ static void check_totals(pw_world *w, ldb_live *count, ldb_live *per, struct tot
 {
     CHECKF(!t->bad[0], "a partial state was visible: %s", t->bad);
     int nl, np;
-    char **l = pgu_rows_live(count, &nl), **p = pgu_rows_pg(w->reader, "SELECT count(*) FROM issues", &np);
+    char **l = pgu_rows_live(count, &nl);
+    char **p = pgu_rows_pg(w->reader, "SELECT count(*) FROM issues", &np);
     int ok = pgu_rows_equal(l, nl, p, np, "count(*)");
     pgu_rows_free(l, nl);
     pgu_rows_free(p, np);

@@ -53,7 +53,8 @@ static void add_queries(pw_world *w)
            "SELECT id, name FROM users WHERE team IN ('core', 'ops') OR team IS NULL", NULL,
            NULL, NULL);
     pw_add(w, "authors", PW_PLAIN,
-           "SELECT author, count(*), max(body) FROM comments WHERE author <= 8 GROUP BY author", NULL, NULL, NULL);
+           "SELECT author, count(*), max(body) FROM comments WHERE author <= 8 GROUP BY author",
+           NULL, NULL, NULL);
     pw_add(w, "owner", PW_PLAIN,
            "SELECT id, status, priority FROM issues WHERE owner = 1 OR priority IS NULL", NULL,
            NULL, NULL);
