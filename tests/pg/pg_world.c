@@ -435,17 +435,27 @@ static void check_include(pw_world *w, pw_query *q)
 /* What the adapter is asked for, when a query is not READY. */
 void pw_print_requests(pw_world *w)
 {
+    const char *msg = NULL;
+    int state = ldb_pg_state(w->pg, &msg);
+    ldb_pg_stats st;
+    ldb_pg_stats_get(w->pg, &st);
+    printf("#    adapter: state %d (%s), %llu fences, %llu writes, %llu confirmed, %llu rejected, "
+           "%llu reconnects, %llu replays, lsn %llx\n", state, msg ? msg : "",
+           (unsigned long long)st.fences, (unsigned long long)st.writes,
+           (unsigned long long)st.confirmed, (unsigned long long)st.rejected,
+           (unsigned long long)st.reconnects, (unsigned long long)st.replays,
+           (unsigned long long)st.lsn);
     char *ex = NULL;
     if (ldb_pg_explain(w->pg, &ex) == LDB_OK && ex)
         printf("#    ldb_pg_explain:\n%s\n", ex);
     free(ex);
     for (int t = 0; t < 3; t++) {
-        ldb_source_stats st;
-        ldb_source_stats_get(w->src[t], &st);
+        ldb_source_stats ss;
+        ldb_source_stats_get(w->src[t], &ss);
         printf("#    %s: %llu demands, %llu live requests, %llu queued, %llu requests, "
-               "%llu settles\n", ldb_source_table(w->src[t]), (unsigned long long)st.demands,
-               (unsigned long long)st.requests_live, (unsigned long long)st.queued,
-               (unsigned long long)st.requests, (unsigned long long)st.settles);
+               "%llu settles\n", ldb_source_table(w->src[t]), (unsigned long long)ss.demands,
+               (unsigned long long)ss.requests_live, (unsigned long long)ss.queued,
+               (unsigned long long)ss.requests, (unsigned long long)ss.settles);
     }
 }
 
