@@ -120,7 +120,9 @@ static int read_columns(ldb_pg *pg, PGconn *c, const char *oid, const char *pkey
     const char *params[] = { oid };
     PGresult *r = run(pg, c,
         "SELECT a.attnum, a.attname, a.attnotnull, bt.typname, bt.typtype, "
-        "format_type(a.atttypid, a.atttypmod) "
+        "format_type(a.atttypid, a.atttypmod), "
+        "NOT coalesce((SELECT collisdeterministic FROM pg_collation WHERE oid = a.attcollation), "
+        "true) "
         "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
         "JOIN pg_type bt ON bt.oid = CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE ty.oid END "
         "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped "
@@ -139,6 +141,7 @@ static int read_columns(ldb_pg *pg, PGconn *c, const char *oid, const char *pkey
         attnum[i] = atoi(PQgetvalue(r, i, 0));
         col->name = strdup(PQgetvalue(r, i, 1));
         col->notnull = PQgetvalue(r, i, 2)[0] == 't';
+        col->nondeterministic = PQgetvalue(r, i, 6)[0] == 't';
         col->kind = type_kind(PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
         if (!col->name)
             rc = LDB_NOMEM;
@@ -173,12 +176,22 @@ static int publish(ldb_pg *pg, PGconn *c, pg_table *t)
 {
     const char *params[] = { pg->publication, t->nsp, t->rel };
     PGresult *r = run(pg, c,
-        "SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 "
-        "AND tablename = $3", 3, params);
+        "SELECT EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 "
+        "AND schemaname = $2 AND tablename = $3), "
+        "(SELECT pubviaroot FROM pg_publication WHERE pubname = $1), "
+        "(SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass(quote_ident($2) || '.' "
+        "|| quote_ident($3)))", 3, params);
     if (!r)
         return LDB_ERROR;
-    int have = PQntuples(r);
+    int have = PQgetvalue(r, 0, 0)[0] == 't';
+    bool root = PQgetvalue(r, 0, 1)[0] == 't', partitioned = PQgetvalue(r, 0, 2)[0] == 't';
     PQclear(r);
+    if (partitioned && !root) {
+        /* its changes would be named by their leaf partitions */
+        pg_set_err(pg, "%s is partitioned: publication %s needs publish_via_partition_root",
+                   t->pgname, pg->publication);
+        return LDB_UNSUPPORTED;
+    }
     if (have)
         return LDB_OK;
     if (!pg->own_publication) {

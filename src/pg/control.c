@@ -183,7 +183,8 @@ void pg_control_kick(ldb_pg *pg)
     if (pg->fence_wanted) {
         char sql[160];
         uint64_t n = pg->fence_next++;
-        snprintf(sql, sizeof sql, "SELECT pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
+        snprintf(sql, sizeof sql, "SELECT pg_current_snapshot(), "
+                                  "pg_logical_emit_message(true, 'livedb', '%s:f%llu')",
                  pg->tag, (unsigned long long)n);
         if (!PQsendQuery(c->c, sql)) {
             pg->fence_next--;
@@ -230,6 +231,11 @@ void pg_control_result(pg_conn *c)
                 write_reject(pg, w, msg);
             } else if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
                 pg_set_err(pg, "fence: %s", pg_conn_error(c));
+            } else if (pg->fence_inflight && PQntuples(r) == 1) {
+                pg_snapshot snap = { 0 };   /* the fence's snapshot proves xids */
+                if (pg_snapshot_parse(PQgetvalue(r, 0, 0), &snap))
+                    pg_unproven_prune(pg, &snap, NULL);
+                pg_snapshot_free(&snap);
             }
             PQclear(r);
             continue;
@@ -270,33 +276,27 @@ static pg_write *write_by_id(ldb_pg *pg, uint64_t id)
     return NULL;
 }
 
-/* The key a mutation addressed, in the stream's text form, as feed.c's
- * carried map holds it (pg_row_key, then the table). */
+/* The key a mutation addressed (its row after for an INSERT, before for
+ * the others), encoded as feed.c's carried map holds it: by value, then
+ * the table. */
 static int mutation_key(pg_table *t, const ldb_optimistic *o, int i, pg_buf *key)
 {
-    pg_cell *row = calloc((size_t)t->ncols + 1, sizeof *row);
-    pg_buf text[8] = { { 0 } };
-    int rc = row && t->npk <= 8 ? LDB_OK : LDB_NOMEM;
-    for (int k = 0; rc == LDB_OK && k < t->npk; k++) {
-        const ldb_value *v = ldb_optimistic_before(o, i, t->pk[k]);
-        write_literal(&text[k], v);                 /* 'quoted', or NULL */
-        if (text[k].oom)
-            rc = LDB_NOMEM;
-        else if (ldb_value_type(v) != LDB_NULL)
-            row[t->pk[k]] = (pg_cell){ text[k].p + 1, (int)text[k].n - 2, false };
-    }
-    if (rc == LDB_OK) {
-        pg_row_key(t, row, key);
-        pg_buf_add(key, (const char *)&t, sizeof t);
-    }
-    for (int k = 0; k < 8; k++)
-        pg_buf_free(&text[k]);
-    free(row);
-    return rc || key->oom ? LDB_NOMEM : LDB_OK;
+    const ldb_value **vals = calloc((size_t)t->npk + 1, sizeof *vals);
+    if (!vals)
+        return LDB_NOMEM;
+    bool insert = ldb_optimistic_kind(o, i) == LDB_MUTATION_INSERT;
+    for (int k = 0; k < t->npk; k++)
+        vals[k] = insert ? ldb_optimistic_after(o, i, t->pk[k])
+                         : ldb_optimistic_before(o, i, t->pk[k]);
+    pg_value_key(t, vals, key);
+    pg_buf_add(key, (const char *)&t, sizeof t);
+    free(vals);
+    return key->oom ? LDB_NOMEM : LDB_OK;
 }
 
 /* Confirms write id by s; a key it addressed that s does not carry has no
- * row on the server any more: s deletes it. */
+ * row on the server (an UPDATE or DELETE found none, or the server stored
+ * an INSERT's key in another form, as an upper-case uuid): s deletes it. */
 int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *carried)
 {
     pg_write *w = write_by_id(pg, id);
@@ -306,14 +306,16 @@ int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *ca
     int rc = LDB_OK;
     for (int i = 0; rc == LDB_OK && i < ldb_optimistic_count(w->o); i++) {
         pg_table *t = table_local(pg, ldb_optimistic_table(w->o, i));
-        if (!t || ldb_optimistic_kind(w->o, i) == LDB_MUTATION_INSERT)
+        if (!t)
             continue;
+        bool insert = ldb_optimistic_kind(w->o, i) == LDB_MUTATION_INSERT;
         rc = mutation_key(t, w->o, i, &key);
         if (rc || pg_keymap_get(carried, key.p, key.n))
             continue;
         rc = ldb_sync_source(s, t->src);
         for (int k = 0; rc == LDB_OK && k < t->npk; k++) {
-            const ldb_value *v = ldb_optimistic_before(w->o, i, t->pk[k]);
+            const ldb_value *v = insert ? ldb_optimistic_after(w->o, i, t->pk[k])
+                                        : ldb_optimistic_before(w->o, i, t->pk[k]);
             size_t n;
             switch (ldb_value_type(v)) {
             case LDB_INTEGER: rc = ldb_sync_int64(s, t->pk[k], ldb_value_int64(v)); break;

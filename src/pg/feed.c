@@ -28,6 +28,7 @@ enum { FEED_CHECK, FEED_CREATE, FEED_START, FEED_STREAMING };
 
 struct pg_txn {
     bool open;           /* between BEGIN and COMMIT */
+    uint32_t xid;
     pg_buf msgs;         /* the transaction's messages, each: u32 length, bytes */
     uint64_t end_lsn;
 };
@@ -104,7 +105,7 @@ static void replay_all(ldb_pg *pg)
     pg->stats.replays++;
     for (int i = 0; i < pg->ntables; i++) {
         ldb_sync *t;
-        pg_keymap_clear(&pg->tables[i]->touched);
+        pg->tables[i]->truncated = pg->feed_seq;
         if (ldb_sync_begin(pg->tables[i]->src, NULL, &t) == LDB_OK) {
             if (ldb_sync_truncate(t) == LDB_OK)
                 ldb_sync_commit(t, NULL);
@@ -306,10 +307,13 @@ struct apply {
     bool all;             /* one of our writes: apply every change */
     bool record;          /* loads are outstanding: record touched keys */
     pg_keymap carried;    /* all: the keys it changed (table, key) */
+    bool changed;         /* it changed a row of an attached table */
     pg_keymap mine;       /* (table, key) -> 1 put, 2 deleted by this transaction:
                            * the local table shows neither before the commit */
     pg_buf key, oldbuf, newbuf;
     pg_cell *oldc, *newc; /* a change's tuples (the widest table's columns) */
+    pg_cell **saved;      /* rows put (mine's MINE_PUT + index) */
+    int nsaved, capsaved;
     int rc;
 };
 
@@ -329,6 +333,7 @@ static int ensure_sync(struct apply *a, pg_table *t)
 
 static void touch(struct apply *a, pg_table *t, const pg_cell *row)
 {
+    a->changed = true;
     size_t n = pg_row_key(t, row, &a->key);
     if (a->record && !pg_keymap_put(&t->touched, a->key.p, n, a->seq))
         a->rc = LDB_NOMEM;
@@ -340,12 +345,23 @@ static void touch(struct apply *a, pg_table *t, const pg_cell *row)
 }
 
 /* Whether row's key is held, counting this transaction's own changes. */
-static int held_now(struct apply *a, pg_table *t, const pg_cell *row)
+/* This transaction's own mark for row's key: 0 none, MINE_DELETED, or
+ * MINE_PUT + the index of the row it put (saved: the local table shows
+ * neither before the commit). */
+enum { MINE_DELETED = 1, MINE_PUT = 2 };
+
+static uint64_t mine_get(struct apply *a, pg_table *t, const pg_cell *row)
 {
     pg_row_key(t, row, &a->key);
     pg_buf_add(&a->key, (const char *)&t, sizeof t);
-    uint64_t v = pg_keymap_get(&a->mine, a->key.p, a->key.n);
-    return v ? v == 1 : pg_row_held(t, row);
+    return pg_keymap_get(&a->mine, a->key.p, a->key.n);
+}
+
+/* Whether row's key is held, counting this transaction's changes. */
+static int held_now(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    uint64_t v = mine_get(a, t, row);
+    return v ? v >= MINE_PUT : pg_row_held(t, row);
 }
 
 static void mark(struct apply *a, pg_table *t, const pg_cell *row, uint64_t v)
@@ -354,6 +370,48 @@ static void mark(struct apply *a, pg_table *t, const pg_cell *row, uint64_t v)
     pg_buf_add(&a->key, (const char *)&t, sizeof t);
     if (!pg_keymap_put(&a->mine, a->key.p, a->key.n, v))
         a->rc = LDB_NOMEM;
+}
+
+/* Keeps a copy of the row put (its text in one block with its cells), so
+ * that a later change of the same key in this transaction takes the
+ * columns the stream left unchanged from it. */
+static int save_put(struct apply *a, pg_table *t, const pg_cell *row)
+{
+    size_t text = 0;
+    for (int i = 0; i < t->ncols; i++)
+        text += row[i].p ? (size_t)row[i].len + 1 : 0;
+    if (a->nsaved == a->capsaved) {
+        int cap = a->capsaved ? a->capsaved * 2 : 8;
+        pg_cell **more = realloc(a->saved, (size_t)cap * sizeof *more);
+        if (!more)
+            return LDB_NOMEM;
+        a->saved = more;
+        a->capsaved = cap;
+    }
+    pg_cell *copy = malloc((size_t)t->ncols * sizeof *copy + text + 1);
+    if (!copy)
+        return LDB_NOMEM;
+    char *p = (char *)(copy + t->ncols);
+    for (int i = 0; i < t->ncols; i++) {
+        copy[i] = row[i];
+        if (row[i].p) {
+            memcpy(p, row[i].p, (size_t)row[i].len + 1);
+            copy[i].p = p;
+            p += row[i].len + 1;
+        }
+    }
+    a->saved[a->nsaved++] = copy;
+    mark(a, t, row, MINE_PUT + (uint64_t)(a->nsaved - 1));
+    return a->rc;
+}
+
+/* Fills row's unchanged columns from the row this transaction put. */
+static void merge_put(struct apply *a, pg_table *t, pg_cell *row, uint64_t v)
+{
+    const pg_cell *prev = a->saved[v - MINE_PUT];
+    for (int i = 0; i < t->ncols; i++)
+        if (row[i].unchanged)
+            row[i] = prev[i];
 }
 
 static bool wanted(pg_table *t, const pg_cell *row)
@@ -392,11 +450,14 @@ static bool has_unchanged(const pg_table *t, const pg_cell *row)
 }
 
 /* A new row version: applied when held or wanted. */
-static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
+static int upsert_change(struct apply *a, pg_table *t, pg_cell *row)
 {
-    int held = held_now(a, t, row);
+    uint64_t v = mine_get(a, t, row);
+    int held = v ? v >= MINE_PUT : pg_row_held(t, row);
     if (held < 0)
         return -held;
+    if (v >= MINE_PUT)
+        merge_put(a, t, row, v);
     touch(a, t, row);
     if (!held && !a->all && !wanted(t, row)) {
         a->pg->stats.ignored++;
@@ -405,8 +466,8 @@ static int upsert_change(struct apply *a, pg_table *t, const pg_cell *row)
     if (!held && has_unchanged(t, row))        /* a TOASTed value we never saw */
         return pg_load_refetch(t, row);
     a->pg->stats.changes++;
-    mark(a, t, row, 1);
-    return put_row(a, t, row, held);
+    int rc = save_put(a, t, row);
+    return rc ? rc : put_row(a, t, row, held);
 }
 
 static bool same_key(const pg_table *t, const pg_cell *a, const pg_cell *b)
@@ -444,7 +505,7 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
                 a->pg->stats.ignored++;
             else if (held > 0) {
                 a->pg->stats.changes++;
-                mark(a, t, oldc, 2);
+                mark(a, t, oldc, MINE_DELETED);
                 rc = del_row(a, t, oldc);
             } else
                 rc = -held;
@@ -453,7 +514,7 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
                 touch(a, t, oldc);
                 int held = held_now(a, t, oldc);
                 if (held > 0) {
-                    mark(a, t, oldc, 2);
+                    mark(a, t, oldc, MINE_DELETED);
                     rc = del_row(a, t, oldc);
                 } else if (held < 0)
                     rc = -held;
@@ -487,7 +548,7 @@ static int apply_truncate(struct apply *a, const char *p, const char *end)
             rc = ldb_sync_truncate(a->s);
         if (rc)
             return rc;
-        pg_keymap_clear(&t->touched);
+        t->truncated = a->seq;
     }
     return LDB_OK;
 }
@@ -561,6 +622,8 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
         a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
     if (a.rc == LDB_OK && write)
         a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
+    if (a.changed && a.rc == LDB_OK && !pg_unproven_add(pg, x->xid, a.seq))
+        a.rc = LDB_NOMEM;
     if (a.s && a.rc == LDB_OK)
         a.rc = ldb_sync_commit(a.s, NULL);
     else if (a.s)
@@ -575,6 +638,9 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
     pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
     pg_keymap_clear(&a.carried);
     pg_keymap_clear(&a.mine);
+    for (int i = 0; i < a.nsaved; i++)
+        free(a.saved[i]);
+    free(a.saved);
     free(a.oldc), free(a.newc);
     pg->stats.txns++;
     pg->applied_lsn = x->end_lsn;
@@ -593,6 +659,7 @@ static void on_pgoutput(ldb_pg *pg, const char *m, size_t len)
         x->msgs.n = 0;
         x->msgs.oom = false;
         x->open = true;
+        x->xid = len >= 21 ? get_u32(m + 17) : 0;
         break;
     case 'R':
         on_relation(pg, m + 1, end);

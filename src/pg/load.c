@@ -161,7 +161,9 @@ int pg_load_refetch(pg_table *t, const pg_cell *row)
 static void load_send(pg_load *l, pg_conn *c)
 {
     pg_buf q = { 0 };
-    pg_buf_printf(&q, "BEGIN READ ONLY; DECLARE ldb_cursor NO SCROLL CURSOR FOR %s", l->sql);
+    pg_buf_printf(&q, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                      "DECLARE ldb_cursor NO SCROLL CURSOR FOR %s; SELECT pg_current_snapshot()",
+                  l->sql);
     if (q.oom || !PQsendQuery(c->c, q.p)) {
         pg_buf_free(&q);
         pg_conn_drop(c, q.oom ? "out of memory" : pg_conn_error(c));
@@ -179,8 +181,9 @@ static void load_send(pg_load *l, pg_conn *c)
 
 void pg_loads_dispatch(ldb_pg *pg)
 {
+    int64_t now = pg_now_ms();
     for (pg_load *l = pg->loads; l; l = l->next) {
-        if (l->state != LOAD_QUEUED)
+        if (l->state != LOAD_QUEUED || l->not_before > now)
             continue;
         if (l->aborted || (l->req && ldb_request_aborted(l->req))) {
             load_finish(l);
@@ -211,6 +214,17 @@ static void load_apply(pg_load *l)
     if (l->aborted || l->failed || !l->fence || pg->fence_seen < l->fence)
         return;
     pg_table *t = l->t;
+    if (t->truncated > l->seq_sent) {
+        /* read before a truncate: void (a request's load is aborted by
+         * it; a one-key refetch has no request to abort) */
+        for (int h = 0; h < l->nheld; h++)
+            PQclear(l->held[h]);
+        l->nheld = 0;
+        l->aborted = true;
+        if (!l->conn)
+            load_finish(l);
+        return;
+    }
     pg_cell *row = calloc((size_t)t->ncols + 1, sizeof *row);
     pg_buf key = { 0 };
     int rc = row ? LDB_OK : LDB_NOMEM;
@@ -294,6 +308,9 @@ static void load_result(pg_conn *c, pg_load *l, PGresult *r)
         char msg[300];
         snprintf(msg, sizeof msg, "postgresql: %s", result_error(r, c));
         load_fail(l, msg);
+    } else if (l->state == LOAD_DECLARING && st == PGRES_TUPLES_OK) {
+        if (PQntuples(r) != 1 || !pg_snapshot_parse(PQgetvalue(r, 0, 0), &l->snap))
+            load_fail(l, "livedb-pg: reading the load's snapshot failed (out of memory?)");
     } else if (l->state == LOAD_FETCHING && st == PGRES_TUPLES_OK) {
         if (PQntuples(r) < c->pg->rows_per_commit)
             l->fetched_all = true;
@@ -314,6 +331,12 @@ static void load_next(pg_conn *c, pg_load *l)
         c->load = NULL;
         l->conn = NULL;
         c->state = CONN_IDLE;
+        if (l->retry && !l->failed && !l->aborted) {
+            l->retry = false;
+            l->state = LOAD_QUEUED;
+            l->not_before = pg_now_ms() + 5;
+            return;
+        }
         if (l->state == LOAD_CLOSING)
             l->state = l->nheld ? LOAD_FETCHING : LOAD_DONE;
         if (l->state != LOAD_DONE && (l->failed || l->aborted))
@@ -326,6 +349,14 @@ static void load_next(pg_conn *c, pg_load *l)
         return;
     }
     if (l->state == LOAD_DECLARING) {
+        if (pg_unproven_missed(pg, &l->snap, l->seq_sent)) {
+            /* its rows could be older than ours: run it again shortly */
+            l->retry = true;
+            l->state = LOAD_CLOSING;
+            send_or_drop(c, "ROLLBACK");
+            return;
+        }
+        pg_unproven_prune(pg, &l->snap, l);
         l->fence = pg_fence_want(pg);
         l->state = LOAD_FETCHING;
     }
@@ -375,6 +406,7 @@ void pg_load_conn_lost(pg_conn *c)
     l->nheld = 0;
     l->fetched_all = false;
     l->fence = 0;
+    l->retry = false;
     if (l->aborted || l->failed || l->state == LOAD_DONE || l->state == LOAD_CLOSING)
         load_finish(l);
     else
@@ -404,6 +436,7 @@ void pg_loads_reap(ldb_pg *pg)
         for (int i = 0; i < l->nheld; i++)
             PQclear(l->held[i]);
         free(l->held);
+        pg_snapshot_free(&l->snap);
         if (l->req)
             ldb_request_unref(l->req);
         free(l->sql);
@@ -428,4 +461,13 @@ uint64_t pg_fence_want(ldb_pg *pg)
     pg->fence_wanted = true;
     pg_control_kick(pg);
     return pg->fence_inflight && !pg->fence_wanted ? pg->fence_inflight : pg->fence_next;
+}
+
+int64_t pg_loads_due(ldb_pg *pg)
+{
+    int64_t due = INT64_MAX;
+    for (pg_load *l = pg->loads; l; l = l->next)
+        if (l->state == LOAD_QUEUED && l->not_before && l->not_before < due)
+            due = l->not_before;
+    return due;
 }

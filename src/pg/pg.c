@@ -100,6 +100,7 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
     pg_buf q = { 0 };
     pg_buf_puts(&q, "CREATE PUBLICATION ");
     pg_buf_ident(&q, pg->publication);
+    pg_buf_puts(&q, " WITH (publish_via_partition_root = true)");
     r = q.oom ? NULL : setup_exec(c, q.p, 0, NULL);
     pg_buf_free(&q);
     PQclear(r);
@@ -295,6 +296,9 @@ static void arm_timer(ldb_pg *pg, int64_t now)
     }
     if (pg->feed.state == CONN_BUSY && pg->status_at < due)
         due = pg->status_at;
+    int64_t loads = pg_loads_due(pg);
+    if (loads < due)
+        due = loads;
     struct itimerspec it = { { 0, 0 }, { 0, 0 } };
     if (due != INT64_MAX) {
         int64_t ms = due > now ? due - now : 1;
@@ -447,6 +451,7 @@ void ldb_pg_close(ldb_pg *pg)
         pg_table_free(pg->tables[i]);
     free(pg->tables);
     free(pg->loadc);
+    free(pg->unproven);
     if (pg->epfd >= 0)
         close(pg->epfd);
     if (pg->timerfd >= 0)

@@ -50,6 +50,7 @@ struct pg_col {
     char *name;
     int kind;
     bool notnull;
+    bool nondeterministic;   /* its collation is (ICU, case-insensitive...) */
 };
 
 /* A growing byte buffer (the adapter's strbuf; malloc-owned data). */
@@ -85,6 +86,14 @@ typedef struct pg_cell {
 
 struct pg_load;
 
+/* A snapshot as pg_current_snapshot() gives it (32-bit xids). */
+typedef struct pg_snapshot {
+    uint32_t xmin, xmax;
+    uint32_t *xip;
+    int nxip;
+    bool valid;
+} pg_snapshot;
+
 typedef struct pg_table {
     struct ldb_pg *pg;
     char *pgname;        /* "schema"."name", quoted */
@@ -99,6 +108,7 @@ typedef struct pg_table {
     int *relmap;         /* stream column i -> our column, or -1 */
     int relmap_n;
     pg_keymap touched;   /* key -> feed_seq of its last stream change */
+    uint64_t truncated;  /* feed_seq of its last truncate (stream or replay) */
     ldb_stmt *get;       /* SELECT * FROM local WHERE pk = ... */
     ldb_request **reqs;  /* current requests (references), for the filter */
     int nreqs, capreqs;
@@ -137,6 +147,9 @@ typedef struct pg_load {
     PGresult **held;       /* fetched chunks waiting for the fence */
     int nheld, capheld;
     bool fetched_all;
+    bool retry;            /* its snapshot missed an applied transaction */
+    int64_t not_before;    /* queued again: not sent before this time */
+    pg_snapshot snap;      /* its cursor's snapshot */
 } pg_load;
 
 /* ---- control jobs: fences and optimistic writes ---- */
@@ -172,6 +185,8 @@ struct ldb_pg {
     bool fence_wanted;
     /* the stream */
     uint64_t feed_seq;
+    struct pg_unproven { uint32_t xid; uint64_t seq; } *unproven;
+    int nunproven, capunproven; /* applied transactions no snapshot is known to see */
     uint64_t applied_lsn;  /* end of the last transaction applied */
     int64_t status_at;     /* next standby status update */
     bool replay_needed;
@@ -211,6 +226,8 @@ bool pg_op_holds(int op, int cmp);   /* LDB_OP_x over a comparison's sign */
 bool pg_cell_matches(const pg_table *t, const pg_cell *row, const ldb_pred *p);
 void pg_value_literal(pg_buf *b, const ldb_value *v);
 size_t pg_row_key(const pg_table *t, const pg_cell *row, pg_buf *key);
+size_t pg_value_key(const pg_table *t, const ldb_value *const *pk_vals, pg_buf *key);
+int pg_int_real_cmp(int64_t i, double d);
 int pg_row_held(pg_table *t, const pg_cell *row);   /* 1 held, 0 not, <0 error */
 int pg_row_read(pg_table *t, const pg_cell *key, ldb_sync *s); /* 1: set from the local row */
 
@@ -231,6 +248,15 @@ void pg_loads_fail_all(ldb_pg *pg, const char *why);
 void pg_loads_reap(ldb_pg *pg);
 bool pg_loads_idle(ldb_pg *pg);
 uint64_t pg_fence_want(ldb_pg *pg);
+
+/* snapshot.c */
+void pg_snapshot_free(pg_snapshot *s);
+bool pg_snapshot_parse(const char *text, pg_snapshot *s);
+bool pg_snapshot_sees(const pg_snapshot *s, uint32_t xid);
+bool pg_unproven_add(ldb_pg *pg, uint32_t xid, uint64_t seq);
+bool pg_unproven_missed(const ldb_pg *pg, const pg_snapshot *s, uint64_t seq_sent);
+void pg_unproven_prune(ldb_pg *pg, const pg_snapshot *s, const struct pg_load *self);
+int64_t pg_loads_due(ldb_pg *pg);   /* the earliest not_before of a queued load */
 
 /* feed.c */
 void pg_feed_setup(pg_conn *c);

@@ -18,6 +18,7 @@
  */
 #include "pg/pg_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,9 @@ static bool col_expr(pg_buf *b, const struct pg_col *c, bool ordered)
     default:
         pg_buf_ident(b, c->name);
     }
-    if (ordered && (c->kind == PGK_TEXT || c->kind == PGK_TEXTCAST))
+    /* Bytewise, as livedb's BINARY: ranges always; equality too under a
+     * nondeterministic collation (which finds 'ABC' = 'abc'). */
+    if ((ordered || c->nondeterministic) && (c->kind == PGK_TEXT || c->kind == PGK_TEXTCAST))
         pg_buf_puts(b, " COLLATE \"C\"");
     return true;
 }
@@ -79,6 +82,55 @@ static bool superset(pg_buf *out, pg_buf *why, const char *what, const char *col
     return false;
 }
 
+enum { OPERAND_LITERAL, OPERAND_ALWAYS, OPERAND_NEVER, OPERAND_SUPERSET };
+
+/* How number v compares with a numeric column under livedb's exact rules
+ * (an integer and a real are never rounded): the literal to compare with
+ * (op may change: x > 2.5 is x > 2), or the outcome for every non-NULL x,
+ * or a superset where PostgreSQL would round. */
+static int number_operand(int kind, const ldb_value *v, int *op, pg_buf *lit)
+{
+    bool col_int = kind == PGK_INT || kind == PGK_BOOL;
+    if (ldb_value_type(v) == LDB_INTEGER) {
+        int64_t i = ldb_value_int64(v);
+        if (!col_int && (i > (1LL << 53) || i < -(1LL << 53)))
+            return OPERAND_SUPERSET;             /* PostgreSQL makes it a double */
+        pg_value_literal(lit, v);
+        return OPERAND_LITERAL;
+    }
+    double d = ldb_value_double(v);
+    if (!col_int) {
+        pg_value_literal(lit, v);
+        return OPERAND_LITERAL;
+    }
+    if (isnan(d))
+        return OPERAND_SUPERSET;
+    if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+        return pg_op_holds(*op, d > 0 ? -1 : 1) ? OPERAND_ALWAYS : OPERAND_NEVER;
+    double f = floor(d);
+    if (f != d) {
+        if (*op == LDB_OP_EQ || *op == LDB_OP_NE)
+            return *op == LDB_OP_EQ ? OPERAND_NEVER : OPERAND_ALWAYS;
+        *op = *op == LDB_OP_LT || *op == LDB_OP_LE ? LDB_OP_LE : LDB_OP_GT;
+    }
+    pg_buf_printf(lit, "%lld", (long long)(int64_t)f);
+    return OPERAND_LITERAL;
+}
+
+/* The operand for v against column c (classes decide across classes). */
+static int operand(const struct pg_col *c, const ldb_value *v, int *op, pg_buf *lit)
+{
+    int cc = col_class(c->kind), vc = value_class(v);
+    if (vc == 0)
+        return OPERAND_NEVER;                    /* NULL compares to nothing */
+    if (cc != vc)
+        return pg_op_holds(*op, cc < vc ? -1 : 1) ? OPERAND_ALWAYS : OPERAND_NEVER;
+    if (cc == 1)
+        return number_operand(c->kind, v, op, lit);
+    pg_value_literal(lit, v);
+    return OPERAND_LITERAL;
+}
+
 static bool tr_cmp(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *why)
 {
     const struct pg_col *c = col_named(t, ldb_pred_column(p));
@@ -89,43 +141,35 @@ static bool tr_cmp(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *wh
     if (col_class(c->kind) == 2 && ldb_pred_collation(p) != LDB_COLL_BINARY)
         return superset(out, why, ldb_pred_collation(p) == LDB_COLL_NOCASE
                                       ? "NOCASE comparison" : "RTRIM comparison", c->name);
-    pg_buf e = { 0 };
+    pg_buf e = { 0 }, lit = { 0 };
     if (!col_expr(&e, c, ranged)) {
         pg_buf_free(&e);
         return superset(out, why, "char(n) comparison", c->name);
     }
-    if (kind == LDB_PRED_CMP) {
-        const ldb_value *v = ldb_pred_value(p, 0);
-        int cc = col_class(c->kind), vc = value_class(v);
-        if (vc == 0) {
-            pg_buf_puts(out, "FALSE");                 /* NULL compares to nothing */
-        } else if (cc != vc) {                      /* decided by the classes */
-            if (pg_op_holds(op, cc < vc ? -1 : 1))
-                pg_buf_add(out, e.p, e.n), pg_buf_puts(out, " IS NOT NULL");
-            else
-                pg_buf_puts(out, "FALSE");
-        } else {
-            pg_buf_add(out, e.p, e.n);
-            pg_buf_printf(out, " %s ", op_sql(op));
-            pg_value_literal(out, v);
-        }
-        pg_buf_free(&e);
-        return true;
+    pg_buf lits = { 0 };
+    int n = 0, how = OPERAND_NEVER;
+    for (int i = 0; i < ldb_pred_count(p) && how != OPERAND_SUPERSET; i++) {
+        lit.n = 0;
+        how = operand(c, ldb_pred_value(p, i), &op, &lit);
+        if (how == OPERAND_LITERAL)
+            pg_buf_printf(&lits, n++ ? ", %s" : "%s", pg_buf_str(&lit));
     }
-    int n = 0;
-    for (int i = 0; i < ldb_pred_count(p); i++) {
-        const ldb_value *v = ldb_pred_value(p, i);
-        if (value_class(v) != col_class(c->kind))
-            continue;                               /* never equal */
-        if (n++ == 0)
-            pg_buf_add(out, e.p, e.n), pg_buf_puts(out, " IN (");
-        else
-            pg_buf_puts(out, ", ");
-        pg_value_literal(out, v);
-    }
-    pg_buf_puts(out, n ? ")" : "FALSE");
+    bool exact = how != OPERAND_SUPERSET;
+    if (!exact)
+        superset(out, why, "integer/real comparison PostgreSQL would round", c->name);
+    else if (n && kind == LDB_PRED_IN)
+        pg_buf_printf(out, "%s IN (%s)", pg_buf_str(&e), pg_buf_str(&lits));
+    else if (n)
+        pg_buf_printf(out, "%s %s %s", pg_buf_str(&e), op_sql(op), pg_buf_str(&lits));
+    else if (how == OPERAND_ALWAYS)              /* a CMP only: IN is equality */
+        pg_buf_printf(out, "%s IS NOT NULL", pg_buf_str(&e));
+    else
+        pg_buf_puts(out, "FALSE");
+    out->oom |= lits.oom || lit.oom;
+    pg_buf_free(&lits);
     pg_buf_free(&e);
-    return true;
+    pg_buf_free(&lit);
+    return exact;
 }
 
 static bool tr_pred(const pg_table *t, const ldb_pred *p, pg_buf *out, pg_buf *why)
@@ -175,6 +219,7 @@ char *pg_translate_request(const pg_table *t, ldb_request *r, pg_buf *why)
     pg_buf q = { 0 };
     pg_select_from(t, &q);
     const ldb_pred *p = ldb_request_pred(r);
+    size_t exact = why->n;
     if (p)
         tr_pred(t, p, &q, why);
     else
@@ -182,7 +227,11 @@ char *pg_translate_request(const pg_table *t, ldb_request *r, pg_buf *why)
     const char *column;
     int desc;
     int64_t limit;
-    if (ldb_request_order(r, &column, &desc, &limit)) {
+    /* A page's LIMIT counts matching rows: over a superset PostgreSQL's
+     * first n rows may hold fewer, so the whole superset is loaded. */
+    if (ldb_request_order(r, &column, &desc, &limit) && why->n != exact)
+        pg_buf_puts(why, "; order and limit dropped");
+    else if (ldb_request_order(r, &column, &desc, &limit)) {
         const struct pg_col *c = col_named(t, column);
         pg_buf e = { 0 };
         if (c && col_expr(&e, c, true))

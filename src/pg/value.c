@@ -100,6 +100,20 @@ int pg_cell_bind(ldb_stmt *st, int i, int kind, const pg_cell *c)
 
 /* ---- the filter ---- */
 
+/* i <=> d, exactly (no rounding of i to a double). */
+int pg_int_real_cmp(int64_t i, double d)
+{
+    if (d >= 9223372036854775808.0)
+        return -1;
+    if (d < -9223372036854775808.0)
+        return 1;
+    double f = floor(d);
+    int64_t fi = (int64_t)f;
+    if (i != fi)
+        return i < fi ? -1 : 1;
+    return f < d ? -1 : 0;               /* i == floor(d) */
+}
+
 static int class_of(int ldb_type)
 {
     return ldb_type == LDB_INTEGER || ldb_type == LDB_REAL ? 1
@@ -137,11 +151,18 @@ static int cell_cmp(int kind, const pg_cell *c, const ldb_value *v, int coll, bo
     if (cc != vc)
         return cc < vc ? -1 : 1;
     if (cc == 1) {
-        if (kind == PGK_INT || kind == PGK_BOOL) {
-            if (ldb_value_type(v) == LDB_INTEGER) {
-                int64_t a = cell_int(kind, c), b = ldb_value_int64(v);
-                return a < b ? -1 : a > b;
-            }
+        bool ci = kind == PGK_INT || kind == PGK_BOOL, vi = ldb_value_type(v) == LDB_INTEGER;
+        if (ci && vi) {
+            int64_t a = cell_int(kind, c), b = ldb_value_int64(v);
+            return a < b ? -1 : a > b;
+        }
+        if (ci || vi) {                   /* an integer and a real: exactly */
+            int64_t i = ci ? cell_int(kind, c) : ldb_value_int64(v);
+            double d = ci ? ldb_value_double(v) : cell_double(c);
+            if (isnan(d))
+                *known = false;
+            int r = pg_int_real_cmp(i, d);
+            return ci ? r : -r;
         }
         double a = cell_double(c), b = ldb_value_double(v);
         if (isnan(a) || isnan(b))
@@ -255,17 +276,69 @@ void pg_value_literal(pg_buf *b, const ldb_value *v)
 
 /* ---- keys and the local table ---- */
 
-/* The primary key's cells, each as its length then its bytes: the same
- * text the stream and a load give for the same key. */
+/* Keys are encoded by value, so that the stream's text and a livedb value
+ * of the same key agree: a number as an int64 when it is one exactly,
+ * else as a double; text and blobs as their bytes. */
+static void key_number(pg_buf *key, double d, int64_t i, bool is_int)
+{
+    if (!is_int && d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+        i = (int64_t)d, is_int = true;
+    pg_buf_add(key, is_int ? "i" : "d", 1);
+    if (is_int)
+        pg_buf_add(key, (const char *)&i, sizeof i);
+    else
+        pg_buf_add(key, (const char *)&d, sizeof d);
+}
+
+static void key_bytes(pg_buf *key, const char *p, size_t n)
+{
+    pg_buf_add(key, "s", 1);
+    pg_buf_add(key, (const char *)&n, sizeof n);
+    pg_buf_add(key, p, n);
+}
+
 size_t pg_row_key(const pg_table *t, const pg_cell *row, pg_buf *key)
 {
     key->n = 0;
     for (int i = 0; i < t->npk; i++) {
         const pg_cell *c = &row[t->pk[i]];
-        int len = c->p ? c->len : -1;
-        pg_buf_add(key, (const char *)&len, sizeof len);
-        if (c->p)
-            pg_buf_add(key, c->p, (size_t)c->len);
+        int kind = t->cols[t->pk[i]].kind;
+        if (!c->p) {
+            pg_buf_add(key, "n", 1);
+        } else if (kind == PGK_INT || kind == PGK_BOOL) {
+            key_number(key, 0, cell_int(kind, c), true);
+        } else if (kind_numeric(kind)) {
+            key_number(key, cell_double(c), 0, false);
+        } else if (kind == PGK_BYTEA) {
+            int n = 0;
+            unsigned char *b = bytea_decode(c, &n);
+            if (!b)
+                key->oom = true;
+            else
+                key_bytes(key, (const char *)b, (size_t)n);
+            free(b);
+        } else {
+            key_bytes(key, c->p, (size_t)c->len);
+        }
+    }
+    return key->n;
+}
+
+size_t pg_value_key(const pg_table *t, const ldb_value *const *vals, pg_buf *key)
+{
+    key->n = 0;
+    for (int i = 0; i < t->npk; i++) {
+        const ldb_value *v = vals[i];
+        size_t n;
+        const char *p;
+        switch (v ? ldb_value_type(v) : LDB_NULL) {
+        case LDB_NULL: pg_buf_add(key, "n", 1); break;
+        case LDB_INTEGER: key_number(key, 0, ldb_value_int64(v), true); break;
+        case LDB_REAL: key_number(key, ldb_value_double(v), 0, false); break;
+        default:
+            p = ldb_value_text(v, &n);
+            key_bytes(key, p, n);
+        }
     }
     return key->n;
 }
