@@ -86,3 +86,15 @@ void pg_buf_free(pg_buf *b)
     free(b->p);
     *b = (pg_buf){ 0 };
 }
+
+/* bytea's hex input form, quoted: '\x0a1b...' */
+void pg_buf_bytea(pg_buf *b, const char *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    pg_buf_puts(b, "'\\x");
+    for (size_t i = 0; i < n; i++) {
+        char two[2] = { hex[(unsigned char)p[i] >> 4], hex[(unsigned char)p[i] & 15] };
+        pg_buf_add(b, two, 2);
+    }
+    pg_buf_puts(b, "'");
+}

@@ -62,10 +62,7 @@ static void write_literal(pg_buf *b, const ldb_value *v)
         return;
     case LDB_BLOB:
         s = ldb_value_text(v, &n);
-        pg_buf_puts(b, "'\\x");
-        for (size_t i = 0; i < n; i++)
-            pg_buf_printf(b, "%02x", (unsigned char)s[i]);
-        pg_buf_puts(b, "'");
+        pg_buf_bytea(b, s, n);
         return;
     default:
         s = ldb_value_text(v, &n);

@@ -64,6 +64,7 @@ void pg_buf_puts(pg_buf *b, const char *s);
 void pg_buf_printf(pg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pg_buf_ident(pg_buf *b, const char *name);      /* "quoted" */
 void pg_buf_literal(pg_buf *b, const char *s, size_t n); /* 'quoted' */
+void pg_buf_bytea(pg_buf *b, const char *p, size_t n);   /* '\x..' */
 const char *pg_buf_str(pg_buf *b);                  /* NUL-terminated ("" when empty) */
 void pg_buf_free(pg_buf *b);
 

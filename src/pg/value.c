@@ -264,10 +264,8 @@ void pg_value_literal(pg_buf *b, const ldb_value *v)
         break;
     case LDB_BLOB:
         s = ldb_value_text(v, &n);
-        pg_buf_puts(b, "'\\x");
-        for (size_t i = 0; i < n; i++)
-            pg_buf_printf(b, "%02x", (unsigned char)s[i]);
-        pg_buf_puts(b, "'::bytea");
+        pg_buf_bytea(b, s, n);
+        pg_buf_puts(b, "::bytea");
         break;
     default:
         pg_buf_puts(b, "NULL");
