@@ -23,7 +23,8 @@
  * libgssapi refreshes a global cache at times of its own, and what
  * OpenSSL allocates itself is not tracked (its method store caches what
  * a run fetched after a failure inside it). LDB_NOMEM_TRACE=1 records a backtrace per tracked
- * allocation, printed for a leak.
+ * allocation, printed for a leak, and where the first failure of a run
+ * strikes.
  *
  * Long sweeps are sampled (every N up to FULL_UPTO, then SAMPLES random
  * points, seed printed, replay LDB_SEED); LDB_LONG=1 runs every N.
@@ -60,8 +61,8 @@
 #include <unistd.h>
 
 #define WINDOW_MS 100
-#define FULL_UPTO 10
-#define SAMPLES 10
+#define FULL_UPTO 20
+#define SAMPLES 40
 
 static int64_t now_ms(void)
 {
@@ -86,6 +87,22 @@ static struct {
     int64_t first_fail;
 } nm;
 
+static bool nm_trace;
+
+/* With LDB_NOMEM_TRACE: where the first failure of a run strikes. */
+static void nm_where_first(void)
+{
+    if (!nm_trace)
+        return;
+    void *trace[16];
+    nm_inside = true;
+    int depth = backtrace(trace, 16);
+    printf("#    allocation %ld fails at:\n", nm.count);
+    fflush(stdout);
+    backtrace_symbols_fd(trace, depth, 1);
+    nm_inside = false;
+}
+
 /* Whether this allocation fails (main thread only). */
 static bool nm_fail_now(void)
 {
@@ -94,9 +111,10 @@ static bool nm_fail_now(void)
     long n = ++nm.count;
     if (n == nm.fail_at || (nm.persistent && n > nm.fail_at)) {
         int64_t t = now_ms();
-        if (!nm.failed)
+        if (!nm.failed) {
             nm.first_fail = t;
-        else if (t - nm.first_fail > WINDOW_MS)
+            nm_where_first();
+        } else if (t - nm.first_fail > WINDOW_MS)
             return false;
         nm.failed++;
         return true;
@@ -119,7 +137,7 @@ struct nm_slot {
 static struct nm_slot nm_set[1u << NM_BITS];
 static atomic_flag nm_lock = ATOMIC_FLAG_INIT;
 static atomic_long nm_live;
-static bool nm_tracking, nm_overflow, nm_trace;
+static bool nm_tracking, nm_overflow;
 static long nm_ord;
 
 static size_t nm_home(const void *p)
@@ -406,12 +424,18 @@ static void converge(fixture *f, const char *pg_sql)
     }
     int st = ldb_live_status(f->q, &msg);
     CHECKF(st == LDB_STATUS_READY, "status %d (%s)", st, msg ? msg : "");
-    int na, nb;
+    int na, nb, nt;
     char **a = pgu_rows_live(f->q, &na), **b = pgu_rows_pg(f->c, pg_sql, &nb);
-    int same = pgu_rows_equal(a, na, b, nb, pg_sql);
+    char **t = pgu_rows_ldb(f->db, pg_sql, &nt);
+    /* Which one differs: the local table (the adapter lost a change) or
+     * only the live result (the core did). */
+    int table_same = pgu_rows_equal(t, nt, b, nb, "local table");
+    int same = pgu_rows_equal(a, na, b, nb, "live result");
     pgu_rows_free(a, na);
     pgu_rows_free(b, nb);
-    CHECKF(same, "live result differs from PostgreSQL's %s", pg_sql);
+    pgu_rows_free(t, nt);
+    CHECKF(same && table_same, "%s differs from PostgreSQL's %s",
+           table_same ? "the live result (not the table)" : "the local table", pg_sql);
 }
 
 /* And the stream still follows the server afterwards. */
