@@ -7,28 +7,31 @@
  * failure: memory that stays short longer only repeats the reconnects),
  * until a run hits no failure. Then failures stop and the system must
  * converge: ldb_pg_sync within 30 s (a live query whose request failed
- * may be ERROR: ldb_live_retry), every live result equal to PostgreSQL's,
- * an optimistic write CONFIRMED exactly when the server has it, a failed
- * open or attach LDB_NOMEM or LDB_ERROR with a message and nothing left
- * behind, and every run leaking nothing.
+ * may be ERROR: ldb_live_retry), the local table and every live result
+ * equal to PostgreSQL's, and the stream still following it; an optimistic
+ * write CONFIRMED exactly when the server has it; a failed open or attach
+ * LDB_NOMEM or LDB_ERROR with a message and nothing left behind (local
+ * table, slot, publication); and no run leaks.
  *
  * Failures come from malloc/calloc/realloc defined here (forwarding to
  * glibc's __libc_ functions; strdup and libpq allocate through them),
  * counted on the test's main thread only: libpq and the adapter run
- * there; the cancel thread and the server do not. Every allocation of the
+ * there; the cancel thread does not. OpenSSL's own allocations are
+ * neither failed nor tracked (nm_skipped). Every other allocation of the
  * main thread during a run (fixture, operation, checks, teardown) is
- * tracked in a pointer set; after the run everything must be freed. The
+ * tracked in a pointer set and must be freed by the run's end. The
  * calibration run of each sweep (no failure) warms libc's and libpq's
  * one-time caches; GSSAPI encryption is off (PGGSSENCMODE), since
- * libgssapi refreshes a global cache at times of its own, and what
- * OpenSSL allocates itself is neither failed nor tracked (nm_skipped). LDB_NOMEM_TRACE=1 records a backtrace per tracked
- * allocation, printed for a leak, and where the first failure of a run
- * strikes.
+ * libgssapi refreshes a global cache at times of its own.
  *
- * Long sweeps are sampled (every N up to FULL_UPTO, then SAMPLES random
- * points, seed printed, replay LDB_SEED) and end after STOP_AFTER failed
- * runs; LDB_LONG=1 runs every N. LDB_NOMEM_POINT='N once|from' runs one
- * point (counts depend a little on timing: a point may need a few tries).
+ * Each run is a forked child, so a crash or a hang is reported with its
+ * point and the sweep goes on. Long sweeps are sampled (every N up to
+ * FULL_UPTO, then SAMPLES random points; seed printed, LDB_SEED replays)
+ * and end after STOP_AFTER failed runs or one slow failed run (a 30 s
+ * sync timeout); LDB_LONG=1 runs every N and never stops early.
+ * LDB_NOMEM_POINT='N once|from' runs one point (counts depend a little
+ * on timing: a point may need a few tries); LDB_NOMEM_TRACE=1 prints
+ * where the first failure strikes and a backtrace per leaked block.
  * Under AddressSanitizer malloc cannot be interposed: every case prints
  * "# SKIPPED under ASan" and passes.
  */
@@ -64,7 +67,8 @@
 #define WINDOW_MS 100
 #define FULL_UPTO 20
 #define SAMPLES 40
-#define STOP_AFTER 4   /* failed runs that end a sampled sweep (a hang costs 30 s) */
+#define STOP_AFTER 4   /* failed runs that end a sampled sweep */
+#define SLOW_MS 10000  /* a failed run this long (ldb_pg_sync timed out) ends it too */
 
 static int64_t now_ms(void)
 {
@@ -700,7 +704,7 @@ static int run_child(const sweep_op *op, long n, bool persistent)
  * point and the sweep goes on; whether an allocation failed. A run that
  * fails counts in *bad (its output is shown for the first few) and the
  * server is cleaned after it (a crashed run leaves its slot). */
-static bool run_point(const sweep_op *op, long n, bool persistent, int *bad)
+static bool run_point(const sweep_op *op, long n, bool persistent, int *bad, bool *slow)
 {
     snprintf(point, sizeof point, "%s, N=%ld, mode %s (replay: LDB_NOMEM_POINT='%ld %s' %s)",
              op->name, n, persistent ? "from" : "once", n, persistent ? "from" : "once",
@@ -733,6 +737,7 @@ static bool run_point(const sweep_op *op, long n, bool persistent, int *bad)
         what = "exited abnormally";
     }
     bool failed = what || (WEXITSTATUS(status) & RUN_FAILED);
+    *slow = now_ms() - t0 > SLOW_MS;
     if (failed) {
         if (what)
             printf("FAIL %s: %s\n", point, what);
@@ -768,14 +773,16 @@ static void sweep_mode(const sweep_op *op, bool persistent, long total, rng *r, 
     int64_t t0 = now_ms();
     int sampled = 0, bad = 0;
     for (;;) {
-        bool hit = run_point(op, n, persistent, &bad);
+        bool slow = false;
+        bool hit = run_point(op, n, persistent, &bad, &slow);
         runs++;
         hits += hit;
         if (!hit)
             break;
-        if (bad >= STOP_AFTER && !full) {
-            printf("#    %s, mode %s: stopped after %d failed runs (LDB_LONG=1 goes on)\n",
-                   op->name, persistent ? "from" : "once", bad);
+        if ((bad >= STOP_AFTER || (bad && slow)) && !full) {
+            printf("#    %s, mode %s: stopped after %d failed runs%s (LDB_LONG=1 goes on)\n",
+                   op->name, persistent ? "from" : "once", bad,
+                   slow ? ", the last one slow" : "");
             break;
         }
         if (full || n < FULL_UPTO)
@@ -817,7 +824,8 @@ static void sweep(const sweep_op *op)
         long n = strtol(only, NULL, 10);
         bool persistent = strstr(only, "from") != NULL;
         int bad = 0;
-        bool hit = run_point(op, n, persistent, &bad);
+        bool slow;
+        bool hit = run_point(op, n, persistent, &bad, &slow);
         if (bad)
             test_failed_ = 1;
         printf("#    %s, N=%ld, mode %s: %s\n", op->name, n, persistent ? "from" : "once",
