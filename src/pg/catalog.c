@@ -202,11 +202,14 @@ static int publish(ldb_pg *pg, PGconn *c, pg_table *t)
     pg_buf_puts(&q, "ALTER PUBLICATION ");
     pg_buf_ident(&q, pg->publication);
     pg_buf_printf(&q, " ADD TABLE %s", t->pgname);
-    r = q.oom ? NULL : run(pg, c, pg_buf_str(&q), 0, NULL);
+    if (q.oom)
+        return LDB_NOMEM;
+    r = run(pg, c, q.p, 0, NULL);
     pg_buf_free(&q);
     if (!r)
         return LDB_ERROR;
     PQclear(r);
+    t->published = true;
     return LDB_OK;
 }
 
@@ -248,6 +251,7 @@ static int local_table(ldb_pg *pg, pg_table *t)
     rc = q.oom ? LDB_NOMEM : ldb_exec(pg->db, pg_buf_str(&q), NULL, NULL);
     if (rc && rc != LDB_NOMEM)
         pg_set_err(pg, "creating local table %s: %s", t->local, ldb_errmsg(pg->db));
+    t->created = rc == LDB_OK;
     pg_buf_free(&q);
     return rc;
 }
@@ -342,13 +346,40 @@ static bool void_old_rows(pg_table *t)
     return ldb_sync_commit(s, NULL) == LDB_OK;
 }
 
+/* A failed attach leaves the database and the server as they were: the
+ * table it added to our publication leaves it, the local table it made is
+ * dropped. */
+static void attach_undo(ldb_pg *pg, PGconn *c, pg_table *t, int rc)
+{
+    if (rc == LDB_NOMEM)
+        pg_set_err(pg, "out of memory");
+    pg_buf q = { 0 };
+    if (t->published) {
+        pg_buf_puts(&q, "ALTER PUBLICATION ");
+        pg_buf_ident(&q, pg->publication);
+        pg_buf_printf(&q, " DROP TABLE %s", t->pgname);
+        if (!q.oom)
+            PQclear(PQexec(c, q.p));
+    }
+    if (t->created) {
+        q.n = 0;
+        pg_buf_puts(&q, "DROP TABLE ");
+        pg_buf_ident(&q, t->local);
+        if (!q.oom)
+            ldb_exec(pg->db, q.p, NULL, NULL);
+    }
+    pg_buf_free(&q);
+}
+
 int pg_table_attach(ldb_pg *pg, const char *pg_table_name, const char *local, int mode,
                  ldb_source **out)
 {
     static const ldb_provider provider = { pg_load_subset_cb, pg_unload_subset_cb, pg_abort_cb, NULL };
     pg_table *t = calloc(1, sizeof *t);
-    if (!t)
+    if (!t) {
+        pg_set_err(pg, "out of memory");
         return LDB_NOMEM;
+    }
     t->pg = pg;
     PGconn *c = PQconnectdb(pg->conninfo);
     PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
@@ -375,19 +406,22 @@ int pg_table_attach(ldb_pg *pg, const char *pg_table_name, const char *local, in
         rc = prepare_get(pg, t);
     if (rc == LDB_OK)
         rc = add_table(pg, t);
-    PQfinish(c);
     if (rc == LDB_OK) {
         rc = ldb_source_attach(pg->db, t->local, mode, &provider, t, &t->src);
-        if (rc) {
+        if (rc)
             pg_set_err(pg, "%s", ldb_errmsg(pg->db));
+        if (rc)
             pg->ntables--;
-        }
     }
-    if (rc == LDB_OK && !void_old_rows(t))
-        pg_set_err(pg, "%s: could not void the rows it held before (out of memory)", t->local);
+    if (rc == LDB_OK && !void_old_rows(t)) {
+        ldb_source_detach(t->src);
+        pg->ntables--;
+        rc = LDB_NOMEM;
+    }
+    if (rc)
+        attach_undo(pg, c, t, rc);
+    PQfinish(c);
     if (rc) {
-        if (rc == LDB_NOMEM)
-            pg_set_err(pg, "out of memory");
         pg_table_free(t);
         return rc;
     }

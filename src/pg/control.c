@@ -356,7 +356,15 @@ void pg_writer_result(pg_conn *c)
         PGresult *r = PQgetResult(c->c);
         pg_write *w = write_sending(pg);
         if (r) {
-            if (PQresultStatus(r) == PGRES_FATAL_ERROR && w) {
+            bool server = PQresultErrorField(r, PG_DIAG_SQLSTATE) != NULL &&
+                          PQstatus(c->c) == CONNECTION_OK;
+            if (PQresultStatus(r) == PGRES_FATAL_ERROR && w && !server) {
+                /* libpq's own failure (out of memory, the connection):
+                 * the outcome is unknown, settled as an orphan */
+                PQclear(r);
+                pg_conn_drop(c, "the write's result was lost");
+                return;
+            } else if (PQresultStatus(r) == PGRES_FATAL_ERROR && w) {
                 char msg[400];
                 snprintf(msg, sizeof msg, "postgresql: %s", result_message(r, c));
                 write_reject(pg, w, msg);
@@ -428,12 +436,15 @@ static int mutation_key(pg_table *t, const ldb_optimistic *o, int i, pg_buf *key
     return key->oom ? LDB_NOMEM : LDB_OK;
 }
 
-/* Confirms write id by s; a key it addressed that s does not carry has no
+/* Makes s confirm write id (*out: the write, settled once s commits); a
+ * key it addressed that s does not carry has no
  * row on the server (an UPDATE or DELETE found none, or the server stored
  * an INSERT's key in another form, as an upper-case uuid): s deletes it. */
-int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *carried)
+int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *carried,
+                       pg_write **out)
 {
     pg_write *w = write_by_id(pg, id);
+    *out = NULL;
     if (!w)
         return LDB_OK;
     pg_buf key = { 0 };
@@ -468,11 +479,16 @@ int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *ca
     pg_buf_free(&key);
     if (rc == LDB_OK)
         rc = ldb_sync_confirm(s, w->o);
-    if (rc == LDB_OK) {
-        w->state = WRITE_DONE;
-        pg->stats.confirmed++;
-    }
+    if (rc == LDB_OK)
+        *out = w;
     return rc;
+}
+
+/* s, which confirms w, was committed. */
+void pg_write_settled(ldb_pg *pg, pg_write *w)
+{
+    w->state = WRITE_DONE;
+    pg->stats.confirmed++;
 }
 
 void pg_writes_fence_seen(ldb_pg *pg)

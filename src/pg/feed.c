@@ -100,24 +100,29 @@ static void feed_start(pg_conn *c)
 
 /* Truncates t's source (law 9): the core asks for its demand again, and
  * its live queries publish the replacement only once it is loaded. */
-static void void_table(ldb_pg *pg, pg_table *t)
+static bool void_table(ldb_pg *pg, pg_table *t)
 {
     ldb_sync *s;
     t->truncated = pg->feed_seq;
-    if (ldb_sync_begin(t->src, NULL, &s) == LDB_OK) {
-        if (ldb_sync_truncate(s) == LDB_OK)
-            ldb_sync_commit(s, NULL);
-        else
-            ldb_sync_abandon(s);
+    if (ldb_sync_begin(t->src, NULL, &s) != LDB_OK)
+        return false;
+    if (ldb_sync_truncate(s) != LDB_OK) {
+        ldb_sync_abandon(s);
+        return false;
     }
+    return ldb_sync_commit(s, NULL) == LDB_OK;
 }
 
-static void replay_all(ldb_pg *pg)
+/* false when some table could not be voided (out of memory): the caller
+ * must not move past what needed the replay. */
+static bool replay_all(ldb_pg *pg)
 {
+    bool ok = true;
     pg->stats.replays++;
     pg_writes_replayed(pg);
     for (int i = 0; i < pg->ntables; i++)
-        void_table(pg, pg->tables[i]);
+        ok &= void_table(pg, pg->tables[i]);
+    return ok;
 }
 
 static void feed_step_result(pg_conn *c, PGresult *r)
@@ -145,10 +150,10 @@ static void feed_step_result(pg_conn *c, PGresult *r)
     }
     if (c->step == FEED_START && st == PGRES_COPY_BOTH) {
         c->step = FEED_STREAMING;
-        if (pg->replay_needed) {
+        if (pg->replay_needed && replay_all(pg))
             pg->replay_needed = false;
-            replay_all(pg);
-        }
+        else if (pg->replay_needed)
+            pg_conn_drop(c, "out of memory replaying: trying again");
         return;
     }
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -301,8 +306,7 @@ static void on_relation(ldb_pg *pg, const char *p, const char *end)
     }
     if (!map || !seen) {
         free(map), free(seen);
-        pg_set_err(pg, "out of memory reading a relation message: replaying");
-        replay_all(pg);
+        pg_conn_drop(&pg->feed, "out of memory reading a relation message");
         return;
     }
     for (int c = 0; c < t->ncols; c++)
@@ -315,7 +319,8 @@ static void on_relation(ldb_pg *pg, const char *p, const char *end)
     t->relmap_n = n;
     if (t->relid != relid) {                     /* dropped and made again */
         t->relid = relid;
-        void_table(pg, t);
+        if (!void_table(pg, t))
+            pg_conn_drop(&pg->feed, "out of memory voiding a table made again");
     }
 }
 
@@ -609,6 +614,22 @@ static void fence_reached(ldb_pg *pg, uint64_t fence)
     pg_writes_fence_seen(pg);
 }
 
+/* A stream transaction that could not be applied is never skipped (its
+ * position is not confirmed): out of memory drops the stream, which
+ * sends it again after the reconnect; a refusal by the local table (a
+ * local UNIQUE index the server's rows break) replays every source. The
+ * stream connection may be gone (and the transaction freed) on return. */
+static void apply_failed(ldb_pg *pg, int rc)
+{
+    if (rc != LDB_NOMEM) {
+        pg_set_err(pg, "applying a stream transaction failed (%s): replaying",
+                   ldb_errmsg(pg->db));
+        if (replay_all(pg))
+            return;
+    }
+    pg_conn_drop(&pg->feed, "out of memory applying a stream transaction: it is sent again");
+}
+
 /* Applies the buffered transaction at its commit. */
 static void apply_txn(ldb_pg *pg, struct pg_txn *x)
 {
@@ -639,23 +660,19 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
             a.rc = apply_truncate(&a, m + 1, m + len);
         off += 4 + len;
     }
+    pg_write *w = NULL;
     if (a.rc == LDB_OK && write && !a.s && pg->ntables)
         a.rc = ldb_sync_begin(pg->tables[0]->src, NULL, &a.s);
     if (a.rc == LDB_OK && write)
-        a.rc = pg_write_confirmed(pg, write, a.s, &a.carried);
+        a.rc = pg_write_confirmed(pg, write, a.s, &a.carried, &w);
     if (a.changed && a.rc == LDB_OK && !pg_unproven_add(pg, x->xid, a.seq))
         a.rc = LDB_NOMEM;
     if (a.s && a.rc == LDB_OK)
         a.rc = ldb_sync_commit(a.s, NULL);
     else if (a.s)
         ldb_sync_abandon(a.s);
-    if (a.rc) {
-        /* The local table refused the server's state (a local UNIQUE
-         * index, out of memory): never diverge silently, load it again. */
-        pg_set_err(pg, "applying a stream transaction failed (%s): replaying",
-                   a.rc == LDB_NOMEM ? "out of memory" : ldb_errmsg(pg->db));
-        replay_all(pg);
-    }
+    if (a.rc == LDB_OK && w)
+        pg_write_settled(pg, w);
     pg_buf_free(&a.key), pg_buf_free(&a.oldbuf), pg_buf_free(&a.newbuf);
     pg_keymap_clear(&a.carried);
     pg_keymap_clear(&a.mine);
@@ -663,6 +680,10 @@ static void apply_txn(ldb_pg *pg, struct pg_txn *x)
         free(a.saved[i]);
     free(a.saved);
     free(a.oldc), free(a.newc);
+    if (a.rc) {
+        apply_failed(pg, a.rc);
+        return;
+    }
     pg->stats.txns++;
     pg->applied_lsn = x->end_lsn;
     fence_reached(pg, fence);
@@ -675,8 +696,10 @@ static void on_pgoutput(ldb_pg *pg, const char *m, size_t len)
     struct pg_txn *x = pg->txn;
     switch (m[0]) {
     case 'B':
-        if (!x && !(x = pg->txn = calloc(1, sizeof *x)))
+        if (!x && !(x = pg->txn = calloc(1, sizeof *x))) {
+            pg_conn_drop(&pg->feed, "out of memory receiving a transaction");
             break;
+        }
         x->msgs.n = 0;
         x->msgs.oom = false;
         x->open = true;
@@ -702,15 +725,17 @@ static void on_pgoutput(ldb_pg *pg, const char *m, size_t len)
         }
         break;
     case 'C':
-        if (x && len >= 26) {
-            x->end_lsn = get_u64(m + 10);
-            if (x->msgs.oom)
-                pg_conn_drop(&pg->feed, "out of memory buffering a transaction");
-            else
-                apply_txn(pg, x);
-            x->msgs.n = 0;
-            x->open = false;
+        if (!x || len < 26)
+            break;
+        x->end_lsn = get_u64(m + 10);
+        x->open = false;
+        if (x->msgs.oom) {
+            pg_conn_drop(&pg->feed, "out of memory buffering a transaction");
+            break;                              /* x is freed */
         }
+        apply_txn(pg, x);                       /* may drop the stream, freeing x */
+        if (pg->txn)
+            pg->txn->msgs.n = 0;
         break;
     default:                                    /* 'Y' types, 'O' origins */
         break;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 static void load_send(pg_load *l, pg_conn *c);
+static void load_settle(pg_load *l, int rc, const char *msg);
 
 static pg_load *load_new(pg_table *t, ldb_request *req, char *sql)
 {
@@ -182,6 +183,9 @@ static void load_send(pg_load *l, pg_conn *c)
 void pg_loads_dispatch(ldb_pg *pg)
 {
     int64_t now = pg_now_ms();
+    for (pg_load *l = pg->loads; l; l = l->next)
+        if (l->unsettled)
+            load_settle(l, l->settle_rc, l->settle_msg);
     for (pg_load *l = pg->loads; l; l = l->next) {
         if (l->state != LOAD_QUEUED || l->not_before > now)
             continue;
@@ -199,11 +203,38 @@ void pg_loads_dispatch(ldb_pg *pg)
     }
 }
 
+/* Settles l's request; a settlement that cannot be queued (out of
+ * memory) is tried again at each poll, and l stays outstanding until then
+ * (ldb_pg_sync must not call the query settled). */
+static void load_settle(pg_load *l, int rc, const char *msg)
+{
+    if (!l->req || l->aborted)
+        return;
+    l->unsettled = ldb_request_settle(l->req, rc, msg) == LDB_NOMEM;
+    if (l->unsettled) {
+        l->settle_rc = rc;
+        snprintf(l->settle_msg, sizeof l->settle_msg, "%s", msg ? msg : "");
+    }
+}
+
 static void load_fail(pg_load *l, const char *msg)
 {
-    if (l->req && !l->aborted && !l->failed)
-        ldb_request_settle(l->req, LDB_ERROR, msg);
+    if (!l->failed)
+        load_settle(l, LDB_ERROR, msg);
     l->failed = true;
+}
+
+/* Runs l again from the start (new snapshot and fence), a little later. */
+static void load_requeue(pg_load *l)
+{
+    for (int i = 0; i < l->nheld; i++)
+        PQclear(l->held[i]);
+    l->nheld = 0;
+    l->fence = 0;
+    l->fetched_all = false;
+    l->retry = false;
+    l->state = LOAD_QUEUED;
+    l->not_before = pg_now_ms() + 5;
 }
 
 /* Applies l's held chunks once its fence has passed; settles it after the
@@ -230,7 +261,7 @@ static void load_apply(pg_load *l)
     int rc = row ? LDB_OK : LDB_NOMEM;
     for (int h = 0; rc == LDB_OK && h < l->nheld; h++) {
         PGresult *r = l->held[h];
-        ldb_sync *s;
+        ldb_sync *s = NULL;
         rc = ldb_sync_begin(t->src, l->req, &s);
         for (int i = 0; rc == LDB_OK && i < PQntuples(r); i++) {
             for (int c = 0; c < t->ncols; c++)
@@ -259,12 +290,24 @@ static void load_apply(pg_load *l)
     l->nheld = 0;
     free(row);
     pg_buf_free(&key);
-    if (rc)
-        load_fail(l, "livedb-pg: applying loaded rows failed (out of memory?)");
-    else if (l->fetched_all && !l->aborted && l->req)
-        ldb_request_settle(l->req, LDB_OK, NULL);
-    if (l->fetched_all || rc || (l->aborted && !l->conn))
+    if (rc == LDB_NOMEM) {              /* the rows applied stay; all come again */
+        l->retry = true;
+        if (!l->conn)
+            load_requeue(l);
+        return;                         /* on a connection: load_next rolls back */
+    }
+    if (rc) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "livedb-pg: applying loaded rows failed: %s",
+                 ldb_errmsg(pg->db));
+        load_fail(l, msg);
+    } else if (l->fetched_all) {
+        load_settle(l, LDB_OK, NULL);
+    }
+    if ((l->fetched_all && !rc) || (l->aborted && !l->conn))
         l->state = l->conn ? LOAD_CLOSING : LOAD_DONE;
+    else if (rc && !l->conn)
+        load_finish(l);
 }
 
 void pg_loads_fence_seen(ldb_pg *pg)
@@ -322,12 +365,12 @@ static void load_result(pg_conn *c, pg_load *l, PGresult *r)
         load_fail(l, msg);
     } else if (l->state == LOAD_DECLARING && st == PGRES_TUPLES_OK) {
         if (PQntuples(r) != 1 || !pg_snapshot_parse(PQgetvalue(r, 0, 0), &l->snap))
-            load_fail(l, "livedb-pg: reading the load's snapshot failed (out of memory?)");
+            l->retry = true;              /* out of memory: run it again */
     } else if (l->state == LOAD_FETCHING && st == PGRES_TUPLES_OK) {
         if (PQntuples(r) < c->pg->rows_per_commit)
             l->fetched_all = true;
         if (!hold(l, r)) {
-            load_fail(l, "livedb-pg: out of memory");
+            l->retry = true;              /* out of memory: run it again */
             PQclear(r);
         }
         return;                                   /* r is held */
@@ -344,14 +387,7 @@ static void load_next(pg_conn *c, pg_load *l)
         l->conn = NULL;
         c->state = CONN_IDLE;
         if (l->retry && !l->failed && !l->aborted) {
-            for (int i = 0; i < l->nheld; i++)
-                PQclear(l->held[i]);
-            l->nheld = 0;
-            l->fence = 0;
-            l->fetched_all = false;
-            l->retry = false;
-            l->state = LOAD_QUEUED;
-            l->not_before = pg_now_ms() + 5;
+            load_requeue(l);
             return;
         }
         if (l->state == LOAD_CLOSING)
@@ -426,11 +462,7 @@ void pg_load_conn_lost(pg_conn *c)
          * was lost): applied, or waiting for the fence as before */
         l->state = l->nheld ? LOAD_FETCHING : LOAD_DONE;
     } else {
-        for (int i = 0; i < l->nheld; i++)
-            PQclear(l->held[i]);
-        l->nheld = 0;
-        l->fence = 0;
-        l->state = LOAD_QUEUED;
+        load_requeue(l);
     }
 }
 
@@ -449,7 +481,7 @@ void pg_loads_reap(ldb_pg *pg)
 {
     for (pg_load **p = &pg->loads; *p; ) {
         pg_load *l = *p;
-        if (l->state != LOAD_DONE || l->conn) {
+        if (l->state != LOAD_DONE || l->conn || l->unsettled) {
             p = &l->next;
             continue;
         }
@@ -471,7 +503,7 @@ void pg_loads_reap(ldb_pg *pg)
 bool pg_loads_idle(ldb_pg *pg)
 {
     for (pg_load *l = pg->loads; l; l = l->next)
-        if (l->state != LOAD_DONE)
+        if (l->state != LOAD_DONE || l->unsettled)
             return false;
     return true;
 }

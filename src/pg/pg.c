@@ -101,10 +101,28 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
     pg_buf_puts(&q, "CREATE PUBLICATION ");
     pg_buf_ident(&q, pg->publication);
     pg_buf_puts(&q, " WITH (publish_via_partition_root = true)");
-    r = q.oom ? NULL : setup_exec(c, q.p, 0, NULL);
+    if (q.oom) {
+        snprintf(open_error, sizeof open_error, "out of memory");
+        return LDB_NOMEM;
+    }
+    r = setup_exec(c, q.p, 0, NULL);
     pg_buf_free(&q);
     PQclear(r);
+    pg->made_publication = r != NULL;
     return r ? LDB_OK : LDB_ERROR;
+}
+
+/* Open failed after making the publication: drop it on the connection
+ * still open (a new one may fail as open did). */
+static void undo_publication(ldb_pg *pg, PGconn *c)
+{
+    pg_buf q = { 0 };
+    pg_buf_puts(&q, "DROP PUBLICATION IF EXISTS ");
+    pg_buf_ident(&q, pg->publication);
+    if (!q.oom)
+        PQclear(PQexec(c, q.p));
+    pg_buf_free(&q);
+    pg->made_publication = false;
 }
 
 static int setup_server(ldb_pg *pg)
@@ -127,6 +145,8 @@ static int setup_server(ldb_pg *pg)
     PQclear(r);
     if (rc == LDB_OK)
         rc = setup_slot(pg, c);
+    if (rc && pg->made_publication)
+        undo_publication(pg, c);
     PQfinish(c);
     return rc;
 }
@@ -176,6 +196,13 @@ static ldb_pg *pg_alloc(ldb *db, const ldb_pg_config *cfg)
         return NULL;
     pg->db = db;
     pg->epfd = pg->timerfd = -1;
+    pg->nloadc = cfg->load_connections > 0 ? cfg->load_connections : 2;
+    pg->loadc = calloc((size_t)pg->nloadc, sizeof *pg->loadc);
+    pg_conn_init(pg, &pg->feed, ROLE_FEED);     /* first: close may run on failure */
+    pg_conn_init(pg, &pg->control, ROLE_CONTROL);
+    pg_conn_init(pg, &pg->writer, ROLE_WRITER);
+    for (int i = 0; pg->loadc && i < pg->nloadc; i++)
+        pg_conn_init(pg, &pg->loadc[i], ROLE_LOAD);
     char hex[17];
     random_hex(hex, sizeof hex);
     snprintf(pg->tag, sizeof pg->tag, "l%s", hex);
@@ -187,8 +214,6 @@ static ldb_pg *pg_alloc(ldb *db, const ldb_pg_config *cfg)
                              : cfg->slot ? cfg->slot : name);
     pg->own_publication = !cfg->publication;
     pg->drop_at_close = !cfg->slot;
-    pg->nloadc = cfg->load_connections > 0 ? cfg->load_connections : 2;
-    pg->loadc = calloc((size_t)pg->nloadc, sizeof *pg->loadc);
     pg->fail_after_ms = cfg->fail_after_ms > 0 ? cfg->fail_after_ms : 10000;
     pg->rows_per_commit = cfg->rows_per_commit > 0 ? cfg->rows_per_commit : 4096;
     pg->fence_next = 1;
@@ -197,14 +222,10 @@ static ldb_pg *pg_alloc(ldb *db, const ldb_pg_config *cfg)
     pg->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (!pg->conninfo || !pg->slot || !pg->publication || !pg->loadc ||
         !epoll_add(pg->epfd, pg->timerfd) || !epoll_add(pg->epfd, ldb_source_fd(db))) {
+        pg->drop_at_close = false;              /* nothing was made on the server */
         ldb_pg_close(pg);
         return NULL;
     }
-    pg_conn_init(pg, &pg->feed, ROLE_FEED);
-    pg_conn_init(pg, &pg->control, ROLE_CONTROL);
-    pg_conn_init(pg, &pg->writer, ROLE_WRITER);
-    for (int i = 0; i < pg->nloadc; i++)
-        pg_conn_init(pg, &pg->loadc[i], ROLE_LOAD);
     return pg;
 }
 
@@ -221,9 +242,11 @@ int ldb_pg_open(ldb *db, const ldb_pg_config *cfg, ldb_pg **out)
         snprintf(open_error, sizeof open_error, "out of memory");
         return LDB_NOMEM;
     }
-    if (setup_server(pg)) {
+    int rc = setup_server(pg);
+    if (rc) {
+        pg->drop_at_close = false;              /* setup_server undid what it made */
         ldb_pg_close(pg);
-        return LDB_ERROR;
+        return rc == LDB_NOMEM ? LDB_NOMEM : LDB_ERROR;
     }
     pg_conn_start(&pg->feed);
     pg_conn_start(&pg->control);

@@ -110,6 +110,7 @@ typedef struct pg_table {
     int relmap_n;
     pg_keymap touched;   /* key -> feed_seq of its last stream change */
     uint64_t truncated;  /* feed_seq of its last truncate (stream or replay) */
+    bool created, published; /* attach made the local table / added it to ours */
     ldb_stmt *get;       /* SELECT * FROM local WHERE pk = ... */
     ldb_request **reqs;  /* current requests (references), for the filter */
     int nreqs, capreqs;
@@ -148,7 +149,11 @@ typedef struct pg_load {
     PGresult **held;       /* fetched chunks waiting for the fence */
     int nheld, capheld;
     bool fetched_all;
-    bool retry;            /* its snapshot missed an applied transaction */
+    bool retry;            /* run it again (a snapshot missing an applied
+                              transaction, a lost session, out of memory) */
+    bool unsettled;        /* its settlement could not be queued yet */
+    int settle_rc;
+    char settle_msg[300];
     int64_t not_before;    /* queued again: not sent before this time */
     pg_snapshot snap;      /* its cursor's snapshot */
 } pg_load;
@@ -173,6 +178,7 @@ struct ldb_pg {
     char *slot, *publication;
     bool own_publication;  /* we add tables to it (made when missing) */
     bool drop_at_close;    /* slot (and own publication) named by us */
+    bool made_publication; /* ldb_pg_open made it (undone if open fails) */
     char tag[40];          /* our fences' and writes' message prefix */
     int fail_after_ms, rows_per_commit;
     pg_table **tables;
@@ -279,7 +285,9 @@ void pg_control_lost(pg_conn *c);
 void pg_writer_result(pg_conn *c);
 void pg_writer_lost(pg_conn *c);
 void pg_writes_replayed(ldb_pg *pg);
-int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *t, const pg_keymap *carried);
+int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *t, const pg_keymap *carried,
+                       struct pg_write **out);
+void pg_write_settled(ldb_pg *pg, struct pg_write *w);
 void pg_writes_fence_seen(ldb_pg *pg);
 bool pg_writes_idle(ldb_pg *pg);
 void pg_writes_free(ldb_pg *pg, bool all);
