@@ -108,7 +108,10 @@ LDB_API const char *ldb_pg_open_error(void);
  * borrowed (livedb.h, ldb_source_attach). LDB_NOTFOUND (no such table),
  * LDB_UNSUPPORTED (a column type, no primary key, REPLICA IDENTITY
  * NOTHING), LDB_ERROR (server error, local table differs), LDB_MISUSE
- * (attached already), LDB_NOMEM; ldb_pg_errmsg says why.
+ * (attached already), LDB_NOMEM; ldb_pg_errmsg says why. A failed
+ * attach drops the local table it made and takes the table out of the
+ * adapter's publication; only when even that fails (allocations failing
+ * throughout) the empty local table stays, and attaching again reuses it.
  */
 LDB_API int ldb_pg_attach(ldb_pg *pg, const char *pg_table, const char *local, int mode,
                           ldb_source **out);

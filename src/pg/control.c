@@ -137,6 +137,33 @@ static bool mutation_sql(ldb_pg *pg, pg_buf *q, const ldb_optimistic *o, int i)
     return true;
 }
 
+/* Rejects o now, or at the next polls when even that cannot be queued
+ * (out of memory): a write must never stay pending unseen. The retry
+ * ring needs no allocation. */
+static void reject_soon(ldb_pg *pg, ldb_optimistic *o, const char *msg)
+{
+    pg->stats.rejected++;
+    if (ldb_optimistic_reject(o, msg) == LDB_OK)
+        return;
+    if (pg->nunsent < (int)(sizeof pg->unsent / sizeof pg->unsent[0])) {
+        ldb_optimistic_ref(o);
+        pg->unsent[pg->nunsent++] = o;
+    }
+}
+
+void pg_writes_retry_rejects(ldb_pg *pg)
+{
+    int n = 0;
+    for (int i = 0; i < pg->nunsent; i++) {
+        ldb_optimistic *o = pg->unsent[i];
+        if (ldb_optimistic_reject(o, "livedb-pg: out of memory sending the write") == LDB_OK)
+            ldb_optimistic_free(o);
+        else
+            pg->unsent[n++] = o;
+    }
+    pg->nunsent = n;
+}
+
 void ldb_pg_send(void *ctx, ldb_optimistic *o)
 {
     ldb_pg *pg = ctx;
@@ -148,19 +175,19 @@ void ldb_pg_send(void *ctx, ldb_optimistic *o)
     for (int i = 0; w && !bad && i < ldb_optimistic_count(o); i++)
         if (!mutation_sql(pg, &q, o, i))
             bad = ldb_optimistic_table(o, i);
+    uint64_t id = pg->write_ids + 1;
+    pg_buf_printf(&q, "SELECT pg_logical_emit_message(true, 'livedb', '%s:w%llu')", pg->tag,
+                  (unsigned long long)id);
     if (!w || q.oom || bad) {
         char msg[200];
         snprintf(msg, sizeof msg, bad ? "livedb-pg: table %s is not attached to postgresql"
                                       : "livedb-pg: out of memory", bad);
-        ldb_optimistic_reject(o, msg);
+        reject_soon(pg, o, msg);
         pg_buf_free(&q);
         free(w);
-        pg->stats.rejected++;
         return;
     }
-    w->id = ++pg->write_ids;
-    pg_buf_printf(&q, "SELECT pg_logical_emit_message(true, 'livedb', '%s:w%llu')", pg->tag,
-               (unsigned long long)w->id);
+    w->id = pg->write_ids = id;
     w->sql = q.p;
     ldb_optimistic_ref(o);
     w->o = o;

@@ -523,7 +523,9 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
     }
     if (rc == LDB_OK && p && kind != 'D' && p < end && *p == 'N')
         p = parse_tuple(t, p + 1, end, newc, &a->newbuf);
-    if (rc == LDB_OK && p) {
+    if (!p)          /* out of memory, or a malformed message: stream it again */
+        return LDB_NOMEM;
+    if (rc == LDB_OK) {
         if (kind == 'D') {
             touch(a, t, oldc);
             int held = held_now(a, t, oldc);

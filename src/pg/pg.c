@@ -147,7 +147,10 @@ static int setup_server(ldb_pg *pg)
         rc = setup_slot(pg, c);
     if (rc && pg->made_publication)
         undo_publication(pg, c);
-    PQfinish(c);
+    if (rc)
+        PQfinish(c);
+    else
+        pg->setup = c;                 /* kept until open is done: see teardown */
     return rc;
 }
 
@@ -158,7 +161,10 @@ static void teardown_server(ldb_pg *pg)
 {
     if (!pg->drop_at_close)
         return;
-    PGconn *c = PQconnectdb(pg->conninfo);
+    /* a failing open still has its setup connection: a new one could
+     * fail the way open did */
+    PGconn *c = pg->setup ? pg->setup : PQconnectdb(pg->conninfo);
+    pg->setup = NULL;
     PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
     if (PQstatus(c) == CONNECTION_OK) {
         const char *p[] = { pg->slot };
@@ -261,6 +267,8 @@ int ldb_pg_open(ldb *db, const ldb_pg_config *cfg, ldb_pg **out)
         ldb_pg_close(pg);
         return LDB_ERROR;
     }
+    PQfinish(pg->setup);
+    pg->setup = NULL;
     *out = pg;
     return LDB_OK;
 }
@@ -373,6 +381,7 @@ int ldb_pg_poll(ldb_pg *pg)
     pg_control_kick(pg);
     pg_loads_reap(pg);
     pg_writes_free(pg, false);
+    pg_writes_retry_rejects(pg);
     ldb_source_poll(pg->db);
     arm_timer(pg, pg_now_ms());
     pg->polling = 0;
@@ -399,7 +408,7 @@ int ldb_pg_sync(ldb_pg *pg, int timeout_ms)
         int rc = ldb_pg_poll(pg);
         if (rc)
             return rc;
-        if (pg->fence_seen >= fence && pg_loads_idle(pg) && pg_writes_idle(pg))
+        if (pg->fence_seen >= fence && pg_loads_idle(pg) && pg_writes_idle(pg) && !pg->nunsent)
             return LDB_OK;
         int64_t left = deadline - pg_now_ms();
         if (left <= 0) {
@@ -476,8 +485,11 @@ void ldb_pg_close(ldb_pg *pg)
         l->state = LOAD_DONE, l->conn = NULL;
     pg_loads_reap(pg);
     pg_writes_free(pg, true);
+    for (int i = 0; i < pg->nunsent; i++)
+        ldb_optimistic_free(pg->unsent[i]);
     pg_feed_lost(pg);
     teardown_server(pg);
+    PQfinish(pg->setup);
     for (int i = 0; i < pg->ntables; i++)
         pg_table_free(pg->tables[i]);
     free(pg->tables);

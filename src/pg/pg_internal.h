@@ -179,6 +179,7 @@ struct ldb_pg {
     bool own_publication;  /* we add tables to it (made when missing) */
     bool drop_at_close;    /* slot (and own publication) named by us */
     bool made_publication; /* ldb_pg_open made it (undone if open fails) */
+    PGconn *setup;         /* open's blocking connection, until open is done */
     char tag[40];          /* our fences' and writes' message prefix */
     int fail_after_ms, rows_per_commit;
     pg_table **tables;
@@ -190,6 +191,8 @@ struct ldb_pg {
     pg_write *writes;      /* in send order */
     pg_write *ending;      /* the write whose old backend the control connection ends */
     pg_write *asking;      /* the write whose pg_xact_status it asks */
+    ldb_optimistic *unsent[64]; /* rejections that could not be queued yet */
+    int nunsent;
     uint64_t write_ids;
     /* fences: fence_next is the number the next fence sent gets; a fence
      * is in flight on the control connection when fence_inflight != 0. */
@@ -285,6 +288,7 @@ void pg_control_lost(pg_conn *c);
 void pg_writer_result(pg_conn *c);
 void pg_writer_lost(pg_conn *c);
 void pg_writes_replayed(ldb_pg *pg);
+void pg_writes_retry_rejects(ldb_pg *pg);
 int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *t, const pg_keymap *carried,
                        struct pg_write **out);
 void pg_write_settled(ldb_pg *pg, struct pg_write *w);

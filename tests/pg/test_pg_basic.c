@@ -1062,6 +1062,10 @@ static void reconnect_after_restart(void)
     pgu_exec(f.c, "INSERT INTO t VALUES (2, 2)");
     pgu_sync(f.pg);
     check_live(q, f.c, "SELECT * FROM t");
+    /* The sync needs the stream and the control connection; a load
+     * connection may still be in its backoff: wait for all of them. */
+    for (int i = 0; i < 300 && ldb_pg_state(f.pg, NULL) != LDB_PG_CONNECTED; i++)
+        ldb_pg_wait(f.pg, 50);
     CHECK(stats(&f).reconnects >= 1);
     CHECK(st.reconnecting >= 1 && st.connected >= 1);
     CHECK_INT(ldb_pg_state(f.pg, NULL), LDB_PG_CONNECTED);
