@@ -202,8 +202,10 @@ static int publish(ldb_pg *pg, PGconn *c, pg_table *t)
     pg_buf_puts(&q, "ALTER PUBLICATION ");
     pg_buf_ident(&q, pg->publication);
     pg_buf_printf(&q, " ADD TABLE %s", t->pgname);
-    if (q.oom)
+    if (q.oom) {
+        pg_buf_free(&q);
         return LDB_NOMEM;
+    }
     r = run(pg, c, q.p, 0, NULL);
     pg_buf_free(&q);
     if (!r)
@@ -308,7 +310,9 @@ static int describe(ldb_pg *pg, PGconn *c, const char *pg_table_name, pg_table *
         pg_buf_ident(&q, t->nsp);
         pg_buf_puts(&q, ".");
         pg_buf_ident(&q, t->rel);
-        t->pgname = q.oom ? NULL : q.p;
+        if (q.oom)
+            pg_buf_free(&q);
+        t->pgname = q.p;
         rc = t->pgname ? read_columns(pg, c, oid, pkey, t) : LDB_NOMEM;
         if (rc == LDB_OK)
             rc = stream_columns(t, oid);

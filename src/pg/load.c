@@ -166,8 +166,8 @@ static void load_send(pg_load *l, pg_conn *c)
                       "DECLARE ldb_cursor NO SCROLL CURSOR FOR %s; SELECT pg_current_snapshot()",
                   l->sql);
     if (q.oom || !PQsendQuery(c->c, q.p)) {
-        pg_buf_free(&q);
         pg_conn_drop(c, q.oom ? "out of memory" : pg_conn_error(c));
+        pg_buf_free(&q);
         return;
     }
     pg_buf_free(&q);

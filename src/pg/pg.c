@@ -74,8 +74,20 @@ static int setup_slot(ldb_pg *pg, PGconn *c)
     }
     PQclear(r);
     r = setup_exec(c, "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput')", 1, p);
-    if (!r)
+    if (!r) {
+        /* the server may have made it and only its answer was lost */
+        for (int i = 0; i < 40; i++) {
+            PGresult *d = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
+                                          "pg_replication_slots WHERE slot_name = $1",
+                                       1, NULL, p, NULL, NULL, 0);
+            bool ok = PQresultStatus(d) == PGRES_TUPLES_OK;
+            PQclear(d);
+            if (ok)
+                break;
+            usleep(5000);
+        }
         return LDB_ERROR;
+    }
     pg->applied_lsn = lsn_of(PQgetvalue(r, 0, 0));
     PQclear(r);
     return LDB_OK;
@@ -102,6 +114,7 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
     pg_buf_ident(&q, pg->publication);
     pg_buf_puts(&q, " WITH (publish_via_partition_root = true)");
     if (q.oom) {
+        pg_buf_free(&q);
         snprintf(open_error, sizeof open_error, "out of memory");
         return LDB_NOMEM;
     }
