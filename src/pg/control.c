@@ -483,7 +483,7 @@ int pg_write_confirmed(ldb_pg *pg, uint64_t id, ldb_sync *s, const pg_keymap *ca
         bool insert = ldb_optimistic_kind(w->o, i) == LDB_MUTATION_INSERT;
         rc = mutation_key(t, w->o, i, &key);
         if (rc || pg_keymap_get(carried, key.p, key.n))
-            continue;
+            continue;                   /* (a failed key fails the loop) */
         rc = ldb_sync_source(s, t->src);
         for (int k = 0; rc == LDB_OK && k < t->npk; k++) {
             const ldb_value *v = insert ? ldb_optimistic_after(w->o, i, t->pk[k])

@@ -361,11 +361,11 @@ static void touch(struct apply *a, pg_table *t, const pg_cell *row)
 {
     a->changed = true;
     size_t n = pg_row_key(t, row, &a->key);
-    if (a->record && !pg_keymap_put(&t->touched, a->key.p, n, a->seq))
+    if (a->key.oom || (a->record && !pg_keymap_put(&t->touched, a->key.p, n, a->seq)))
         a->rc = LDB_NOMEM;
     if (a->all) {
         pg_buf_add(&a->key, (const char *)&t, sizeof t);
-        if (!pg_keymap_put(&a->carried, a->key.p, a->key.n, 1))
+        if (a->key.oom || !pg_keymap_put(&a->carried, a->key.p, a->key.n, 1))
             a->rc = LDB_NOMEM;
     }
 }
@@ -380,6 +380,10 @@ static uint64_t mine_get(struct apply *a, pg_table *t, const pg_cell *row)
 {
     pg_row_key(t, row, &a->key);
     pg_buf_add(&a->key, (const char *)&t, sizeof t);
+    if (a->key.oom) {
+        a->rc = LDB_NOMEM;
+        return 0;
+    }
     return pg_keymap_get(&a->mine, a->key.p, a->key.n);
 }
 
@@ -394,7 +398,7 @@ static void mark(struct apply *a, pg_table *t, const pg_cell *row, uint64_t v)
 {
     pg_row_key(t, row, &a->key);
     pg_buf_add(&a->key, (const char *)&t, sizeof t);
-    if (!pg_keymap_put(&a->mine, a->key.p, a->key.n, v))
+    if (a->key.oom || !pg_keymap_put(&a->mine, a->key.p, a->key.n, v))
         a->rc = LDB_NOMEM;
 }
 
@@ -551,7 +555,7 @@ static int apply_change(struct apply *a, char kind, const char *p, const char *e
                 rc = upsert_change(a, t, newc);
         }
     }
-    return rc;
+    return rc ? rc : a->rc;   /* a key that could not be encoded fails it too */
 }
 
 /* TRUNCATE: the table's rows are void (law 9); its own sync transaction,

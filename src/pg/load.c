@@ -267,8 +267,12 @@ static void load_apply(pg_load *l)
             for (int c = 0; c < t->ncols; c++)
                 row[c] = (pg_cell){ PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c),
                                     PQgetlength(r, i, c), false };
-            if (t->touched.n &&
-                pg_keymap_get(&t->touched, key.p, pg_row_key(t, row, &key)) > l->seq_sent) {
+            size_t kn = t->touched.n ? pg_row_key(t, row, &key) : 0;
+            if (key.oom) {
+                rc = LDB_NOMEM;
+                break;
+            }
+            if (kn && pg_keymap_get(&t->touched, key.p, kn) > l->seq_sent) {
                 pg->stats.rows_skipped++;
                 continue;
             }
