@@ -130,10 +130,19 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
 static void undo_publication(ldb_pg *pg, PGconn *c)
 {
     pg_buf q = { 0 };
-    pg_buf_puts(&q, "DROP PUBLICATION IF EXISTS ");
-    pg_buf_ident(&q, pg->publication);
-    if (!q.oom)
-        PQclear(PQexec(c, q.p));
+    for (int i = 0; i < 40; i++) {     /* retried while allocations fail */
+        if (!q.n || q.oom) {
+            pg_buf_free(&q);
+            pg_buf_puts(&q, "DROP PUBLICATION IF EXISTS ");
+            pg_buf_ident(&q, pg->publication);
+        }
+        PGresult *r = q.oom ? NULL : PQexec(c, q.p);
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (ok)
+            break;
+        usleep(5000);
+    }
     pg_buf_free(&q);
     pg->made_publication = false;
 }
