@@ -237,6 +237,32 @@ static void load_requeue(pg_load *l)
     l->not_before = pg_now_ms() + 5;
 }
 
+/* Sets one fetched chunk's rows into s, minus those whose key the stream
+ * changed after l was sent. row and key are the caller's scratch. */
+static int chunk_rows(pg_load *l, PGresult *r, ldb_sync *s, pg_cell *row, pg_buf *key)
+{
+    pg_table *t = l->t;
+    int rc = LDB_OK;
+    for (int i = 0; rc == LDB_OK && i < PQntuples(r); i++) {
+        for (int c = 0; c < t->ncols; c++)
+            row[c] = (pg_cell){ PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c),
+                                PQgetlength(r, i, c), false };
+        size_t kn = t->touched.n ? pg_row_key(t, row, key) : 0;
+        if (key->oom)
+            return LDB_NOMEM;
+        if (kn && pg_keymap_get(&t->touched, key->p, kn) > l->seq_sent) {
+            t->pg->stats.rows_skipped++;
+            continue;
+        }
+        for (int c = 0; rc == LDB_OK && c < t->ncols; c++)
+            rc = pg_cell_sync(s, c, t->cols[c].kind, &row[c]);
+        if (rc == LDB_OK)
+            rc = ldb_sync_upsert(s);
+        t->pg->stats.rows_loaded++;
+    }
+    return rc;
+}
+
 /* Applies l's held chunks once its fence has passed; settles it after the
  * last one. */
 static void load_apply(pg_load *l)
@@ -260,28 +286,10 @@ static void load_apply(pg_load *l)
     pg_buf key = { 0 };
     int rc = row ? LDB_OK : LDB_NOMEM;
     for (int h = 0; rc == LDB_OK && h < l->nheld; h++) {
-        PGresult *r = l->held[h];
         ldb_sync *s = NULL;
         rc = ldb_sync_begin(t->src, l->req, &s);
-        for (int i = 0; rc == LDB_OK && i < PQntuples(r); i++) {
-            for (int c = 0; c < t->ncols; c++)
-                row[c] = (pg_cell){ PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c),
-                                    PQgetlength(r, i, c), false };
-            size_t kn = t->touched.n ? pg_row_key(t, row, &key) : 0;
-            if (key.oom) {
-                rc = LDB_NOMEM;
-                break;
-            }
-            if (kn && pg_keymap_get(&t->touched, key.p, kn) > l->seq_sent) {
-                pg->stats.rows_skipped++;
-                continue;
-            }
-            for (int c = 0; rc == LDB_OK && c < t->ncols; c++)
-                rc = pg_cell_sync(s, c, t->cols[c].kind, &row[c]);
-            if (rc == LDB_OK)
-                rc = ldb_sync_upsert(s);
-            pg->stats.rows_loaded++;
-        }
+        if (rc == LDB_OK)
+            rc = chunk_rows(l, l->held[h], s, row, &key);
         if (rc == LDB_OK)
             rc = ldb_sync_commit(s, NULL);
         else if (s)
