@@ -313,12 +313,14 @@ static void load_apply(pg_load *l)
         snprintf(msg, sizeof msg, "livedb-pg: applying loaded rows failed: %s",
                  ldb_errmsg(pg->db));
         load_fail(l, msg);
-    } else if (l->fetched_all) {
+    } else if (l->fetched_all && !l->settled) {
         load_settle(l, LDB_OK, NULL);
+        l->settled = true;
     }
-    if ((l->fetched_all && !rc) || (l->aborted && !l->conn))
-        l->state = l->conn ? LOAD_CLOSING : LOAD_DONE;
-    else if (rc && !l->conn)
+    /* On a connection, load_next ends its transaction (COMMIT or
+     * ROLLBACK) before the connection is free: this may run between a
+     * FETCH's rows and the end of that command. */
+    if (!l->conn && (l->settled || l->aborted || rc))
         load_finish(l);
 }
 
@@ -428,7 +430,10 @@ static void load_next(pg_conn *c, pg_load *l)
     load_apply(l);
     if (l->conn != c)                 /* aborted inside, its connection replaced */
         return;
-    if (l->state == LOAD_FETCHING && !l->fetched_all) {
+    if (l->retry || l->failed) {
+        l->state = LOAD_CLOSING;
+        send_or_drop(c, "ROLLBACK");
+    } else if (l->state == LOAD_FETCHING && !l->fetched_all) {
         char sql[64];
         snprintf(sql, sizeof sql, "FETCH %d FROM ldb_cursor", pg->rows_per_commit);
         send_or_drop(c, sql);

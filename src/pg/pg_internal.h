@@ -149,6 +149,7 @@ typedef struct pg_load {
     PGresult **held;       /* fetched chunks waiting for the fence */
     int nheld, capheld;
     bool fetched_all;
+    bool settled;          /* its request was settled OK */
     bool retry;            /* run it again (a snapshot missing an applied
                               transaction, a lost session, out of memory) */
     bool unsettled;        /* its settlement could not be queued yet */

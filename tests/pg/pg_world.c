@@ -343,6 +343,22 @@ static void check_local_rows(pw_world *w)
                 snprintf(bad, sizeof bad, "%s", l[i]);
         pgu_rows_free(l, nl);
         pgu_rows_free(p, np);
+        if (bad[0]) {           /* the server's row of that key, and the adapter's counters */
+            char q[160];
+            snprintf(q, sizeof q, "SELECT * FROM %s WHERE id = %lld", names[t], atoll(bad));
+            char *srv = pgu_value(w->reader, "SELECT count(*) FROM (%s) x", q);
+            ldb_pg_stats st;
+            ldb_pg_stats_get(w->pg, &st);
+            fprintf(stderr, "#    server rows of that key: %s; adapter: %llu txns, %llu changes, "
+                    "%llu ignored, %llu loads, %llu skipped, %llu replays, %llu writes "
+                    "(%llu confirmed, %llu rejected)\n", srv ? srv : "?",
+                    (unsigned long long)st.txns, (unsigned long long)st.changes,
+                    (unsigned long long)st.ignored, (unsigned long long)st.loads,
+                    (unsigned long long)st.rows_skipped, (unsigned long long)st.replays,
+                    (unsigned long long)st.writes, (unsigned long long)st.confirmed,
+                    (unsigned long long)st.rejected);
+            free(srv);
+        }
         CHECKF(!bad[0], "local %s row \"%s\" is not the server's (%s)", names[t], bad, w->where);
     }
 }
