@@ -56,6 +56,24 @@ static uint64_t lsn_of(const char *s)
     return sscanf(s, "%X/%X", &hi, &lo) == 2 ? (uint64_t)hi << 32 | lo : 0;
 }
 
+/* Drops the slot if it exists, trying 40 times pause_us apart: its
+ * walsender may hold it a moment after our stream closed, and a query may
+ * fail while allocations do. */
+static void drop_slot(ldb_pg *pg, PGconn *c, int pause_us)
+{
+    const char *p[] = { pg->slot };
+    for (int i = 0; i < 40; i++) {
+        PGresult *r = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
+                                      "pg_replication_slots WHERE slot_name = $1",
+                                   1, NULL, p, NULL, NULL, 0);
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+        if (ok)
+            return;
+        usleep((useconds_t)pause_us);
+    }
+}
+
 /* The slot: resumed from where it was confirmed, or created now. */
 static int setup_slot(ldb_pg *pg, PGconn *c)
 {
@@ -74,18 +92,8 @@ static int setup_slot(ldb_pg *pg, PGconn *c)
     }
     PQclear(r);
     r = setup_exec(c, "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput')", 1, p);
-    if (!r) {
-        /* the server may have made it and only its answer was lost */
-        for (int i = 0; i < 40; i++) {
-            PGresult *d = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
-                                          "pg_replication_slots WHERE slot_name = $1",
-                                       1, NULL, p, NULL, NULL, 0);
-            bool ok = PQresultStatus(d) == PGRES_TUPLES_OK;
-            PQclear(d);
-            if (ok)
-                break;
-            usleep(5000);
-        }
+    if (!r) {               /* the server may have made it and only its answer was lost */
+        drop_slot(pg, c, 5000);
         return LDB_ERROR;
     }
     pg->applied_lsn = lsn_of(PQgetvalue(r, 0, 0));
@@ -189,17 +197,7 @@ static void teardown_server(ldb_pg *pg)
     pg->setup = NULL;
     PQsetNoticeProcessor(c, pg_notice_ignore, NULL);
     if (PQstatus(c) == CONNECTION_OK) {
-        const char *p[] = { pg->slot };
-        for (int i = 0; i < 40; i++) {
-            PGresult *r = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
-                                          "pg_replication_slots WHERE slot_name = $1",
-                                       1, NULL, p, NULL, NULL, 0);
-            bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-            PQclear(r);
-            if (ok)
-                break;
-            usleep(50000);
-        }
+        drop_slot(pg, c, 50000);
         if (pg->own_publication) {
             pg_buf q = { 0 };
             pg_buf_puts(&q, "DROP PUBLICATION IF EXISTS ");
