@@ -128,7 +128,9 @@ LDB_API int ldb_pg_wait(ldb_pg *pg, int timeout_ms);
 /*
  * Quiescence: polls until every request of the attached tables has
  * settled, every optimistic transaction sent has resolved, and the stream
- * has applied everything the server committed before this call (a fence).
+ * has applied everything the server committed before this call (a fence),
+ * and every transaction it applied is visible to new snapshots on the
+ * server (so a query run there afterwards sees what livedb shows).
  * LDB_OK; LDB_BUSY when timeout_ms passed first.
  */
 LDB_API int ldb_pg_sync(ldb_pg *pg, int timeout_ms);

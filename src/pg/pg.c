@@ -428,8 +428,15 @@ int ldb_pg_sync(ldb_pg *pg, int timeout_ms)
         int rc = ldb_pg_poll(pg);
         if (rc)
             return rc;
-        if (pg->fence_seen >= fence && pg_loads_idle(pg) && pg_writes_idle(pg) && !pg->nunsent)
+        bool quiet = pg->fence_seen >= fence && pg_loads_idle(pg) && pg_writes_idle(pg) &&
+                     !pg->nunsent;
+        if (quiet && !pg->nunproven)
             return LDB_OK;
+        /* Every transaction applied must also be visible to new snapshots
+         * (PostgreSQL streams a commit a moment before): a fence's
+         * snapshot proves it. */
+        if (quiet && !pg->fence_wanted && !pg->fence_inflight)
+            pg_fence_want(pg);
         int64_t left = deadline - pg_now_ms();
         if (left <= 0) {
             pg_set_err(pg, "ldb_pg_sync: not quiescent after %d ms", timeout_ms);
