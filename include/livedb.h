@@ -67,7 +67,13 @@ extern "C" {
 #define LDB_INTERNAL 9    /* an internal invariant failed (a bug) */
 #define LDB_UNSUPPORTED 10 /* valid SQL that livedb does not support */
 #define LDB_INTERRUPT 11  /* stopped by ldb_interrupt or the progress handler */
-#define LDB_BUSY 12       /* not done within its time limit (a wait timed out) */
+#define LDB_BUSY 12       /* not done within its time limit (a wait timed out),
+                             or the database file is open in another handle */
+#define LDB_IOERR 13      /* a read, write or sync of a database file failed */
+#define LDB_CORRUPT 14    /* a database file is damaged (not a valid prefix) */
+#define LDB_FULL 15       /* the disk (or a quota) is full */
+#define LDB_CANTOPEN 16   /* a database file cannot be opened or made
+                             (permission denied, no such directory) */
 #define LDB_ROW 100       /* a statement step produced a row */
 #define LDB_DONE 101      /* a statement step finished */
 
@@ -113,11 +119,51 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
                                        or RECORD (always borrowed) */
 
 /*
- * Opens a database. livedb keeps its data in memory: path must be NULL or
- * ":memory:". On LDB_OK the caller owns *out and must ldb_close it. On
- * failure *out is NULL.
+ * Opens a database. path NULL or ":memory:": a database in memory, gone
+ * at ldb_close. Any other path names a durable database, made when it does
+ * not exist: the file path holds its last checkpoint (a snapshot of every
+ * table, index, view and materialized view) and path-wal the log of the
+ * transactions committed since. Opening recovers: the snapshot, then the
+ * log, stopping at its first torn or damaged record (a write the crash cut
+ * short was never acknowledged). Materialized views are maintained again
+ * at once; one whose body calls a function or aggregate the program has
+ * not registered yet stays readable, and writes to the database are
+ * refused (naming it) until the program registers it.
+ *
+ * Durability (PRAGMA synchronous, per handle, default FULL):
+ * - FULL (2): COMMIT returns after the log reached the disk: a committed
+ *   transaction survives a crash of the program or of the machine.
+ * - NORMAL (1): COMMIT returns after the log reached the operating system;
+ *   checkpoints are synced. A crash of the program loses nothing; a power
+ *   loss may lose the last transactions, never part of one, and never
+ *   damages the database.
+ * - OFF (0): nothing is synced. A crash of the program loses nothing; a
+ *   power loss may damage the files.
+ * A checkpoint is written when the log grows past PRAGMA
+ * checkpoint_threshold bytes (default 64 MiB; 0: never), at ldb_close,
+ * and by ldb_checkpoint; the log then starts over.
+ *
+ * One handle per file: a second ldb_open of the same path, in this
+ * process or another, gets LDB_BUSY until the first closes.
+ *
+ * On LDB_OK the caller owns *out and must ldb_close it. On failure *out is
+ * NULL, the files are left as they were, and ldb_errmsg(NULL) tells why on
+ * this thread: LDB_BUSY, LDB_CANTOPEN (permission denied, no such
+ * directory), LDB_CORRUPT (a damaged snapshot, not a valid database),
+ * LDB_UNSUPPORTED (a file of a newer format version), LDB_IOERR, LDB_FULL,
+ * LDB_NOMEM.
  */
 LDB_API int ldb_open(const char *path, ldb **out);
+
+/*
+ * Writes a checkpoint of a durable database now (a new snapshot in a
+ * temporary file, synced and renamed over path, then the log emptied),
+ * so that the next open replays nothing. A no-op for a database in
+ * memory. Not inside a transaction or callback (LDB_MISUSE). On failure
+ * (LDB_IOERR, LDB_FULL, LDB_NOMEM) the database and its files are as
+ * before: the old snapshot and the log still hold everything.
+ */
+LDB_API int ldb_checkpoint(ldb *db);
 
 /*
  * Closes db and frees everything it owns, including prepared statements and
@@ -129,7 +175,8 @@ LDB_API void ldb_close(ldb *db);
 
 /* Result code and English message of the last failed call on db (LDB_OK
  * and "not an error" after a success). The message is borrowed until the
- * next call on db. */
+ * next call on db. ldb_errmsg(NULL) is the message of this thread's last
+ * failed ldb_open (borrowed until its next ldb_open). */
 LDB_API int ldb_errcode(ldb *db);
 LDB_API const char *ldb_errmsg(ldb *db);
 /* Byte offset into the SQL text of the last SQL error, or -1. */

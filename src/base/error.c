@@ -18,7 +18,11 @@ const char *ldb_errstr(int rc)
     case LDB_INTERNAL: return "internal error";
     case LDB_UNSUPPORTED: return "not supported";
     case LDB_INTERRUPT: return "interrupted";
-    case LDB_BUSY: return "busy: timed out";
+    case LDB_BUSY: return "busy: timed out, or the database is open elsewhere";
+    case LDB_IOERR: return "disk I/O error";
+    case LDB_CORRUPT: return "database file is damaged";
+    case LDB_FULL: return "disk is full";
+    case LDB_CANTOPEN: return "cannot open the database file";
     case LDB_ROW: return "row ready";
     case LDB_DONE: return "statement done";
     default: return "unknown result code";
