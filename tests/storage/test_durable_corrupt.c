@@ -1,0 +1,475 @@
+/*
+ * test_durable_corrupt.c - opening damaged, foreign, unreachable and busy
+ * database files.
+ *
+ * A database is built with NCOMMITS known commits: commits 1..CKPT, a
+ * checkpoint (they are in the snapshot), then commits CKPT+1..NCOMMITS in
+ * the log, whose size after each commit is a record boundary; each
+ * commit's state is kept, and the files are copied while the database is
+ * open (what a crash would leave). Copies of them are then damaged:
+ * - the log cut at every boundary and at random offsets opens with
+ *   exactly the state of the last whole record below the cut, and a
+ *   commit made after that recovery survives the next recovery (the torn
+ *   tail is gone, not left between the records);
+ * - random bits flipped in the log: exactly the state before the record
+ *   holding the first flipped bit, or LDB_CORRUPT;
+ * - random bits flipped in the snapshot, or the snapshot cut short:
+ *   LDB_CORRUPT with a message, or (a harmless flip) the exact state;
+ * - a newer format version: LDB_UNSUPPORTED naming it;
+ * - a file that is not a database: LDB_CORRUPT;
+ * - a missing or read-only directory: LDB_CANTOPEN;
+ * - a second open, from this process or a forked one: LDB_BUSY.
+ * After every failed open the files are byte for byte what they were, and
+ * *out is NULL.
+ */
+#include "durable_util.h"
+
+#include "api/db_internal.h"
+#include "storage/store.h"
+
+#include <sys/wait.h>
+
+#define NCOMMITS 50
+#define CKPT 10
+
+static const char *const STATE[] = {
+    "SELECT * FROM log",
+    "SELECT * FROM acct",
+    "SELECT * FROM by_grp",
+    "SELECT * FROM big",
+    NULL,
+};
+
+static const char *const SCHEMA =
+    "BEGIN;"
+    "CREATE TABLE log(k INTEGER PRIMARY KEY, note TEXT);"
+    "CREATE TABLE acct(id INTEGER PRIMARY KEY, grp INTEGER, bal INTEGER, code TEXT UNIQUE);"
+    "CREATE INDEX acct_grp ON acct(grp);"
+    "CREATE MATERIALIZED VIEW by_grp AS "
+    "  SELECT grp, count(*) AS n, sum(bal) AS total FROM acct GROUP BY grp;"
+    "INSERT INTO log VALUES (1, 'schema');"
+    "COMMIT";
+
+/* The built database: its files as a crash leaves them after the last
+ * commit (full) and right after the checkpoint (ckpt), the log's size
+ * after each commit, and each commit's state. */
+struct built {
+    uint64_t seed;
+    char dir[DUR_PATH], path[DUR_PATH], wal[DUR_PATH];
+    struct dur_files full, ckpt;
+    uint64_t wal_size[NCOMMITS + 1];
+    char *state[NCOMMITS + 1];
+};
+
+static uint64_t wal_size_now(const char *wal)
+{
+    struct stat st;
+    return stat(wal, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Commit i (> 1): log(i) with a note of random length (records of
+ * varied sizes, some over 4 KiB), and writes that cannot fail. Commits 30
+ * and 40 also change the schema. */
+static void commit_random(ldb *db, rng *r, int i)
+{
+    char note[6000];
+    size_t len = rng_chance(r, 1, 8) ? 4500 + rng_below(r, 1000) : rng_below(r, 300);
+    for (size_t c = 0; c < len; c++)
+        note[c] = (char)('a' + rng_below(r, 26));
+    note[len] = '\0';
+    char sql[6200];
+    snprintf(sql, sizeof sql, "BEGIN; INSERT INTO log VALUES (%d, '%s')", i, note);
+    EXEC(db, sql);
+    snprintf(sql, sizeof sql, "INSERT INTO acct VALUES (%d, %d, %d, 'c%d')", i,
+             (int)rng_below(r, 5), (int)rng_range(r, -9, 9), i);
+    EXEC(db, sql);
+    snprintf(sql, sizeof sql, "UPDATE acct SET bal = bal + %d WHERE id %% 4 = %d",
+             (int)rng_range(r, 1, 5), (int)rng_below(r, 4));
+    EXEC(db, sql);
+    if (rng_chance(r, 1, 3)) {
+        snprintf(sql, sizeof sql, "DELETE FROM acct WHERE id = %d", (int)rng_range(r, 2, i));
+        EXEC(db, sql);
+    }
+    if (i == 30)
+        EXEC(db, "CREATE INDEX acct_bal ON acct(bal)");
+    if (i == 40)
+        EXEC(db, "CREATE MATERIALIZED VIEW big AS SELECT id, code FROM acct WHERE bal > 3");
+    EXEC(db, "COMMIT");
+}
+
+static void build(struct built *b)
+{
+    b->seed = test_seed();
+    rng r;
+    rng_seed(&r, b->seed);
+    dur_mkdtemp(b->dir, "corrupt");
+    dur_join(b->path, b->dir, "db");
+    dur_suffix(b->wal, b->path, "-wal");
+    ldb *db = dur_open(b->path, "FULL", 0);
+    b->state[0] = dur_state(db, STATE);
+    EXEC(db, SCHEMA);
+    for (int i = 1; i <= NCOMMITS; i++) {
+        if (i > 1)
+            commit_random(db, &r, i);
+        if (i == CKPT) {
+            CHECKF(ldb_checkpoint(db) == LDB_OK, "checkpoint: %s", ldb_errmsg(db));
+            b->ckpt = dur_files_read(b->path);
+        }
+        b->state[i] = dur_state(db, STATE);
+        b->wal_size[i] = wal_size_now(b->wal);
+        CHECKF(i <= CKPT || b->wal_size[i] > b->wal_size[i - 1],
+               "commit %d did not grow the log (%llu bytes)", i,
+               (unsigned long long)b->wal_size[i]);
+    }
+    b->full = dur_files_read(b->path);
+    ldb_close(db);
+}
+
+static void built_free(struct built *b)
+{
+    dur_files_free(&b->full);
+    dur_files_free(&b->ckpt);
+    for (int i = 0; i <= NCOMMITS; i++)
+        free(b->state[i]);
+    dur_rmtree(b->dir);
+}
+
+/* The last commit whose record ends at or before byte off of the log
+ * (CKPT when off is inside the log's header). */
+static int last_whole(const struct built *b, uint64_t off)
+{
+    int i = CKPT;
+    while (i < NCOMMITS && b->wal_size[i + 1] <= off)
+        i++;
+    return i;
+}
+
+/* db holds commits 1..i, and passes store_check. */
+static void check_state(const struct built *b, ldb *db, int i, const char *what)
+{
+    char *got = dur_state(db, STATE);
+    CHECKF(strcmp(got, b->state[i]) == 0, "%s: not the state after commit %d:\n-- want:\n%s\n"
+           "-- got:\n%s", what, i, b->state[i], got);
+    free(got);
+    const char *err = store_check(db->store);
+    CHECKF(err == NULL, "%s: store_check: %s", what, err);
+}
+
+/* Opens the files at b->path, which must work and hold commits 1..i. */
+static ldb *open_expect(const struct built *b, int i, const char *what)
+{
+    ldb *db = NULL;
+    int rc = ldb_open(b->path, &db);
+    CHECKF(rc == LDB_OK, "%s: open: rc %d: %s", what, rc, ldb_errmsg(NULL));
+    check_state(b, db, i, what);
+    return db;
+}
+
+/* ldb_open of path into *db; when it fails, *db must be NULL, there must
+ * be a message, and the files must be as they were. */
+static int open_try(const char *path, ldb **db, const char *what)
+{
+    struct dur_files before = dur_files_read(path);
+    *db = (ldb *)&before; /* not NULL: a failed open must clear it */
+    int rc = ldb_open(path, db);
+    if (rc != LDB_OK) {
+        CHECKF(*db == NULL, "%s: *out is not NULL after a failed open", what);
+        const char *msg = ldb_errmsg(NULL);
+        CHECKF(msg && *msg && strcmp(msg, ldb_errstr(LDB_OK)) != 0, "%s: no message", what);
+        dur_files_check_same(path, &before, what);
+    }
+    dur_files_free(&before);
+    return rc;
+}
+
+/* ldb_open of path fails with code (see open_try); returns the message. */
+static const char *open_fails(const char *path, int code, const char *what)
+{
+    ldb *db = NULL;
+    int rc = open_try(path, &db, what);
+    if (rc == LDB_OK)
+        ldb_close(db);
+    CHECKF(rc == code, "%s: open: rc %d (%s), wanted %d (%s)", what, rc,
+           rc ? ldb_errmsg(NULL) : "opened", code, ldb_errstr(code));
+    return ldb_errmsg(NULL);
+}
+
+/* The value of a one-row, one-column query (-1 for NULL or no row). */
+static int64_t query_int(ldb *db, const char *sql)
+{
+    ldb_stmt *s = NULL;
+    CHECKF(ldb_prepare(db, sql, -1, &s, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    int64_t v = -1;
+    if (ldb_step(s) == LDB_ROW && ldb_row_type(ldb_stmt_row(s), 0) != LDB_NULL)
+        v = ldb_row_int64(ldb_stmt_row(s), 0);
+    ldb_finalize(s);
+    return v;
+}
+
+/* After the recovery of a cut log (db holds commits 1..i), one more
+ * commit must survive a crash (files copied while open) and the next
+ * recovery: the torn tail is gone, not left in front of the new record. */
+static void commit_after_recovery(const struct built *b, ldb *db, int i, const char *what)
+{
+    EXEC(db, "INSERT INTO log VALUES (1000, 'after recovery')");
+    struct dur_files crash = dur_files_read(b->path);
+    ldb_close(db);
+    dur_files_write(b->path, &crash);
+    dur_files_free(&crash);
+    db = NULL;
+    int rc = ldb_open(b->path, &db);
+    CHECKF(rc == LDB_OK, "%s, then a commit: open: rc %d: %s", what, rc, ldb_errmsg(NULL));
+    CHECKF(query_int(db, "SELECT count(*) FROM log WHERE k = 1000") == 1,
+           "%s: the commit made after recovering it is lost", what);
+    EXEC(db, "DELETE FROM log WHERE k = 1000");
+    char *got = dur_state(db, STATE);
+    CHECKF(strcmp(got, b->state[i]) == 0, "%s, then a commit: not the state after commit %d "
+           "and that commit:\n-- want:\n%s\n-- got:\n%s", what, i, b->state[i], got);
+    free(got);
+    ldb_close(db);
+}
+
+/* The full files with the log cut at off. */
+static void write_cut_log(const struct built *b, uint64_t off)
+{
+    struct dur_files fs = b->full;
+    CHECK(off <= fs.f[1].n);
+    fs.f[1].n = (size_t)off;
+    dur_files_write(b->path, &fs);
+}
+
+static void cut_log_at(const struct built *b, uint64_t off)
+{
+    char what[96];
+    snprintf(what, sizeof what, "log cut at byte %llu", (unsigned long long)off);
+    write_cut_log(b, off);
+    int i = last_whole(b, off);
+    commit_after_recovery(b, open_expect(b, i, what), i, what);
+}
+
+static void log_cut(void)
+{
+    struct built b;
+    build(&b);
+    CHECK(b.full.f[1].exists && b.full.f[1].n == b.wal_size[NCOMMITS]);
+    for (int i = CKPT; i <= NCOMMITS; i++) {
+        cut_log_at(&b, b.wal_size[i]);
+        if (b.wal_size[i] > 0)
+            cut_log_at(&b, b.wal_size[i] - 1);
+    }
+    rng r;
+    rng_seed(&r, b.seed + 1);
+    for (int t = 0; t < 100 * test_scale(); t++)
+        cut_log_at(&b, rng_below(&r, b.wal_size[NCOMMITS]));
+    /* no log at all */
+    struct dur_files fs = b.full;
+    fs.f[1].exists = false;
+    dur_files_write(b.path, &fs);
+    ldb_close(open_expect(&b, CKPT, "no log file"));
+    built_free(&b);
+}
+
+/* Flips 1-3 random bits of b; returns the lowest offset flipped. */
+static uint64_t flip_bits(rng *r, struct dur_bytes *b, int *nflips)
+{
+    uint64_t first = UINT64_MAX;
+    *nflips = (int)rng_range(r, 1, 3);
+    for (int f = 0; f < *nflips; f++) {
+        uint64_t off = rng_below(r, b->n);
+        first = off < first ? off : first;
+        b->p[off] ^= (unsigned char)(1u << rng_below(r, 8));
+    }
+    return first;
+}
+
+/* Bits flipped in the log: exactly the state before the record holding
+ * the first flipped bit (in the header: the snapshot's state), and a
+ * commit after it survives; or LDB_CORRUPT. */
+static void log_bitflip(void)
+{
+    struct built b;
+    build(&b);
+    rng r;
+    rng_seed(&r, b.seed + 2);
+    struct dur_bytes *wal = &b.full.f[1];
+    unsigned char *orig = malloc(wal->n);
+    memcpy(orig, wal->p, wal->n);
+    int opened = 0, corrupt = 0;
+    for (int t = 0; t < 200 * test_scale(); t++) {
+        int nflips;
+        uint64_t first = flip_bits(&r, wal, &nflips);
+        dur_files_write(b.path, &b.full);
+        memcpy(wal->p, orig, wal->n);
+        char what[96];
+        snprintf(what, sizeof what, "%d bits flipped in the log, the first at byte %llu", nflips,
+                 (unsigned long long)first);
+        ldb *db = NULL;
+        int rc = open_try(b.path, &db, what);
+        if (rc == LDB_OK) {
+            int i = last_whole(&b, first);
+            check_state(&b, db, i, what);
+            commit_after_recovery(&b, db, i, what);
+            opened++;
+        } else {
+            CHECKF(rc == LDB_CORRUPT, "%s: open: rc %d (%s), wanted a prefix or LDB_CORRUPT", what,
+                   rc, ldb_errmsg(NULL));
+            corrupt++;
+        }
+    }
+    printf("#    log bit flips: %d opened with the prefix before the flip, %d LDB_CORRUPT\n",
+           opened, corrupt);
+    free(orig);
+    built_free(&b);
+}
+
+/* The snapshot damaged (bits flipped or cut short), the log intact:
+ * LDB_CORRUPT with a message, or the exact state. */
+static void snapshot_damaged(void)
+{
+    struct built b;
+    build(&b);
+    rng r;
+    rng_seed(&r, b.seed + 3);
+    struct dur_bytes *snap = &b.full.f[0];
+    CHECK(snap->exists && snap->n > 0);
+    unsigned char *orig = malloc(snap->n);
+    memcpy(orig, snap->p, snap->n);
+    size_t size = snap->n;
+    int harmless = 0, corrupt = 0;
+    const char *sample = NULL;
+    for (int t = 0; t < 200 * test_scale(); t++) {
+        char what[96];
+        if (t % 2) {
+            int nflips;
+            uint64_t first = flip_bits(&r, snap, &nflips);
+            snprintf(what, sizeof what, "%d bits flipped in the snapshot, the first at byte %llu",
+                     nflips, (unsigned long long)first);
+        } else {
+            snap->n = (size_t)rng_below(&r, size);
+            snprintf(what, sizeof what, "the snapshot cut at byte %zu of %zu", snap->n, size);
+        }
+        dur_files_write(b.path, &b.full);
+        memcpy(snap->p, orig, size);
+        snap->n = size;
+        ldb *db = NULL;
+        int rc = open_try(b.path, &db, what);
+        if (rc == LDB_OK) {
+            check_state(&b, db, NCOMMITS, what);
+            ldb_close(db);
+            harmless++;
+        } else {
+            CHECKF(rc == LDB_CORRUPT, "%s: open: rc %d (%s), wanted LDB_CORRUPT", what, rc,
+                   ldb_errmsg(NULL));
+            if (!sample)
+                sample = strdup(ldb_errmsg(NULL));
+            corrupt++;
+        }
+    }
+    printf("#    snapshot damage: %d LDB_CORRUPT (e.g. \"%s\"), %d harmless\n", corrupt,
+           sample ? sample : "", harmless);
+    free((void *)sample);
+    free(orig);
+    built_free(&b);
+}
+
+/* A file that is not a database at path, with no log: LDB_CORRUPT. */
+static void foreign_file(void)
+{
+    char dir[DUR_PATH], path[DUR_PATH];
+    dur_mkdtemp(dir, "foreign");
+    dur_join(path, dir, "db");
+    static char text[8192];
+    for (size_t n = 0; n + 48 < sizeof text; n += 47)
+        memcpy(text + n, "This is not a livedb database, only some text.\n", 47);
+    struct dur_bytes b = { true, strlen(text), (unsigned char *)text };
+    dur_write(path, &b);
+    open_fails(path, LDB_CORRUPT, "a text file");
+    static unsigned char zeros[4096];
+    b = (struct dur_bytes){ true, sizeof zeros, zeros };
+    dur_write(path, &b);
+    open_fails(path, LDB_CORRUPT, "a file of zeros");
+    CHECK(remove(path) == 0 && mkdir(path, 0755) == 0);
+    CHECKF(ldb_open(path, &(ldb *){ NULL }) == LDB_CANTOPEN, "a directory at path: %s",
+           ldb_errmsg(NULL));
+    dur_rmtree(dir);
+}
+
+static void missing_dir(void)
+{
+    char dir[DUR_PATH], path[DUR_PATH];
+    dur_mkdtemp(dir, "missing");
+    dur_join(path, dir, "no/such/dir/db");
+    open_fails(path, LDB_CANTOPEN, "a directory that does not exist");
+    dur_rmtree(dir);
+}
+
+/* A directory the process may not write: LDB_CANTOPEN. Root writes into
+ * a mode 0555 directory anyway, so there that case is skipped (and said
+ * so); /sys, where creating a file fails for root too (EACCES, or EROFS
+ * where it is mounted read-only), is tried either way. */
+static void readonly_dir(void)
+{
+    char dir[DUR_PATH], path[DUR_PATH];
+    dur_mkdtemp(dir, "readonly");
+    dur_join(path, dir, "db");
+    CHECK(chmod(dir, 0555) == 0);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) {
+        open_fails(path, LDB_CANTOPEN, "a read-only directory");
+    } else {
+        close(fd);
+        CHECK(remove(path) == 0);
+        printf("#    skipped: a mode 0555 directory (uid %d writes into it anyway)\n",
+               (int)geteuid());
+    }
+    CHECK(chmod(dir, 0755) == 0);
+    dur_rmtree(dir);
+    snprintf(path, sizeof path, "/sys/livedb-test-%d.db", (int)getpid());
+    fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+    CHECKF(fd < 0, "created %s", path);
+    if (errno != EACCES && errno != EROFS) {
+        printf("#    skipped: /sys (creating a file there fails with %s)\n", strerror(errno));
+        return;
+    }
+    open_fails(path, LDB_CANTOPEN, "a directory where no file can be made (/sys)");
+}
+
+/* A second open of an open database: LDB_BUSY, from this process (also
+ * by another spelling of the path) and from a forked one; the first
+ * handle keeps working, and once it is closed the path opens again. */
+static void busy(void)
+{
+    char dir[DUR_PATH], path[DUR_PATH], alias[DUR_PATH];
+    dur_mkdtemp(dir, "busy");
+    dur_join(path, dir, "db");
+    dur_join(alias, dir, "./db");
+    ldb *db = dur_open(path, "FULL", 0);
+    EXEC(db, "CREATE TABLE t(a INTEGER PRIMARY KEY)");
+    open_fails(path, LDB_BUSY, "a second open in the same process");
+    open_fails(alias, LDB_BUSY, "a second open by another spelling of the path");
+    struct dur_files before = dur_files_read(path);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        ldb *other = NULL;
+        int rc = ldb_open(path, &other);
+        _exit(rc == LDB_OK ? 100 : other != NULL ? 101 : rc);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+    CHECKF(WEXITSTATUS(status) == LDB_BUSY, "an open from another process: exit %d, wanted "
+           "LDB_BUSY (%d; 100: it opened, 101: failed with *out set)", WEXITSTATUS(status),
+           LDB_BUSY);
+    dur_files_check_same(path, &before, "an open from another process");
+    dur_files_free(&before);
+    EXEC(db, "INSERT INTO t VALUES (1)");
+    ldb_close(db);
+    db = dur_open(path, "FULL", 0);
+    CHECK_STR(Q(db, "SELECT * FROM t"), "I:1\n");
+    ldb_close(db);
+    dur_rmtree(dir);
+}
+
+TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(foreign_file), T(missing_dir),
+          T(readonly_dir), T(busy))

@@ -1,0 +1,310 @@
+/*
+ * test_durable_faults.c - every failure of a disk-changing call, swept
+ * like an allocation failure: for n = 1, 2, ... until a run completes
+ * without the hook firing, the n-th call (open-create, write, sync,
+ * truncate, rename, directory sync, remove) fails with EIO or ENOSPC,
+ * once or from there on (file_fail_at), while a fixed workload runs:
+ * open (a fresh database, or an existing one whose log must be replayed
+ * and whose torn tail must be cut), DDL, inserts, a materialized view,
+ * multi-statement transactions, a checkpoint, more commits, close.
+ *
+ * The handle runs with the defaults (synchronous FULL; the checkpoint
+ * threshold far above the workload, so only the explicit checkpoint runs).
+ *
+ * Checked on each run:
+ * - the call that saw the failure returns an error (LDB_IOERR for EIO,
+ *   LDB_FULL for ENOSPC) with a message; no call returns LDB_OK while a
+ *   disk call it made failed;
+ * - a failed open leaves *out NULL and, after a one-shot failure, the
+ *   files byte for byte as they were;
+ * - after its first failure the handle either keeps working (every later
+ *   step of a one-shot run succeeds) or refuses writes (every later
+ *   write fails, with a message); which one is counted and printed. Either
+ *   way it reads exactly the model: the commits that returned LDB_OK;
+ * - reopened with the hook off, the database holds exactly the commits
+ *   that returned LDB_OK (the model, replayed on an in-memory database),
+ *   every materialized view equals its body, and store_check passes. After
+ *   a persistent failure it may also hold the one transaction whose COMMIT
+ *   failed: its record can be whole in the log while the sync failed and
+ *   so did every cleanup meant to cut it off (all later calls fail), and
+ *   then the next open decides it, whole or absent - never part of it.
+ */
+#include "durable_util.h"
+
+#include "api/db_internal.h"
+#include "base/file.h"
+#include "storage/store.h"
+
+#define CHECKPOINT NULL /* a step that is ldb_checkpoint, not SQL */
+
+/* The workload on a fresh database. */
+static const char *const FRESH[] = {
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, g INTEGER, v TEXT UNIQUE)",
+    "CREATE INDEX t_g ON t(g)",
+    "INSERT INTO t VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 2, 'c')",
+    "CREATE MATERIALIZED VIEW m AS SELECT g, count(*) AS n, sum(id) AS s FROM t GROUP BY g",
+    "BEGIN; INSERT INTO t VALUES (4, 2, 'd'); UPDATE t SET g = 3 WHERE id = 1; "
+    "DELETE FROM t WHERE id = 2; COMMIT",
+    CHECKPOINT,
+    "INSERT INTO t VALUES (5, 3, 'e')",
+    "CREATE TABLE u(k INTEGER PRIMARY KEY, t_id INTEGER)",
+    "BEGIN; INSERT INTO u VALUES (1, 4), (2, 5); UPDATE t SET v = 'z' WHERE id = 3; COMMIT",
+    "UPDATE t SET g = g + 1",
+};
+
+/* The workload on the database FRESH made (opened from the files a crash
+ * left: its log holds the commits after FRESH's checkpoint, then a torn
+ * record). */
+static const char *const EXISTING[] = {
+    "INSERT INTO t VALUES (10, 1, 'x')",
+    "BEGIN; UPDATE t SET g = 9 WHERE id = 10; INSERT INTO u VALUES (3, 10); COMMIT",
+    "CREATE INDEX u_t ON u(t_id)",
+    CHECKPOINT,
+    "DELETE FROM t WHERE g = 9",
+    "BEGIN; INSERT INTO t VALUES (11, 4, 'y'); DELETE FROM u WHERE k = 1; COMMIT",
+};
+
+#define NFRESH (int)(sizeof FRESH / sizeof *FRESH)
+#define NEXISTING (int)(sizeof EXISTING / sizeof *EXISTING)
+
+static const char *const STATE[] = {
+    "SELECT * FROM t",
+    "SELECT * FROM m",
+    "SELECT * FROM u",
+    NULL,
+};
+
+#define M_BODY "SELECT g, count(*) AS n, sum(id) AS s FROM t GROUP BY g"
+
+struct sweep {
+    bool existing;
+    int persistent, err;
+    char dir[DUR_PATH], path[DUR_PATH];
+    struct dur_files template; /* the existing database's files */
+    const char *const *steps;
+    int nsteps;
+    /* totals over the sweep, printed */
+    int runs, failed_opens, kept_working, refused, rollback_needed, failing_txn_kept;
+    char refusal[160];
+};
+
+/* A step on db: ldb_checkpoint or ldb_exec. */
+static int run_step(ldb *db, const char *sql)
+{
+    return sql == CHECKPOINT ? ldb_checkpoint(db) : ldb_exec(db, sql, NULL, NULL);
+}
+
+/* An in-memory database holding the state the workload starts from, then
+ * the steps ok[0..nok-1] of it. */
+static ldb *model_of(const struct sweep *s, const int *ok, int nok)
+{
+    ldb *m = NULL;
+    CHECK(ldb_open(NULL, &m) == LDB_OK);
+    for (int i = 0; s->existing && i < NFRESH; i++)
+        if (FRESH[i] != CHECKPOINT)
+            EXEC(m, FRESH[i]);
+    for (int i = 0; i < nok; i++)
+        if (s->steps[ok[i]] != CHECKPOINT)
+            EXEC(m, s->steps[ok[i]]);
+    return m;
+}
+
+static void check_same_state(ldb *db, ldb *model, const char *what, uint64_t n)
+{
+    char *want = dur_state(model, STATE), *got = dur_state(db, STATE);
+    CHECKF(strcmp(want, got) == 0, "%s (disk call %llu failing): not the model's state\n"
+           "-- want:\n%s\n-- got:\n%s", what, (unsigned long long)n, want, got);
+    free(want);
+    free(got);
+}
+
+/* The files the run starts from: none, or the existing database's. */
+static void sweep_setup_files(const struct sweep *s)
+{
+    if (s->existing) {
+        dur_files_write(s->path, &s->template);
+        return;
+    }
+    struct dur_files none = { { { false, 0, NULL }, { false, 0, NULL }, { false, 0, NULL } } };
+    dur_files_write(s->path, &none);
+}
+
+/* What one run's handle did. */
+struct run {
+    int ok[16], nok; /* steps that returned LDB_OK */
+    int failing;     /* the step whose failure came first, or -1 */
+    bool refusing;   /* a step after it failed too */
+    bool later_ok;   /* a step after it succeeded */
+};
+
+/* Runs the steps on db with the hook set; checks each result. */
+static void run_steps(struct sweep *s, ldb *db, struct run *r, uint64_t n)
+{
+    int want = file_code(s->err);
+    for (int i = 0; i < s->nsteps; i++) {
+        uint64_t failed0 = file_failed_count();
+        int rc = run_step(db, s->steps[i]);
+        bool fired = file_failed_count() > failed0;
+        const char *sql = s->steps[i] ? s->steps[i] : "ldb_checkpoint";
+        if (rc == LDB_OK) {
+            CHECKF(!fired, "%s: LDB_OK although disk call %llu failed", sql,
+                   (unsigned long long)n);
+            r->ok[r->nok++] = i;
+            r->later_ok |= r->failing >= 0;
+        } else {
+            const char *msg = ldb_errmsg(db);
+            CHECKF(msg && *msg, "%s: rc %d without a message", sql, rc);
+            if (r->failing < 0) {
+                CHECKF(fired, "%s: rc %d (%s) with no disk call failing", sql, rc, msg);
+                CHECKF(rc == want, "%s: disk call %llu failing with %s: rc %d (%s), wanted %d",
+                       sql, (unsigned long long)n, strerror(s->err), rc, msg, want);
+                r->failing = i;
+            } else if (!r->refusing) {
+                r->refusing = true;
+                snprintf(s->refusal, sizeof s->refusal, "%s", msg);
+            }
+            /* a failed COMMIT may leave its transaction open (count it) */
+            s->rollback_needed += ldb_exec(db, "ROLLBACK", NULL, NULL) == LDB_OK;
+        }
+        ldb *model = model_of(s, r->ok, r->nok);
+        check_same_state(db, model, sql, n);
+        ldb_close(model);
+    }
+    CHECKF(!(r->refusing && r->later_ok), "after a failure at step %d (disk call %llu) the "
+           "handle both refused and accepted later writes", r->failing, (unsigned long long)n);
+    CHECKF(!(s->persistent && r->later_ok), "a write succeeded while every disk call fails");
+}
+
+/* Reopens with the hook off: the state is the model's (or, after a
+ * persistent failure, the model's plus the failing transaction). */
+static void check_reopen(struct sweep *s, const struct run *r, uint64_t n)
+{
+    ldb *db = NULL;
+    int rc = ldb_open(s->path, &db);
+    CHECKF(rc == LDB_OK, "reopen after disk call %llu failed: rc %d: %s",
+           (unsigned long long)n, rc, ldb_errmsg(NULL));
+    ldb *model = model_of(s, r->ok, r->nok);
+    char *want = dur_state(model, STATE), *got = dur_state(db, STATE);
+    ldb_close(model);
+    if (strcmp(want, got) != 0 && s->persistent && r->failing >= 0 &&
+        s->steps[r->failing] != CHECKPOINT) {
+        int ok[17];
+        memcpy(ok, r->ok, sizeof r->ok);
+        ok[r->nok] = r->failing;
+        model = model_of(s, ok, r->nok + 1);
+        free(want);
+        want = dur_state(model, STATE);
+        ldb_close(model);
+        s->failing_txn_kept += strcmp(want, got) == 0;
+    }
+    CHECKF(strcmp(want, got) == 0, "reopened after disk call %llu failed%s (%s): not the state "
+           "of the commits that returned LDB_OK\n-- want:\n%s\n-- got:\n%s",
+           (unsigned long long)n, s->persistent ? " and every later one" : "",
+           strerror(s->err), want, got);
+    free(want);
+    free(got);
+    if (strstr(got = dur_state(db, STATE), "error: ") == NULL)
+        mvt_check_view(db, "m", M_BODY);
+    free(got);
+    const char *err = store_check(db->store);
+    CHECKF(err == NULL, "store_check: %s", err);
+    ldb_close(db);
+}
+
+/* One run with disk call n failing; returns whether the hook fired. */
+static bool sweep_run(struct sweep *s, uint64_t n)
+{
+    sweep_setup_files(s);
+    struct dur_files before = dur_files_read(s->path);
+    struct run r = { .failing = -1 };
+    file_fail_at(n, s->persistent, s->err);
+    ldb *db = NULL;
+    int rc = ldb_open(s->path, &db);
+    if (rc != LDB_OK) {
+        file_fail_at(0, 0, 0);
+        CHECKF(rc == file_code(s->err), "open, disk call %llu failing with %s: rc %d (%s)",
+               (unsigned long long)n, strerror(s->err), rc, ldb_errmsg(NULL));
+        CHECKF(db == NULL, "*out is not NULL after a failed open");
+        if (!s->persistent)
+            dur_files_check_same(s->path, &before, "a failed open");
+        s->failed_opens++;
+    } else {
+        run_steps(s, db, &r, n);
+        ldb_close(db);
+        s->kept_working += r.failing >= 0 && r.later_ok;
+        s->refused += r.refusing;
+    }
+    bool fired = file_failed_count() > 0;
+    file_fail_at(0, 0, 0);
+    dur_files_free(&before);
+    check_reopen(s, &r, n);
+    s->runs++;
+    return fired;
+}
+
+/* The existing database: FRESH's files as a crash leaves them (copied
+ * while open, so the log holds what followed the checkpoint), with a torn
+ * record (bytes of a record cut short) at the end of the log. */
+static void make_template(struct sweep *s)
+{
+    ldb *db = dur_open(s->path, "FULL", 0);
+    for (int i = 0; i < NFRESH; i++)
+        CHECKF(run_step(db, FRESH[i]) == LDB_OK, "%s: %s", FRESH[i] ? FRESH[i] : "checkpoint",
+               ldb_errmsg(db));
+    char wal[DUR_PATH];
+    dur_suffix(wal, s->path, "-wal");
+    uint64_t wal0 = dur_size(wal);
+    EXEC(db, "INSERT INTO t VALUES (99, 99, 'torn')");
+    s->template = dur_files_read(s->path);
+    ldb_close(db);
+    struct dur_bytes *log = &s->template.f[1];
+    CHECKF(log->n > wal0, "the log did not grow (%zu bytes)", log->n);
+    log->n = (size_t)(wal0 + (log->n - wal0) / 2); /* the last record, torn */
+}
+
+static void sweep(bool existing, int persistent, int err)
+{
+    struct sweep s = { .existing = existing, .persistent = persistent, .err = err };
+    dur_mkdtemp(s.dir, "faults");
+    dur_join(s.path, s.dir, "db");
+    if (existing)
+        make_template(&s);
+    s.steps = existing ? EXISTING : FRESH;
+    s.nsteps = existing ? NEXISTING : NFRESH;
+    uint64_t n = 1;
+    while (sweep_run(&s, n))
+        n++;
+    printf("#    %s, %s %s: %llu disk calls; %d failed opens, after a failure %d handles "
+           "kept working and %d refused writes%s%s%s, %d left a failed COMMIT's transaction "
+           "open, %d kept a failed COMMIT's transaction\n",
+           existing ? "existing" : "fresh", persistent ? "persistent" : "one-shot",
+           strerror(err), (unsigned long long)n - 1, s.failed_opens, s.kept_working,
+           s.refused, s.refused ? " (\"" : "", s.refusal, s.refused ? "\")" : "",
+           s.rollback_needed, s.failing_txn_kept);
+    if (existing)
+        dur_files_free(&s.template);
+    dur_rmtree(s.dir);
+}
+
+static void fresh_once(void)
+{
+    sweep(false, 0, EIO);
+    sweep(false, 0, ENOSPC);
+}
+static void fresh_persistent(void)
+{
+    sweep(false, 1, EIO);
+    sweep(false, 1, ENOSPC);
+}
+static void existing_once(void)
+{
+    sweep(true, 0, EIO);
+    sweep(true, 0, ENOSPC);
+}
+static void existing_persistent(void)
+{
+    sweep(true, 1, EIO);
+    sweep(true, 1, ENOSPC);
+}
+
+TEST_MAIN(T(fresh_once), T(fresh_persistent), T(existing_once), T(existing_persistent))
