@@ -49,13 +49,6 @@ static inline double dur_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A new empty directory /tmp/livedb-<tag>-XXXXXX, named into dir. */
-static inline void dur_mkdtemp(char dir[DUR_PATH], const char *tag)
-{
-    snprintf(dir, DUR_PATH, "/tmp/livedb-%s-XXXXXX", tag);
-    CHECKF(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
-}
-
 static inline int dur_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -66,6 +59,30 @@ static inline int dur_rm_one(const char *p, const struct stat *st, int flag, str
 static inline void dur_rmtree(const char *dir)
 {
     nftw(dir, dur_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Every scratch directory made, removed at exit too: a failed CHECK
+ * leaves its case without cleaning up (the seed replays it). Forked
+ * children leave with _exit, which skips this. */
+#define DUR_MAX_DIRS 64
+static char dur_dirs[DUR_MAX_DIRS][DUR_PATH];
+static int dur_ndirs;
+
+static inline void dur_rm_all(void)
+{
+    for (int i = 0; i < dur_ndirs; i++)
+        dur_rmtree(dur_dirs[i]);
+}
+
+/* A new empty directory /tmp/livedb-<tag>-XXXXXX, named into dir. */
+static inline void dur_mkdtemp(char dir[DUR_PATH], const char *tag)
+{
+    snprintf(dir, DUR_PATH, "/tmp/livedb-%s-XXXXXX", tag);
+    CHECKF(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+    CHECK(dur_ndirs < DUR_MAX_DIRS);
+    if (dur_ndirs == 0)
+        atexit(dur_rm_all);
+    memcpy(dur_dirs[dur_ndirs++], dir, DUR_PATH);
 }
 
 /* dir/name into out. */

@@ -12,10 +12,13 @@
  *   commit made after that recovery survives the next recovery (the torn
  *   tail is gone, not left between the records);
  * - random bits flipped in the log: exactly the state before the record
- *   holding the first flipped bit, or LDB_CORRUPT;
+ *   holding the first flipped bit, or LDB_CORRUPT; the log's header
+ *   damaged: LDB_CORRUPT naming the log;
  * - random bits flipped in the snapshot, or the snapshot cut short:
  *   LDB_CORRUPT with a message, or (a harmless flip) the exact state;
- * - a newer format version: LDB_UNSUPPORTED naming it;
+ * - a newer format version in either file's header: LDB_UNSUPPORTED
+ *   naming it (the header layout is assumed from src/storage/journal.c,
+ *   see newer_version);
  * - a file that is not a database: LDB_CORRUPT;
  * - a missing or read-only directory: LDB_CANTOPEN;
  * - a second open, from this process or a forked one: LDB_BUSY.
@@ -33,7 +36,7 @@
 #define CKPT 10
 
 static const char *const STATE[] = {
-    "SELECT * FROM log",
+    "SELECT k, length(note), substr(note, 1, 60), substr(note, length(note) - 60) FROM log",
     "SELECT * FROM acct",
     "SELECT * FROM by_grp",
     "SELECT * FROM big",
@@ -372,6 +375,99 @@ static void snapshot_damaged(void)
     built_free(&b);
 }
 
+/* The format version, bumped. The header layout is the one
+ * src/storage/journal.c writes (an assumption of this test, checked
+ * below as far as it can be): both files start with 32 bytes, "LIVEDB",
+ * a zero byte, the kind ('S' snapshot, 'W' log), the version as a
+ * little-endian u32 at byte 8, the generation at 16, and the CRC-32C
+ * (Castagnoli, reflected, initial and final xor ~0) of bytes 0..27 at
+ * 28, which the test recomputes so that only the version is wrong. */
+#define HDR_SIZE 32
+#define HDR_VERSION 8
+#define HDR_CRC 28
+
+static uint32_t test_crc32c(const unsigned char *p, size_t n)
+{
+    uint32_t crc = ~0u;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The version in the header of b (a file of that kind), checked against
+ * the assumed layout. */
+static uint32_t hdr_version(const struct dur_bytes *b, char kind)
+{
+    CHECKF(b->exists && b->n >= HDR_SIZE && memcmp(b->p, "LIVEDB\0", 7) == 0 &&
+               b->p[7] == (unsigned char)kind,
+           "the %c file does not start with the assumed header", kind);
+    CHECKF(get_le32(b->p + HDR_CRC) == test_crc32c(b->p, HDR_CRC),
+           "the %c file's header checksum is not the assumed CRC-32C of bytes 0..27", kind);
+    return get_le32(b->p + HDR_VERSION);
+}
+
+static void set_version(struct dur_bytes *b, uint32_t version)
+{
+    put_le32(b->p + HDR_VERSION, version);
+    put_le32(b->p + HDR_CRC, test_crc32c(b->p, HDR_CRC));
+}
+
+/* Either file with the next format version: LDB_UNSUPPORTED naming it. */
+static void newer_version(void)
+{
+    struct built b;
+    build(&b);
+    for (int file = 0; file < 2; file++) {
+        struct dur_bytes *f = &b.full.f[file];
+        uint32_t v = hdr_version(f, file ? 'W' : 'S');
+        CHECKF(v >= 1 && v < 1000, "an unlikely format version %u", v);
+        set_version(f, v + 1);
+        dur_files_write(b.path, &b.full);
+        set_version(f, v);
+        char want[32], what[64];
+        snprintf(want, sizeof want, "version %u", v + 1);
+        snprintf(what, sizeof what, "the %s of format version %u", file ? "log" : "snapshot",
+                 v + 1);
+        const char *msg = open_fails(b.path, LDB_UNSUPPORTED, what);
+        CHECKF(strstr(msg, want) != NULL, "%s: the message \"%s\" does not name %s", what, msg,
+               want);
+        dur_files_write(b.path, &b.full); /* the header rewritten as it was opens */
+        ldb_close(open_expect(&b, NCOMMITS, "the version set back"));
+    }
+    built_free(&b);
+}
+
+/* The log's header damaged while records follow it: LDB_CORRUPT, and the
+ * message names the log. */
+static void log_header_damaged(void)
+{
+    struct built b;
+    build(&b);
+    struct dur_bytes *wal = &b.full.f[1];
+    CHECK(wal->n > HDR_SIZE);
+    wal->p[HDR_SIZE / 2] ^= 0x10;
+    dur_files_write(b.path, &b.full);
+    wal->p[HDR_SIZE / 2] ^= 0x10;
+    const char *msg = open_fails(b.path, LDB_CORRUPT, "the log's header damaged");
+    CHECKF(strstr(msg, b.wal) != NULL, "the log's header damaged: the message \"%s\" does not "
+           "name %s", msg, b.wal);
+    built_free(&b);
+}
+
 /* A file that is not a database at path, with no log: LDB_CORRUPT. */
 static void foreign_file(void)
 {
@@ -471,5 +567,5 @@ static void busy(void)
     dur_rmtree(dir);
 }
 
-TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(foreign_file), T(missing_dir),
+TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(foreign_file), T(missing_dir),
           T(readonly_dir), T(busy))
