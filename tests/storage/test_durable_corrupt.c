@@ -19,6 +19,8 @@
  * - a newer format version in either file's header: LDB_UNSUPPORTED
  *   naming it (the header layout is assumed from src/storage/journal.c,
  *   see newer_version);
+ * - a checkpoint cut short (see checkpoint_interrupted): the last state;
+ *   a log whose snapshot is missing: LDB_CORRUPT;
  * - a file that is not a database: LDB_CORRUPT;
  * - a missing or read-only directory: LDB_CANTOPEN;
  * - a second open, from this process or a forked one: LDB_BUSY.
@@ -468,6 +470,47 @@ static void log_header_damaged(void)
     built_free(&b);
 }
 
+/* The files a checkpoint leaves when a crash interrupts it (the full
+ * files: commits 1..CKPT in the snapshot, the rest in the log): the new
+ * snapshot, or garbage, still in path.tmp; the new snapshot renamed over
+ * path with the log not yet started over (its records are in the
+ * snapshot: replaying them again would be wrong). Each opens with the
+ * last commit's state. A log whose snapshot is missing: LDB_CORRUPT. */
+static void checkpoint_interrupted(void)
+{
+    struct built b;
+    build(&b);
+    dur_files_write(b.path, &b.full);
+    ldb *db = open_expect(&b, NCOMMITS, "the full files");
+    CHECKF(ldb_checkpoint(db) == LDB_OK, "checkpoint: %s", ldb_errmsg(db));
+    struct dur_bytes next = dur_read(b.path);
+    ldb_close(db);
+
+    struct dur_files fs = b.full;
+    fs.f[2] = next;
+    dur_files_write(b.path, &fs);
+    ldb_close(open_expect(&b, NCOMMITS, "the new snapshot left in path.tmp"));
+
+    unsigned char junk[1000];
+    memset(junk, 'x', sizeof junk);
+    fs.f[2] = (struct dur_bytes){ true, sizeof junk, junk };
+    dur_files_write(b.path, &fs);
+    ldb_close(open_expect(&b, NCOMMITS, "garbage left in path.tmp"));
+
+    fs = b.full;
+    fs.f[0] = next;
+    dur_files_write(b.path, &fs);
+    db = open_expect(&b, NCOMMITS, "the new snapshot in place, the old log not started over");
+    commit_after_recovery(&b, db, NCOMMITS, "the new snapshot and the old log");
+
+    fs = b.full;
+    fs.f[0].exists = false;
+    dur_files_write(b.path, &fs);
+    open_fails(b.path, LDB_CORRUPT, "the snapshot missing, the log after it there");
+    dur_bytes_free(&next);
+    built_free(&b);
+}
+
 /* A file that is not a database at path, with no log: LDB_CORRUPT. */
 static void foreign_file(void)
 {
@@ -567,5 +610,5 @@ static void busy(void)
     dur_rmtree(dir);
 }
 
-TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(foreign_file), T(missing_dir),
+TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(checkpoint_interrupted), T(foreign_file), T(missing_dir),
           T(readonly_dir), T(busy))
