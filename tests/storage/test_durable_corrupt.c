@@ -56,14 +56,14 @@ static const char *const SCHEMA =
     "COMMIT";
 
 /* The built database: its files as a crash leaves them after the last
- * commit (full) and right after the checkpoint (ckpt), the log's size
- * after each commit, and each commit's state. */
+ * commit (full), the log's size after each commit, and each commit's
+ * state. */
 struct built {
     uint64_t seed;
     char dir[DUR_PATH], path[DUR_PATH], wal[DUR_PATH];
-    struct dur_files full, ckpt;
+    struct dur_files full;
     uint64_t wal_size[NCOMMITS + 1];
-    char *state[NCOMMITS + 1];
+    char *state[NCOMMITS + 1]; /* [1..NCOMMITS] */
 };
 
 static uint64_t wal_size_now(const char *wal)
@@ -111,15 +111,12 @@ static void build(struct built *b)
     dur_join(b->path, b->dir, "db");
     dur_suffix(b->wal, b->path, "-wal");
     ldb *db = dur_open(b->path, "FULL", 0);
-    b->state[0] = dur_state(db, STATE);
     EXEC(db, SCHEMA);
     for (int i = 1; i <= NCOMMITS; i++) {
         if (i > 1)
             commit_random(db, &r, i);
-        if (i == CKPT) {
+        if (i == CKPT)
             CHECKF(ldb_checkpoint(db) == LDB_OK, "checkpoint: %s", ldb_errmsg(db));
-            b->ckpt = dur_files_read(b->path);
-        }
         b->state[i] = dur_state(db, STATE);
         b->wal_size[i] = wal_size_now(b->wal);
         CHECKF(i <= CKPT || b->wal_size[i] > b->wal_size[i - 1],
@@ -133,8 +130,7 @@ static void build(struct built *b)
 static void built_free(struct built *b)
 {
     dur_files_free(&b->full);
-    dur_files_free(&b->ckpt);
-    for (int i = 0; i <= NCOMMITS; i++)
+    for (int i = 1; i <= NCOMMITS; i++)
         free(b->state[i]);
     dur_rmtree(b->dir);
 }
