@@ -20,7 +20,7 @@
  *   naming it (the header layout is assumed from src/storage/journal.c,
  *   see newer_version);
  * - a checkpoint cut short (see checkpoint_interrupted): the last state;
- *   a log whose snapshot is missing: LDB_CORRUPT;
+ *   a log whose snapshot is missing: LDB_CORRUPT naming it;
  * - a file that is not a database: LDB_CORRUPT;
  * - a missing or read-only directory: LDB_CANTOPEN;
  * - a second open, from this process or a forked one: LDB_BUSY.
@@ -471,7 +471,7 @@ static void log_header_damaged(void)
  * snapshot, or garbage, still in path.tmp; the new snapshot renamed over
  * path with the log not yet started over (its records are in the
  * snapshot: replaying them again would be wrong). Each opens with the
- * last commit's state. A log whose snapshot is missing: LDB_CORRUPT. */
+ * last commit's state. */
 static void checkpoint_interrupted(void)
 {
     struct built b;
@@ -498,12 +498,22 @@ static void checkpoint_interrupted(void)
     dur_files_write(b.path, &fs);
     db = open_expect(&b, NCOMMITS, "the new snapshot in place, the old log not started over");
     commit_after_recovery(&b, db, NCOMMITS, "the new snapshot and the old log");
+    dur_bytes_free(&next);
+    built_free(&b);
+}
 
-    fs = b.full;
+/* A log that follows a checkpoint, whose snapshot is missing:
+ * LDB_CORRUPT, naming the snapshot. */
+static void snapshot_missing(void)
+{
+    struct built b;
+    build(&b);
+    struct dur_files fs = b.full;
     fs.f[0].exists = false;
     dur_files_write(b.path, &fs);
-    open_fails(b.path, LDB_CORRUPT, "the snapshot missing, the log after it there");
-    dur_bytes_free(&next);
+    const char *msg = open_fails(b.path, LDB_CORRUPT, "the snapshot missing, the log there");
+    CHECKF(strstr(msg, b.path) != NULL, "the snapshot missing: the message \"%s\" does not "
+           "name %s", msg, b.path);
     built_free(&b);
 }
 
@@ -606,5 +616,5 @@ static void busy(void)
     dur_rmtree(dir);
 }
 
-TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(checkpoint_interrupted), T(foreign_file), T(missing_dir),
+TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(checkpoint_interrupted), T(snapshot_missing), T(foreign_file), T(missing_dir),
           T(readonly_dir), T(busy))
