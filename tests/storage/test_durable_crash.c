@@ -8,8 +8,8 @@
  * COMMIT returns; the parent SIGKILLs it at a random moment. Transaction
  * k is a pure function of (seed, k): it inserts log(k) and makes random
  * writes (multi-row statements, statements that fail on a UNIQUE or
- * PRIMARY KEY conflict inside and outside the transaction, a rolled-back
- * transaction before it), so the parent replays transactions 0..j on an
+ * PRIMARY KEY conflict inside and outside the transaction, schema
+ * changes, a rolled-back transaction before it), so the parent replays transactions 0..j on an
  * in-memory model database and the recovered state must equal the
  * model's after exactly j transactions, where j = max(k) of log is the
  * last acknowledged k or one more (the commit reached the file, the ack
@@ -43,12 +43,28 @@ static const char *const STATE[] = {
     "SELECT * FROM note",
     "SELECT * FROM by_grp",
     "SELECT * FROM xj",
+    "SELECT * FROM scratch",
+    "SELECT * FROM scratch_mv",
     NULL,
 };
 
 #define BY_GRP_BODY "SELECT grp, count(*) AS n, sum(bal) AS total FROM acct GROUP BY grp"
 #define XJ_BODY                                                                           \
     "SELECT x.id, x.amt, a.grp, a.code FROM xfer x JOIN acct a ON a.id = x.acct"
+#define SCRATCH_MV_BODY "SELECT b, count(*) AS n FROM scratch GROUP BY b"
+
+/* Schema changes inside transactions, so that the log replays them too:
+ * an index, a table and a view over it that come and go (each may fail:
+ * the view needs the table, the table cannot go while the view reads
+ * it). */
+static const char *const DDL[] = {
+    "CREATE INDEX IF NOT EXISTS note_txt ON note(txt)",
+    "DROP INDEX IF EXISTS note_txt",
+    "CREATE TABLE IF NOT EXISTS scratch(a INTEGER PRIMARY KEY, b INTEGER)",
+    "CREATE MATERIALIZED VIEW IF NOT EXISTS scratch_mv AS " SCRATCH_MV_BODY,
+    "DROP MATERIALIZED VIEW IF EXISTS scratch_mv",
+    "DROP TABLE IF EXISTS scratch",
+};
 
 /* Transaction 0: the schema, with log(0). */
 static const char *const SCHEMA[] = {
@@ -96,7 +112,7 @@ static void add_write(struct txn *t, rng *r, int64_t k)
 {
     int id = (int)rng_range(r, 1, 60), g = (int)rng_below(r, 8), code = (int)rng_below(r, 80);
     int bal = (int)rng_range(r, -50, 100);
-    switch (rng_below(r, 11)) {
+    switch (rng_below(r, 13)) {
     case 0: add(t, false, "INSERT INTO acct VALUES (%d, %d, %d, 'c%d')", id, g, bal, code); break;
     case 1:
         add(t, false, "INSERT INTO acct VALUES (%d, %d, %d, 'c%d'), (%d, %d, %d, 'c%d')", id, g,
@@ -112,7 +128,12 @@ static void add_write(struct txn *t, rng *r, int64_t k)
     case 7: add(t, false, "DELETE FROM xfer WHERE acct = %d", id); break;
     case 8: add(t, false, "UPDATE xfer SET amt = amt + %d WHERE id %% 7 = %d", bal, g % 7); break;
     case 9: add(t, false, "INSERT INTO note(k, txt) VALUES (%lld, 'n%d')", (long long)k, code); break;
-    default: add(t, false, "DELETE FROM note WHERE k < %lld", (long long)k - 20); break;
+    case 10: add(t, false, "DELETE FROM note WHERE k < %lld", (long long)k - 20); break;
+    case 11: add(t, false, "INSERT INTO scratch VALUES (%lld, %d)", (long long)k, g); break;
+    default:
+        if (rng_chance(r, 1, 3))
+            add(t, false, "%s", DDL[rng_below(r, sizeof DDL / sizeof *DDL)]);
+        break;
     }
 }
 
@@ -141,6 +162,8 @@ static void txn_make(uint64_t seed, int64_t k, struct txn *t)
     } else {
         add(t, true, "BEGIN");
         add(t, true, "INSERT INTO log VALUES (%lld, 'txn %lld')", (long long)k, (long long)k);
+        /* the database stays small, so recovery stays quick */
+        add(t, true, "DELETE FROM log WHERE k < %lld", (long long)k - 50);
         for (int i = (int)rng_range(&r, 1, 7); i > 0; i--)
             add_write(t, &r, k);
         add(t, true, "COMMIT");
@@ -275,10 +298,13 @@ static int64_t crash_check(struct crash_run *run, int64_t acked)
     free(got);
     const char *err = store_check(db->store);
     CHECKF(err == NULL, "round %ld: store_check: %s", run->rounds, err);
+    ldb_mv_stats st;
     if (j >= 0) {
         mvt_check_view(db, "by_grp", BY_GRP_BODY);
         mvt_check_view(db, "xj", XJ_BODY);
     }
+    if (ldb_mv_stats_get(db, "scratch_mv", &st) == LDB_OK)
+        mvt_check_view(db, "scratch_mv", SCRATCH_MV_BODY);
     ldb_close(db);
     return j;
 }
