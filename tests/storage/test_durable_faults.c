@@ -9,7 +9,10 @@
  * multi-statement transactions, a checkpoint, more commits, close.
  *
  * The handle runs with the defaults (synchronous FULL; the checkpoint
- * threshold far above the workload, so only the explicit checkpoint runs).
+ * threshold far above the workload, so only the explicit checkpoint
+ * runs), and in auto_checkpoint with PRAGMA checkpoint_threshold = 1 (a
+ * checkpoint after every commit, whose failures are not reported: the
+ * commit stands in the log).
  *
  * Checked on each run:
  * - the call that saw the failure returns an error (LDB_IOERR for EIO,
@@ -17,10 +20,13 @@
  *   disk call it made failed;
  * - a failed open leaves *out NULL and, after a one-shot failure, the
  *   files byte for byte as they were;
- * - after its first failure the handle either keeps working (every later
- *   step of a one-shot run succeeds) or refuses writes (every later
- *   write fails, with a message); which one is counted and printed. Either
- *   way it reads exactly the model: the commits that returned LDB_OK;
+ * - after its first failure the handle either keeps working (later steps
+ *   do what they do on the model) or refuses writes (later writes the
+ *   model accepts fail, with a message), never both; which one is counted
+ *   and printed. A failed COMMIT that leaves its transaction open is
+ *   committed again (it must work once the one-shot failure is spent),
+ *   else rolled back. Either way the handle reads exactly the model: the
+ *   commits that returned LDB_OK;
  * - reopened with the hook off, the database holds exactly the commits
  *   that returned LDB_OK (the model, replayed on an in-memory database),
  *   every materialized view equals its body, and store_check passes. After
@@ -36,6 +42,7 @@
 #include "storage/store.h"
 
 #define CHECKPOINT NULL /* a step that is ldb_checkpoint, not SQL */
+#define MAX_STEPS 20
 
 /* The workload on a fresh database. */
 static const char *const FRESH[] = {
@@ -82,7 +89,7 @@ struct sweep {
     char dir[DUR_PATH], path[DUR_PATH];
     struct dur_files template; /* the existing database's files */
     bool auto_ckpt; /* a checkpoint after every commit */
-    const char *steps[20];
+    const char *steps[MAX_STEPS];
     int nsteps;
     /* totals over the sweep, printed */
     int runs, failed_opens, kept_working, refused, commit_retried, rollback_needed;
@@ -124,10 +131,10 @@ static void sweep_setup_files(const struct sweep *s)
 
 /* What one run's handle did. */
 struct run {
-    int ok[16], nok; /* steps that returned LDB_OK */
-    int failing;     /* the step whose failure came first, or -1 */
-    bool refusing;   /* a step after it failed too */
-    bool later_ok;   /* a step after it succeeded */
+    int ok[MAX_STEPS], nok; /* steps that returned LDB_OK */
+    int failing;            /* the step whose failure came first, or -1 */
+    bool refusing;          /* a later step failed that the model accepts */
+    bool later_ok;          /* a later step changed the state */
 };
 
 /* The model's result for step i after the steps ok[0..nok-1]. */
@@ -226,7 +233,7 @@ static void check_reopen(struct sweep *s, const struct run *r, uint64_t n)
     ldb_close(model);
     if (strcmp(want, got) != 0 && s->persistent && r->failing >= 0 &&
         s->steps[r->failing] != CHECKPOINT) {
-        int ok[17];
+        int ok[MAX_STEPS + 1];
         memcpy(ok, r->ok, sizeof r->ok);
         ok[r->nok] = r->failing;
         model = model_of(s, ok, r->nok + 1);
