@@ -102,8 +102,17 @@ static void commit_random(ldb *db, rng *r, int i)
     EXEC(db, "COMMIT");
 }
 
-static void build(struct built *b)
+/* The one built database (static: a failed case's is freed by the next
+ * build, and is not a leak meanwhile). */
+static struct built built_db;
+
+static void built_free(struct built *b);
+
+static struct built *build(void)
 {
+    struct built *b = &built_db;
+    if (b->full.f[0].exists || b->state[1])
+        built_free(b);
     b->seed = test_seed();
     rng r;
     rng_seed(&r, b->seed);
@@ -125,6 +134,7 @@ static void build(struct built *b)
     }
     b->full = dur_files_read(b->path);
     ldb_close(db);
+    return b;
 }
 
 static void built_free(struct built *b)
@@ -133,6 +143,7 @@ static void built_free(struct built *b)
     for (int i = 1; i <= NCOMMITS; i++)
         free(b->state[i]);
     dur_rmtree(b->dir);
+    memset(b, 0, sizeof *b);
 }
 
 /* The last commit whose record ends at or before byte off of the log
@@ -250,24 +261,23 @@ static void cut_log_at(const struct built *b, uint64_t off)
 
 static void log_cut(void)
 {
-    struct built b;
-    build(&b);
-    CHECK(b.full.f[1].exists && b.full.f[1].n == b.wal_size[NCOMMITS]);
+    struct built *b = build();
+    CHECK(b->full.f[1].exists && b->full.f[1].n == b->wal_size[NCOMMITS]);
     for (int i = CKPT; i <= NCOMMITS; i++) {
-        cut_log_at(&b, b.wal_size[i]);
-        if (b.wal_size[i] > 0)
-            cut_log_at(&b, b.wal_size[i] - 1);
+        cut_log_at(b, b->wal_size[i]);
+        if (b->wal_size[i] > 0)
+            cut_log_at(b, b->wal_size[i] - 1);
     }
     rng r;
-    rng_seed(&r, b.seed + 1);
+    rng_seed(&r, b->seed + 1);
     for (int t = 0; t < 100 * test_scale(); t++)
-        cut_log_at(&b, rng_below(&r, b.wal_size[NCOMMITS]));
+        cut_log_at(b, rng_below(&r, b->wal_size[NCOMMITS]));
     /* no log at all */
-    struct dur_files fs = b.full;
+    struct dur_files fs = b->full;
     fs.f[1].exists = false;
-    dur_files_write(b.path, &fs);
-    ldb_close(open_expect(&b, CKPT, "no log file"));
-    built_free(&b);
+    dur_files_write(b->path, &fs);
+    ldb_close(open_expect(b, CKPT, "no log file"));
+    built_free(b);
 }
 
 /* Flips 1-3 random bits of b; returns the lowest offset flipped. */
@@ -288,28 +298,27 @@ static uint64_t flip_bits(rng *r, struct dur_bytes *b, int *nflips)
  * commit after it survives; or LDB_CORRUPT. */
 static void log_bitflip(void)
 {
-    struct built b;
-    build(&b);
+    struct built *b = build();
     rng r;
-    rng_seed(&r, b.seed + 2);
-    struct dur_bytes *wal = &b.full.f[1];
+    rng_seed(&r, b->seed + 2);
+    struct dur_bytes *wal = &b->full.f[1];
     unsigned char *orig = malloc(wal->n);
     memcpy(orig, wal->p, wal->n);
     int opened = 0, corrupt = 0;
     for (int t = 0; t < 200 * test_scale(); t++) {
         int nflips;
         uint64_t first = flip_bits(&r, wal, &nflips);
-        dur_files_write(b.path, &b.full);
+        dur_files_write(b->path, &b->full);
         memcpy(wal->p, orig, wal->n);
         char what[96];
         snprintf(what, sizeof what, "%d bits flipped in the log, the first at byte %llu", nflips,
                  (unsigned long long)first);
         ldb *db = NULL;
-        int rc = open_try(b.path, &db, what);
+        int rc = open_try(b->path, &db, what);
         if (rc == LDB_OK) {
-            int i = last_whole(&b, first);
-            check_state(&b, db, i, what);
-            commit_after_recovery(&b, db, i, what);
+            int i = last_whole(b, first);
+            check_state(b, db, i, what);
+            commit_after_recovery(b, db, i, what);
             opened++;
         } else {
             CHECKF(rc == LDB_CORRUPT, "%s: open: rc %d (%s), wanted a prefix or LDB_CORRUPT", what,
@@ -320,18 +329,17 @@ static void log_bitflip(void)
     printf("#    log bit flips: %d opened with the prefix before the flip, %d LDB_CORRUPT\n",
            opened, corrupt);
     free(orig);
-    built_free(&b);
+    built_free(b);
 }
 
 /* The snapshot damaged (bits flipped or cut short), the log intact:
  * LDB_CORRUPT with a message, or the exact state. */
 static void snapshot_damaged(void)
 {
-    struct built b;
-    build(&b);
+    struct built *b = build();
     rng r;
-    rng_seed(&r, b.seed + 3);
-    struct dur_bytes *snap = &b.full.f[0];
+    rng_seed(&r, b->seed + 3);
+    struct dur_bytes *snap = &b->full.f[0];
     CHECK(snap->exists && snap->n > 0);
     unsigned char *orig = malloc(snap->n);
     memcpy(orig, snap->p, snap->n);
@@ -349,13 +357,13 @@ static void snapshot_damaged(void)
             snap->n = (size_t)rng_below(&r, size);
             snprintf(what, sizeof what, "the snapshot cut at byte %zu of %zu", snap->n, size);
         }
-        dur_files_write(b.path, &b.full);
+        dur_files_write(b->path, &b->full);
         memcpy(snap->p, orig, size);
         snap->n = size;
         ldb *db = NULL;
-        int rc = open_try(b.path, &db, what);
+        int rc = open_try(b->path, &db, what);
         if (rc == LDB_OK) {
-            check_state(&b, db, NCOMMITS, what);
+            check_state(b, db, NCOMMITS, what);
             ldb_close(db);
             harmless++;
         } else {
@@ -370,7 +378,7 @@ static void snapshot_damaged(void)
            sample ? sample : "", harmless);
     free((void *)sample);
     free(orig);
-    built_free(&b);
+    built_free(b);
 }
 
 /* The format version, bumped. The header layout is the one
@@ -427,43 +435,41 @@ static void set_version(struct dur_bytes *b, uint32_t version)
 /* Either file with the next format version: LDB_UNSUPPORTED naming it. */
 static void newer_version(void)
 {
-    struct built b;
-    build(&b);
+    struct built *b = build();
     for (int file = 0; file < 2; file++) {
-        struct dur_bytes *f = &b.full.f[file];
+        struct dur_bytes *f = &b->full.f[file];
         uint32_t v = hdr_version(f, file ? 'W' : 'S');
         CHECKF(v >= 1 && v < 1000, "an unlikely format version %u", v);
         set_version(f, v + 1);
-        dur_files_write(b.path, &b.full);
+        dur_files_write(b->path, &b->full);
         set_version(f, v);
         char want[32], what[64];
         snprintf(want, sizeof want, "version %u", v + 1);
         snprintf(what, sizeof what, "the %s of format version %u", file ? "log" : "snapshot",
                  v + 1);
-        const char *msg = open_fails(b.path, LDB_UNSUPPORTED, what);
+        const char *msg = open_fails(b->path, LDB_UNSUPPORTED, what);
         CHECKF(strstr(msg, want) != NULL, "%s: the message \"%s\" does not name %s", what, msg,
                want);
-        dur_files_write(b.path, &b.full); /* the header rewritten as it was opens */
-        ldb_close(open_expect(&b, NCOMMITS, "the version set back"));
+        dur_files_write(b->path, &b->full); /* the header rewritten as it was opens */
+        ldb_close(open_expect(b, NCOMMITS, "the version set back"));
     }
-    built_free(&b);
+    built_free(b);
 }
 
 /* The log's header damaged while records follow it: LDB_CORRUPT, and the
  * message names the log. */
 static void log_header_damaged(void)
 {
-    struct built b;
-    build(&b);
-    struct dur_bytes *wal = &b.full.f[1];
+    struct built *b = build();
+    struct dur_bytes *wal = &b->full.f[1];
     CHECK(wal->n > HDR_SIZE);
     wal->p[HDR_SIZE / 2] ^= 0x10;
-    dur_files_write(b.path, &b.full);
+    dur_files_write(b->path, &b->full);
     wal->p[HDR_SIZE / 2] ^= 0x10;
-    const char *msg = open_fails(b.path, LDB_CORRUPT, "the log's header damaged");
-    CHECKF(strstr(msg, b.wal) != NULL, "the log's header damaged: the message \"%s\" does not "
-           "name %s", msg, b.wal);
-    built_free(&b);
+    const char *msg = open_fails(b->path, LDB_CORRUPT, "the log's header damaged");
+    CHECKF(strstr(msg, b->wal) != NULL, "the log's header damaged: the message \"%s\" does not "
+           "name %s", msg, b->wal);
+    built_free(b);
 }
 
 /* The files a checkpoint leaves when a crash interrupts it (the full
@@ -474,47 +480,45 @@ static void log_header_damaged(void)
  * last commit's state. */
 static void checkpoint_interrupted(void)
 {
-    struct built b;
-    build(&b);
-    dur_files_write(b.path, &b.full);
-    ldb *db = open_expect(&b, NCOMMITS, "the full files");
+    struct built *b = build();
+    dur_files_write(b->path, &b->full);
+    ldb *db = open_expect(b, NCOMMITS, "the full files");
     CHECKF(ldb_checkpoint(db) == LDB_OK, "checkpoint: %s", ldb_errmsg(db));
-    struct dur_bytes next = dur_read(b.path);
+    struct dur_bytes next = dur_read(b->path);
     ldb_close(db);
 
-    struct dur_files fs = b.full;
+    struct dur_files fs = b->full;
     fs.f[2] = next;
-    dur_files_write(b.path, &fs);
-    ldb_close(open_expect(&b, NCOMMITS, "the new snapshot left in path.tmp"));
+    dur_files_write(b->path, &fs);
+    ldb_close(open_expect(b, NCOMMITS, "the new snapshot left in path.tmp"));
 
     unsigned char junk[1000];
     memset(junk, 'x', sizeof junk);
     fs.f[2] = (struct dur_bytes){ true, sizeof junk, junk };
-    dur_files_write(b.path, &fs);
-    ldb_close(open_expect(&b, NCOMMITS, "garbage left in path.tmp"));
+    dur_files_write(b->path, &fs);
+    ldb_close(open_expect(b, NCOMMITS, "garbage left in path.tmp"));
 
-    fs = b.full;
+    fs = b->full;
     fs.f[0] = next;
-    dur_files_write(b.path, &fs);
-    db = open_expect(&b, NCOMMITS, "the new snapshot in place, the old log not started over");
-    commit_after_recovery(&b, db, NCOMMITS, "the new snapshot and the old log");
+    dur_files_write(b->path, &fs);
+    db = open_expect(b, NCOMMITS, "the new snapshot in place, the old log not started over");
+    commit_after_recovery(b, db, NCOMMITS, "the new snapshot and the old log");
     dur_bytes_free(&next);
-    built_free(&b);
+    built_free(b);
 }
 
 /* A log that follows a checkpoint, whose snapshot is missing:
  * LDB_CORRUPT, naming the snapshot. */
 static void snapshot_missing(void)
 {
-    struct built b;
-    build(&b);
-    struct dur_files fs = b.full;
+    struct built *b = build();
+    struct dur_files fs = b->full;
     fs.f[0].exists = false;
-    dur_files_write(b.path, &fs);
-    const char *msg = open_fails(b.path, LDB_CORRUPT, "the snapshot missing, the log there");
-    CHECKF(strstr(msg, b.path) != NULL, "the snapshot missing: the message \"%s\" does not "
-           "name %s", msg, b.path);
-    built_free(&b);
+    dur_files_write(b->path, &fs);
+    const char *msg = open_fails(b->path, LDB_CORRUPT, "the snapshot missing, the log there");
+    CHECKF(strstr(msg, b->path) != NULL, "the snapshot missing: the message \"%s\" does not "
+           "name %s", msg, b->path);
+    built_free(b);
 }
 
 /* A file that is not a database at path, with no log: LDB_CORRUPT. */
