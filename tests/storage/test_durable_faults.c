@@ -328,14 +328,15 @@ static void sweep(bool existing, bool auto_ckpt, int persistent, int err)
     /* the workload makes dozens of disk calls: a sweep that stops early
      * tested nothing */
     CHECKF(n > 10, "the hook stopped firing at disk call %llu", (unsigned long long)n);
-    printf("#    %s%s, %s %s: %llu disk calls; %d failed opens; after a failure %d handles "
-           "kept working, %d refused writes%s%s%s; a failed COMMIT left its transaction open "
-           "%d times (COMMIT again worked %d times); the failed transaction was there after "
-           "reopening %d times\n",
-           existing ? "existing" : "fresh", auto_ckpt ? " (automatic checkpoints)" : "", persistent ? "persistent" : "one-shot",
-           strerror(err), (unsigned long long)n - 1, s.failed_opens, s.kept_working,
-           s.refused, s.refused ? " (\"" : "", s.refusal, s.refused ? "\")" : "",
+    /* one line per sweep: the handle's behaviour after a failure */
+    printf("#    %s%s %s %s: %llu calls, %d failed opens, then %d kept working, %d refused; "
+           "COMMIT left open %d (redone %d); failed txn kept %d\n",
+           existing ? "existing" : "fresh", auto_ckpt ? "+auto" : "",
+           persistent ? "persistent" : "once", err == EIO ? "EIO" : "ENOSPC",
+           (unsigned long long)n - 1, s.failed_opens, s.kept_working, s.refused,
            s.commit_retried + s.rollback_needed, s.commit_retried, s.failing_txn_kept);
+    if (s.refused && persistent && err == EIO && !existing && !auto_ckpt)
+        printf("#    a refusal: %s\n", s.refusal);
     if (existing)
         dur_files_free(&s.template);
     dur_rmtree(s.dir);
