@@ -220,6 +220,20 @@ static inline char *dur_state(ldb *db, const char *const *queries)
     return text;
 }
 
+/* The value of a one-row, one-column query; -1 when it fails, gives no
+ * row or gives NULL (no test CHECK: forked children call it too). */
+static inline int64_t dur_query_int(ldb *db, const char *sql)
+{
+    ldb_stmt *s = NULL;
+    int64_t v = -1;
+    if (ldb_prepare(db, sql, -1, &s, NULL) != LDB_OK)
+        return -1;
+    if (ldb_step(s) == LDB_ROW && ldb_row_type(ldb_stmt_row(s), 0) != LDB_NULL)
+        v = ldb_row_int64(ldb_stmt_row(s), 0);
+    ldb_finalize(s);
+    return v;
+}
+
 /* Opens the durable database at path, which must work, with PRAGMA
  * synchronous = sync and checkpoint_threshold = threshold. */
 static inline ldb *dur_open(const char *path, const char *sync, long threshold)

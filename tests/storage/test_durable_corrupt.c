@@ -8,9 +8,9 @@
  * commit's state is kept, and the files are copied while the database is
  * open (what a crash would leave). Copies of them are then damaged:
  * - the log cut at every boundary and at random offsets opens with
- *   exactly the state of the last whole record below the cut, and a
- *   commit made after that recovery survives the next recovery (the torn
- *   tail is gone, not left between the records);
+ *   exactly the state of the last whole record below the cut, the log cut
+ *   back to that record, and a commit made after that recovery survives
+ *   the next recovery (the torn tail is gone, not left between records);
  * - random bits flipped in the log: exactly the state before the record
  *   holding the first flipped bit, or LDB_CORRUPT; the log's header
  *   damaged: LDB_CORRUPT naming the log;
@@ -206,18 +206,6 @@ static const char *open_fails(const char *path, int code, const char *what)
     return ldb_errmsg(NULL);
 }
 
-/* The value of a one-row, one-column query (-1 for NULL or no row). */
-static int64_t query_int(ldb *db, const char *sql)
-{
-    ldb_stmt *s = NULL;
-    CHECKF(ldb_prepare(db, sql, -1, &s, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-    int64_t v = -1;
-    if (ldb_step(s) == LDB_ROW && ldb_row_type(ldb_stmt_row(s), 0) != LDB_NULL)
-        v = ldb_row_int64(ldb_stmt_row(s), 0);
-    ldb_finalize(s);
-    return v;
-}
-
 /* After the recovery of a cut log (db holds commits 1..i), one more
  * commit must survive a crash (files copied while open) and the next
  * recovery: the torn tail is gone, not left in front of the new record. */
@@ -231,7 +219,7 @@ static void commit_after_recovery(const struct built *b, ldb *db, int i, const c
     db = NULL;
     int rc = ldb_open(b->path, &db);
     CHECKF(rc == LDB_OK, "%s, then a commit: open: rc %d: %s", what, rc, ldb_errmsg(NULL));
-    CHECKF(query_int(db, "SELECT count(*) FROM log WHERE k = 1000") == 1,
+    CHECKF(dur_query_int(db, "SELECT count(*) FROM log WHERE k = 1000") == 1,
            "%s: the commit made after recovering it is lost", what);
     EXEC(db, "DELETE FROM log WHERE k = 1000");
     char *got = dur_state(db, STATE);
@@ -239,6 +227,15 @@ static void commit_after_recovery(const struct built *b, ldb *db, int i, const c
            "and that commit:\n-- want:\n%s\n-- got:\n%s", what, i, b->state[i], got);
     free(got);
     ldb_close(db);
+}
+
+/* Recovery cut the log back to its last whole record, commit i's. */
+static void check_log_cut_back(const struct built *b, int i, const char *what)
+{
+    uint64_t size = dur_size(b->wal);
+    CHECKF(size == b->wal_size[i], "%s: after recovery the log has %llu bytes, not the %llu "
+           "of its records up to commit %d", what, (unsigned long long)size,
+           (unsigned long long)b->wal_size[i], i);
 }
 
 /* The full files with the log cut at off. */
@@ -256,7 +253,9 @@ static void cut_log_at(const struct built *b, uint64_t off)
     snprintf(what, sizeof what, "log cut at byte %llu", (unsigned long long)off);
     write_cut_log(b, off);
     int i = last_whole(b, off);
-    commit_after_recovery(b, open_expect(b, i, what), i, what);
+    ldb *db = open_expect(b, i, what);
+    check_log_cut_back(b, i, what);
+    commit_after_recovery(b, db, i, what);
 }
 
 static void log_cut(void)
@@ -318,6 +317,7 @@ static void log_bitflip(void)
         if (rc == LDB_OK) {
             int i = last_whole(b, first);
             check_state(b, db, i, what);
+            check_log_cut_back(b, i, what);
             commit_after_recovery(b, db, i, what);
             opened++;
         } else {

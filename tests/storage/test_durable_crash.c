@@ -176,17 +176,8 @@ static void txn_make(uint64_t seed, int64_t k, struct txn *t)
 /* Exit statuses of a child that stopped by itself (a failure). */
 enum { CHILD_OPEN = 10, CHILD_STMT = 11, CHILD_CHECKPOINT = 12, CHILD_PIPE = 13 };
 
-static int64_t max_log(ldb *db)
-{
-    ldb_stmt *s = NULL;
-    int64_t k = -1;
-    if (ldb_prepare(db, "SELECT max(k) FROM log", -1, &s, NULL) != LDB_OK)
-        return -1; /* no log table: nothing was committed */
-    if (ldb_step(s) == LDB_ROW && ldb_row_type(ldb_stmt_row(s), 0) != LDB_NULL)
-        k = ldb_row_int64(ldb_stmt_row(s), 0);
-    ldb_finalize(s);
-    return k;
-}
+/* The last transaction the database holds; -1: none (no log table). */
+static int64_t max_log(ldb *db) { return dur_query_int(db, "SELECT max(k) FROM log"); }
 
 static void child_run(const char *path, const char *sync, long threshold, uint64_t seed, int fd)
 {
@@ -200,6 +191,12 @@ static void child_run(const char *path, const char *sync, long threshold, uint64
              threshold);
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
         _exit(CHILD_STMT);
+    static const char *const levels[] = { "OFF", "NORMAL", "FULL" };
+    int64_t level = dur_query_int(db, "PRAGMA synchronous");
+    if (level < 0 || level > 2 || strcmp(levels[level], sync) != 0) {
+        fprintf(stderr, "child: PRAGMA synchronous is %lld, not %s\n", (long long)level, sync);
+        _exit(CHILD_STMT);
+    }
     struct txn t;
     for (int64_t k = max_log(db) + 1;; k++) {
         txn_make(seed, k, &t);
