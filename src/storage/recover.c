@@ -48,35 +48,57 @@ static char *dec_cstr(struct dec *d, int *rc)
 
 /* ---- catalog operations ----------------------------------------------------------- */
 
+/* A decoded table definition; arrays sized from the record, which bounds
+ * them (every column and constraint takes bytes of it). */
 struct table_decl {
     struct table_def def;
-    struct column_def cols[0x400];
-    bool hidden[0x400];
+    struct column_def *cols;
+    bool *hidden;
+    char **names;
     uint32_t pk[SCHEMA_MAX_KEY];
-    struct unique_def uniques[64];
-    uint32_t ucols[64][INDEX_MAX_PARTS];
-    char *names[0x400];
+    struct unique_def *uniques;
+    uint32_t *ucols;           /* nuniques x INDEX_MAX_PARTS */
     char *name, *sql;
     uint64_t flags;
 };
 
 static void decl_free(struct table_decl *t)
 {
-    for (uint32_t i = 0; i < t->def.ncols; i++) {
+    for (uint32_t i = 0; t->names && i < t->def.ncols; i++) {
         mem_free(t->names[i]);
         value_release(&t->cols[i].dflt);
     }
+    mem_free(t->cols);
+    mem_free(t->hidden);
+    mem_free(t->names);
+    mem_free(t->uniques);
+    mem_free(t->ucols);
     mem_free(t->name);
     mem_free(t->sql);
-    mem_free(t);
+}
+
+/* n items of size bytes each, when the record has at least n bytes left. */
+static void *dec_array(struct dec *d, uint64_t n, size_t size, int *rc)
+{
+    if (n > (uint64_t)(d->end - d->p)) {
+        d->bad = true;
+        return NULL;
+    }
+    void *p = mem_calloc((size_t)n + 1, size);
+    if (!p)
+        *rc = LDB_NOMEM;
+    return p;
 }
 
 static int decode_columns(struct dec *d, struct table_decl *t)
 {
     int rc = LDB_OK;
     uint64_t n = dec_varint(d);
-    if (n == 0 || n > 0x400)
-        return LDB_CORRUPT;
+    t->cols = dec_array(d, n, sizeof *t->cols, &rc);
+    t->hidden = dec_array(d, n, sizeof *t->hidden, &rc);
+    t->names = dec_array(d, n, sizeof *t->names, &rc);
+    if (rc || !t->cols || !t->hidden || !t->names || n == 0)
+        return rc ? rc : LDB_CORRUPT;
     for (uint32_t i = 0; i < n && rc == LDB_OK && !d->bad; i++) {
         struct column_def *c = &t->cols[i];
         t->def.ncols = i + 1;
@@ -105,18 +127,22 @@ static int decode_keys(struct dec *d, struct table_decl *t)
     for (uint32_t i = 0; i < npk; i++)
         if ((t->pk[i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
             return LDB_CORRUPT;
+    int rc = LDB_OK;
     uint64_t nu = dec_varint(d);
-    if (nu > 64)
-        return LDB_CORRUPT;
+    t->uniques = dec_array(d, nu, sizeof *t->uniques, &rc);
+    t->ucols = dec_array(d, nu, INDEX_MAX_PARTS * sizeof *t->ucols, &rc);
+    if (rc || !t->uniques || !t->ucols)
+        return rc ? rc : LDB_CORRUPT;
     t->def.nuniques = (uint32_t)nu;
     for (uint32_t k = 0; k < nu; k++) {
         uint64_t nc = dec_varint(d);
+        uint32_t *cols = t->ucols + (size_t)k * INDEX_MAX_PARTS;
         if (nc == 0 || nc > INDEX_MAX_PARTS)
             return LDB_CORRUPT;
         for (uint32_t i = 0; i < nc; i++)
-            if ((t->ucols[k][i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
+            if ((cols[i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
                 return LDB_CORRUPT;
-        t->uniques[k] = (struct unique_def){ t->ucols[k], (uint32_t)nc };
+        t->uniques[k] = (struct unique_def){ cols, (uint32_t)nc };
     }
     return d->bad ? LDB_CORRUPT : LDB_OK;
 }
@@ -129,9 +155,7 @@ static int in_statement(struct replay *r, int rc)
 
 static int create_table(struct replay *r)
 {
-    struct table_decl *t = mem_calloc(1, sizeof *t);
-    if (!t)
-        return LDB_NOMEM;
+    struct table_decl decl = { 0 }, *t = &decl;
     int rc = LDB_OK;
     t->name = dec_cstr(&r->d, &rc);
     t->sql = dec_cstr(&r->d, &rc);
@@ -216,14 +240,12 @@ static int drop(struct replay *r, bool table)
 
 static int set_table(struct replay *r)
 {
-    size_t n;
-    const char *s = dec_str(&r->d, &n);
-    char name[512];
-    if (!s || n >= sizeof name)
-        return corrupt(r, "a table name does not decode");
-    memcpy(name, s, n);
-    name[n] = '\0';
-    r->cur = store_find_table(r->s, name);
+    int rc = LDB_OK;
+    char *name = dec_cstr(&r->d, &rc);
+    r->cur = name ? store_find_table(r->s, name) : NULL;
+    mem_free(name);
+    if (rc)
+        return rc;
     return r->cur ? LDB_OK : corrupt(r, "rows of a table that does not exist");
 }
 
