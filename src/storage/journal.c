@@ -119,6 +119,11 @@ static int load_snapshot(struct store *s, struct journal *j)
     file_close(&f);
     if (rc)
         return rc;
+    if (n == 0) { /* made empty by someone else: a new database, unless the log says not */
+        mem_free(p);
+        j->gen = 0;
+        return LDB_OK;
+    }
     if (n < JOURNAL_HEADER + 12)
         rc = n >= 8 && memcmp(p, "LIVEDB", 6) != 0
                  ? store_error(s, LDB_CORRUPT, "%s is not a livedb database file", j->path)
@@ -163,8 +168,13 @@ static int replay_records(struct store *s, struct journal *j, const unsigned cha
     return LDB_OK;
 }
 
-/* Reads and replays the log; *fresh when it must be (re)started empty
- * at generation gen. */
+/*
+ * Reads and replays the log; *fresh when it must be (re)started empty at
+ * generation gen. A log of at most a header's bytes whose header is not
+ * sound is one whose (re)start was cut short: empty. A longer one must
+ * have a sound header. A log older than the snapshot is already in it; a
+ * newer one means the snapshot it extends is gone.
+ */
 static int load_log(struct store *s, struct journal *j, bool *fresh)
 {
     unsigned char *p;
@@ -173,25 +183,25 @@ static int load_log(struct store *s, struct journal *j, bool *fresh)
     if (rc)
         return rc;
     uint64_t gen = 0;
+    bool sound = false;
     *fresh = true;
-    if (n > JOURNAL_HEADER) /* a log with records must have a sound header */
+    if (n >= JOURNAL_HEADER) {
         rc = check_header(s, p, 'W', j->wal_path, &gen);
-    else if (n == JOURNAL_HEADER && check_header(s, p, 'W', j->wal_path, &gen) == LDB_OK)
-        *fresh = gen != j->gen;
-    if (rc == LDB_OK && n > JOURNAL_HEADER && gen > j->gen)
+        if (rc == LDB_CORRUPT && n == JOURNAL_HEADER)
+            rc = LDB_OK; /* a torn restart: empty */
+        else
+            sound = rc == LDB_OK;
+    }
+    if (sound && gen > j->gen)
         rc = store_error(s, LDB_CORRUPT, "database file is damaged: the log %s is newer than "
                                          "the snapshot %s (missing or replaced)",
                          j->wal_path, j->path);
-    if (rc == LDB_OK && n > JOURNAL_HEADER && gen == j->gen) {
+    if (rc == LDB_OK && sound && gen == j->gen) {
         *fresh = false;
         rc = replay_records(s, j, p, n, &end);
         j->wal_end = end;
-    } else if (!*fresh) {
-        j->wal_end = JOURNAL_HEADER;
-        j->chain = get_u32le(p + 28);
     }
     mem_free(p);
-    store_error(s, rc, "%s", rc ? store_errmsg(s) : "");
     return rc;
 }
 

@@ -33,6 +33,8 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
+    if (s->txn != TXN_NONE) /* the tables show uncommitted writes: the log has the truth */
+        store_keep_files(s);
     store_abandon_transaction(s);
     journal_close(s);
     for (size_t i = 0; i < s->tables.len; i++)
