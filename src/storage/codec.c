@@ -171,8 +171,11 @@ void enc_create_table(strbuf *sb, const struct table *t)
     bool key_index = false;
     for (size_t i = 0; i < t->indexes.len; i++)
         key_index |= t->indexes.data[i]->automatic && !t->indexes.data[i]->unique;
-    enc_varint(sb, (t->readonly ? TF_READONLY : 0) | (t->key_nulls ? TF_KEY_NULLS : 0) |
-                       (key_index ? TF_KEY_INDEX : 0) | (hidden_rowid(t) ? TF_ROWID : 0));
+    /* read-only is kept for views' tables; a source's hold on a table is
+     * the program's to make again after a reopen */
+    enc_varint(sb, (table_is_view_store(t) ? TF_READONLY : 0) |
+                       (t->key_nulls ? TF_KEY_NULLS : 0) | (key_index ? TF_KEY_INDEX : 0) |
+                       (hidden_rowid(t) ? TF_ROWID : 0));
     enc_varint(sb, sc->nvisible);
     for (uint32_t i = 0; i < sc->nvisible; i++) {
         const struct column *c = &sc->cols[i];
