@@ -113,17 +113,22 @@ static int load_snapshot(struct store *s, struct journal *j)
     }
     if (err)
         return io_error(s, err, "open", j->path);
-    unsigned char *p;
-    size_t n;
-    int rc = read_file(s, &f, j->path, &p, &n);
+    /* Mapped, not read: a snapshot is as large as the database, and a
+     * copy would cost as much memory again while it is replayed. */
+    const unsigned char *p = NULL;
+    uint64_t size;
+    err = file_size(&f, &size);
+    if (!err && size > 0 && size <= SIZE_MAX)
+        err = file_map(&f, (size_t)size, (const void **)&p);
     file_close(&f);
-    if (rc)
-        return rc;
+    if (err)
+        return io_error(s, err, "read", j->path);
+    size_t n = (size_t)size;
     if (n == 0) { /* made empty by someone else: a new database, unless the log says not */
-        mem_free(p);
         j->gen = 0;
         return LDB_OK;
     }
+    int rc = LDB_OK;
     if (n < JOURNAL_HEADER + 12)
         rc = n >= 8 && memcmp(p, "LIVEDB", 6) != 0
                  ? store_error(s, LDB_CORRUPT, "%s is not a livedb database file", j->path)
@@ -138,7 +143,7 @@ static int load_snapshot(struct store *s, struct journal *j)
                          j->path);
     if (rc == LDB_OK)
         rc = recover_apply(s, p + JOURNAL_HEADER, body);
-    mem_free(p);
+    file_unmap(p, n);
     return rc;
 }
 
@@ -177,8 +182,8 @@ static int replay_records(struct store *s, struct journal *j, const unsigned cha
  */
 static int load_log(struct store *s, struct journal *j, bool *fresh)
 {
-    unsigned char *p;
-    size_t n, end = 0;
+    unsigned char *p = NULL;
+    size_t n = 0, end = 0;
     int rc = read_file(s, &j->wal, j->wal_path, &p, &n);
     if (rc)
         return rc;
