@@ -18,6 +18,7 @@
 #include "storage/journal.h"
 
 #include "base/mem.h"
+#include "base/ptrmap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -460,20 +461,77 @@ static void snap_flush(struct snap_writer *w, bool all)
     sb_truncate(&w->sb, 0);
 }
 
+static struct table_index *lead_index(const struct table *t)
+{
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (t->indexes.data[i]->kind == INDEX_ORDERED)
+            return t->indexes.data[i];
+    return NULL;
+}
+
+static void snap_row(struct snap_writer *w, struct table *t, row *r, ptrmap *ord, uint64_t i)
+{
+    enc_row(&w->sb, OP_INSERT, t, NULL, r);
+    if (ord && ptrmap_put(ord, r, i))
+        w->sb.err = LDB_NOMEM;
+    snap_flush(w, false);
+}
+
+/* The rows, in the lead index's order (or the table's); ord maps each to
+ * its ordinal when other ordered indexes need it. */
+static void snap_rows(struct snap_writer *w, struct table *t, ptrmap *ord)
+{
+    struct table_index *lead = lead_index(t);
+    uint64_t i = 0;
+    if (lead) {
+        struct index_cursor c;
+        for (bool on = index_first(lead, &c); on && !w->err && !sb_error(&w->sb);
+             on = index_next(&c))
+            snap_row(w, t, index_cursor_row(&c), ord, i++);
+        return;
+    }
+    struct table_scan sc = table_scan_begin(t);
+    for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);)
+        snap_row(w, t, r, ord, i++);
+}
+
+static void snap_index(struct snap_writer *w, struct table_index *ix, size_t pos, bool lead,
+                       const ptrmap *ord)
+{
+    sb_putc(&w->sb, ix->kind == INDEX_ORDERED ? OP_INDEX_ORDER : OP_INDEX_FILL);
+    enc_varint(&w->sb, pos);
+    if (ix->kind != INDEX_ORDERED)
+        return;
+    sb_putc(&w->sb, lead ? 0 : 1);
+    if (lead)
+        return;
+    struct index_cursor c;
+    for (bool on = index_first(ix, &c); on && !w->err && !sb_error(&w->sb); on = index_next(&c)) {
+        enc_varint(&w->sb, *ptrmap_get(ord, index_cursor_row(&c)));
+        snap_flush(w, false);
+    }
+}
+
 static void snap_table(struct snap_writer *w, struct table *t)
 {
     const struct table *cur = NULL;
+    struct table_index *lead = lead_index(t);
+    size_t nordered = 0;
     enc_create_table(&w->sb, t);
-    enc_table(&w->sb, t, &cur);
-    enc_rowid(&w->sb, t);
-    struct table_scan sc = table_scan_begin(t);
-    for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);) {
-        enc_row(&w->sb, OP_INSERT, t, NULL, r);
-        snap_flush(w, false);
-    }
-    for (size_t i = 0; i < t->indexes.len; i++)
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        nordered += t->indexes.data[i]->kind == INDEX_ORDERED;
         if (!t->indexes.data[i]->automatic)
             enc_create_index(&w->sb, t->indexes.data[i]);
+    }
+    enc_table(&w->sb, t, &cur);
+    enc_rowid(&w->sb, t);
+    sb_putc(&w->sb, OP_BULK_BEGIN);
+    ptrmap ord = PTRMAP_INIT;
+    snap_rows(w, t, nordered > 1 ? &ord : NULL);
+    for (size_t i = 0; i < t->indexes.len && !w->err && !sb_error(&w->sb); i++)
+        snap_index(w, t->indexes.data[i], i, t->indexes.data[i] == lead, &ord);
+    sb_putc(&w->sb, OP_BULK_END);
+    ptrmap_free(&ord);
 }
 
 /* Writes the snapshot of generation gen to the temporary file. */
@@ -514,6 +572,8 @@ int journal_checkpoint(struct store *s)
     if (j->broken)
         return store_error(s, LDB_IOERR, "database %s refuses writes after a failed commit "
                                          "(%s): close and reopen it", j->path, j->broken_why);
+    if (j->gen > 0 && j->wal_end == JOURNAL_HEADER && !j->wal_stale)
+        return LDB_OK; /* the snapshot holds everything already */
     int rc = write_snapshot(s, j, j->gen + 1);
     int err = rc ? 0 : file_rename(j->tmp_path, j->path);
     if (rc || err) {

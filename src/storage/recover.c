@@ -25,6 +25,8 @@ struct replay {
     struct store *s;
     struct dec d;
     struct table *cur;
+    struct table *bulk;        /* between BULK_BEGIN and BULK_END: its rows */
+    VEC(row *) rows;           /* ...in the order they came (borrowed) */
 };
 
 static int corrupt(struct replay *r, const char *what)
@@ -291,8 +293,14 @@ static int link_row(struct replay *r, row *old)
     int where, rc = decode_row(r, &x);
     if (rc)
         return rc;
-    rc = old ? table_relink(r->cur, old, x, &conflict, &where)
-             : table_link(r->cur, x, &conflict, &where);
+    if (!old && r->bulk == r->cur) {
+        rc = vec_reserve(&r->rows, 1);
+        if (rc == LDB_OK && (rc = table_link_unindexed(r->cur, x, &conflict)) == LDB_OK)
+            r->rows.data[r->rows.len++] = x;
+    } else {
+        rc = old ? table_relink(r->cur, old, x, &conflict, &where)
+                 : table_link(r->cur, x, &conflict, &where);
+    }
     if (rc) {
         row_release(x);
         return rc == LDB_NOMEM ? rc : corrupt(r, "a row conflicts with a stored one");
@@ -329,6 +337,77 @@ static int set_rowid(struct replay *r)
     return rc == LDB_CORRUPT ? corrupt(r, "a rowid does not decode") : rc;
 }
 
+/* ---- bulk loads (snapshots) --------------------------------------------------------- */
+
+static int bulk_begin(struct replay *r)
+{
+    if (!r->cur || r->bulk || table_count(r->cur) != 0)
+        return corrupt(r, "a bulk load of a table that is not empty");
+    r->bulk = r->cur;
+    r->rows.len = 0;
+    return LDB_OK;
+}
+
+/* The index at the position that follows, if it is the bulk table's and
+ * still empty. */
+static struct table_index *bulk_index(struct replay *r)
+{
+    uint64_t i = dec_varint(&r->d);
+    struct table *t = r->bulk;
+    if (!t || i >= t->indexes.len || index_count(t->indexes.data[i]) != 0)
+        return NULL;
+    return t->indexes.data[i];
+}
+
+/* Builds an ordered index from the bulk's rows in their order (mode 0) or
+ * in the order of the ordinals that follow (mode 1). */
+static int index_order(struct replay *r)
+{
+    struct table_index *ix = bulk_index(r);
+    uint8_t mode = dec_byte(&r->d);
+    if (!ix || ix->kind != INDEX_ORDERED || mode > 1)
+        return corrupt(r, "an index order names no index of the table");
+    size_t n = r->rows.len;
+    row **order = r->rows.data;
+    if (mode == 1 && !(order = mem_alloc((n ? n : 1) * sizeof *order)))
+        return LDB_NOMEM;
+    for (size_t i = 0; mode == 1 && i < n; i++) {
+        uint64_t k = dec_varint(&r->d);
+        order[i] = k < n ? r->rows.data[k] : r->rows.data[0];
+        r->d.bad |= k >= n;
+    }
+    int rc = r->d.bad ? LDB_CORRUPT : index_build_sorted(ix, order, n);
+    if (mode == 1)
+        mem_free(order);
+    if (rc == LDB_NOMEM)
+        return rc;
+    return rc ? corrupt(r, "an index's order is not its rows' order") : LDB_OK;
+}
+
+static int index_fill(struct replay *r)
+{
+    struct table_index *ix = bulk_index(r);
+    if (!ix || ix->kind != INDEX_HASH)
+        return corrupt(r, "an index fill names no hash index of the table");
+    row *conflict;
+    int rc = index_build(ix, r->rows.data, r->rows.len, &conflict);
+    if (rc == LDB_NOMEM)
+        return rc;
+    return rc ? corrupt(r, "a hash index does not fit its rows") : LDB_OK;
+}
+
+static int bulk_end(struct replay *r)
+{
+    struct table *t = r->bulk;
+    if (!t)
+        return corrupt(r, "a bulk load ends that did not begin");
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (index_count(t->indexes.data[i]) != table_count(t))
+            return corrupt(r, "an index was not rebuilt");
+    r->bulk = NULL;
+    return LDB_OK;
+}
+
 static int one_op(struct replay *r)
 {
     uint8_t op = dec_byte(&r->d);
@@ -341,6 +420,10 @@ static int one_op(struct replay *r)
     case OP_INSERT:
     case OP_DELETE:
     case OP_UPDATE: return row_op(r, op);
+    case OP_BULK_BEGIN: return bulk_begin(r);
+    case OP_INDEX_ORDER: return index_order(r);
+    case OP_INDEX_FILL: return index_fill(r);
+    case OP_BULK_END: return bulk_end(r);
     case OP_ROWID:
         if (!r->cur)
             return corrupt(r, "a rowid names no table");
@@ -359,13 +442,21 @@ static void settle_all(struct store *s)
 
 int recover_apply(struct store *s, const unsigned char *p, size_t n)
 {
-    struct replay r = { s, { p, p + n, false }, NULL };
+    struct replay r = { s, { p, p + n, false }, NULL, NULL, VEC_INIT };
     int rc = LDB_OK;
     while (rc == LDB_OK && r.d.p < r.d.end) {
-        rc = one_op(&r);
+        uint8_t op = *r.d.p;
+        if (r.bulk && op != OP_INSERT && op != OP_INDEX_ORDER && op != OP_INDEX_FILL &&
+            op != OP_BULK_END)
+            rc = corrupt(&r, "a bulk load is cut by another operation");
+        else
+            rc = one_op(&r);
         if (rc == LDB_OK && r.d.bad)
             rc = corrupt(&r, "an operation runs past its record");
     }
+    if (rc == LDB_OK && r.bulk)
+        rc = corrupt(&r, "a bulk load does not end");
+    vec_free(&r.rows);
     settle_all(s);
     if (rc == LDB_NOMEM)
         store_error(s, rc, "out of memory");
