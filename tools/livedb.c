@@ -253,49 +253,59 @@ static int run_text(shell *sh, const char *text)
 
 static int usage(FILE *f)
 {
-    fputs("usage: livedb [-c SQL]... [FILE]\n"
-          "  FILE     a script of SQL and dot commands, run first\n"
-          "  -c SQL   run SQL (or a dot command), then exit; may be repeated\n"
+    fputs("usage: livedb [-f SCRIPT]... [-c SQL]... [DATABASE]\n"
+          "  DATABASE   a durable database file (made if missing); without it,\n"
+          "             a database in memory\n"
+          "  -f SCRIPT  run a file of SQL and dot commands first; may be repeated\n"
+          "  -c SQL     run SQL (or a dot command), then exit; may be repeated\n"
           "With neither -c nor a terminal, standard input is run as a script.\n"
           "Exits with status 1 after an error (except interactively).\n",
           f);
     return f == stderr ? 2 : 0;
 }
 
-/* Reads the arguments: the -c texts into cmds, FILE into *file. Returns
- * -1 to go on, or the exit status (after --help or a usage error). */
-static int parse_args(int argc, char **argv, const char **cmds, int *ncmds, const char **file)
+/* Reads the arguments: the -c texts into cmds, the -f files into files,
+ * DATABASE into *path. Returns -1 to go on, or the exit status (after
+ * --help or a usage error). */
+static int parse_args(int argc, char **argv, const char **cmds, int *ncmds, const char **files,
+                      int *nfiles, const char **path)
 {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
             cmds[(*ncmds)++] = argv[++i];
+        else if (strcmp(argv[i], "-f") == 0 && i + 1 < argc)
+            files[(*nfiles)++] = argv[++i];
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return usage(stdout);
-        else if (argv[i][0] == '-' || *file)
+        else if (argv[i][0] == '-' || *path)
             return usage(stderr);
         else
-            *file = argv[i];
+            *path = argv[i];
     }
     return -1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *file = NULL;
+    const char *path = NULL;
     const char **cmds = calloc((size_t)argc, sizeof *cmds);
-    int ncmds = 0;
-    int status = cmds ? parse_args(argc, argv, cmds, &ncmds, &file) : 2;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    int ncmds = 0, nfiles = 0;
+    int status = cmds && files ? parse_args(argc, argv, cmds, &ncmds, files, &nfiles, &path) : 2;
     shell sh = { .mode = MODE_TABLE };
-    if (status < 0 && ldb_open(NULL, &sh.db) != LDB_OK) {
-        fprintf(stderr, "livedb: cannot open a database\n");
+    if (status < 0 && ldb_open(path, &sh.db) != LDB_OK) {
+        fprintf(stderr, "livedb: %s\n", ldb_errmsg(NULL));
         status = 1;
     }
     if (status >= 0) {
         free(cmds);
+        free(files);
         return status;
     }
     sh.interactive = ncmds == 0 && isatty(0);
-    int errors = file ? shell_run_file(&sh, file) : 0;
+    int errors = 0;
+    for (int i = 0; i < nfiles && !sh.quit && (!errors || sh.interactive); i++)
+        errors += shell_run_file(&sh, files[i]);
     for (int i = 0; i < ncmds && !sh.quit && (!errors || sh.interactive); i++)
         errors += run_text(&sh, cmds[i]);
     if (ncmds == 0 && !sh.quit && (!errors || sh.interactive)) {
@@ -307,5 +317,6 @@ int main(int argc, char **argv)
     shell_live_close_all(&sh);
     ldb_close(sh.db);
     free(cmds);
+    free(files);
     return errors && !sh.interactive ? 1 : 0;
 }

@@ -81,10 +81,13 @@ int ldb_errcode(ldb *db)
     return rc;
 }
 
+/* Why this thread's last ldb_open failed (ldb_errmsg(NULL)). */
+static _Thread_local char open_errmsg[512];
+
 const char *ldb_errmsg(ldb *db)
 {
     if (!db)
-        return ldb_errstr(LDB_MISUSE);
+        return open_errmsg[0] ? open_errmsg : ldb_errstr(LDB_MISUSE);
     db_lock(db);
     const char *msg = db->errcode == LDB_OK ? ldb_errstr(LDB_OK) : db->errmsg;
     db_unlock(db);
@@ -173,6 +176,9 @@ int db_write_begin(ldb *db)
     if (src_in_provider(db->src))
         return db_error(db, LDB_MISUSE, NULL, -1,
                         "a source provider callback cannot write to the database with SQL");
+    if (db_dormant_refusal(db))
+        return db_error(db, LDB_ERROR, NULL, -1, "%s; register it before writing",
+                        db_dormant_refusal(db));
     int rc = store_stmt_begin(db->store);
     if (rc) /* e.g. a write from inside a running write: nothing changes */
         return db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store));
@@ -204,22 +210,36 @@ static int mutex_init(pthread_mutex_t *m)
     return rc ? LDB_NOMEM : LDB_OK;
 }
 
+static int open_failed(int rc, const char *msg)
+{
+    snprintf(open_errmsg, sizeof open_errmsg, "%s", msg && *msg ? msg : ldb_errstr(rc));
+    return rc;
+}
+
+static int open_store(const char *path, struct store **out)
+{
+    if (!path || strcmp(path, ":memory:") == 0)
+        return store_open(out) ? open_failed(LDB_NOMEM, "out of memory") : LDB_OK;
+    char err[512];
+    int rc = store_open_file(path, out, err, sizeof err);
+    return rc ? open_failed(rc, err) : LDB_OK;
+}
+
 int ldb_open(const char *path, ldb **out)
 {
     if (!out)
         return LDB_MISUSE;
     *out = NULL;
-    if (path && strcmp(path, ":memory:") != 0)
-        return LDB_UNSUPPORTED; /* livedb keeps its data in memory */
+    open_errmsg[0] = '\0';
     ldb *db = mem_calloc(1, sizeof *db);
     if (!db)
-        return LDB_NOMEM;
+        return open_failed(LDB_NOMEM, "out of memory");
     int rc = mutex_init(&db->mutex);
     if (rc) {
         mem_free(db);
-        return rc;
+        return open_failed(rc, "cannot make the database's mutex");
     }
-    rc = store_open(&db->store);
+    rc = open_store(path, &db->store);
     if (!rc && (rc = live_registry_new(db->store, db, &db->live)))
         store_close(db->store);
     if (!rc && (rc = mv_registry_new(db->store, &db->funcs, &db->env, &db->mv))) {
@@ -234,13 +254,19 @@ int ldb_open(const char *path, ldb **out)
     if (rc) {
         pthread_mutex_destroy(&db->mutex);
         mem_free(db);
-        return rc;
+        return open_errmsg[0] ? rc : open_failed(rc, "out of memory");
     }
     db_clear_error(db);
     intr_init(&db->intr);
     uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)db;
     db->env.rng[0] = seed | 1;
     db->env.rng[1] = seed * 0x9E3779B97F4A7C15ull + 1;
+    if ((rc = db_durable_open(db))) {
+        open_failed(rc, db->errmsg);
+        store_keep_files(db->store); /* a failed open changes no file */
+        ldb_close(db);
+        return rc;
+    }
     *out = db;
     return LDB_OK;
 }

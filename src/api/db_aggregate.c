@@ -174,6 +174,7 @@ static int create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggr
     u->user = *def;
     fill_defs(u, nargs);
     db->funcs.defs.data[db->funcs.defs.len++] = &u->fn;
+    db_durable_registered(db);
     return LDB_OK;
 }
 

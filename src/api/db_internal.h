@@ -58,6 +58,8 @@ struct ldb {
     struct pragma_table pragmas;
     bool optimistic;           /* the open transaction is optimistic */
     uint32_t in_mutation;      /* inside a mutation callback (ldb_mutation_fn) */
+    uint32_t dormant;          /* recovered views not maintained yet (db_durable.c) */
+    char dormant_why[300];     /* why the first of them is not */
 };
 
 /* Why nothing may start loads, wait for readiness or write here: inside
@@ -179,6 +181,19 @@ int stmt_start(ldb_stmt *s);
 int stmt_next(ldb_stmt *s);
 /* Ends a run and releases its state. */
 void stmt_finish(ldb_stmt *s);
+
+/* ---- durable databases (db_durable.c) ---- */
+
+/* At ldb_open, after the registries: takes the recovered materialized
+ * views up again. LDB_OK, or LDB_NOMEM (message set). */
+int db_durable_open(ldb *db);
+/* Why no write may run (a dormant view), or NULL. */
+const char *db_dormant_refusal(const ldb *db);
+/* After a registration (ldb_create_aggregate): retries dormant views. */
+void db_durable_registered(ldb *db);
+/* PRAGMA synchronous, checkpoint_threshold, wal_checkpoint: *handled
+ * when s is one of them; returns LDB_OK or an error (set on db). */
+int db_durable_pragma(ldb_stmt *s, bool *handled);
 
 /* CREATE / DROP / EXPLAIN MATERIALIZED VIEW (db_mv.c). */
 int db_run_mv(ldb_stmt *s);

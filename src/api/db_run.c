@@ -358,6 +358,10 @@ static int run_pragma(ldb_stmt *s)
     ldb *db = s->db;
     if (!pragma_reads(s->ast->stmt) && live_in_callback(db->live))
         return db_error(db, LDB_MISUSE, NULL, -1, "a live query callback cannot change a PRAGMA");
+    bool handled;
+    int rc = db_durable_pragma(s, &handled);
+    if (handled)
+        return rc ? rc : pragma_reads(s->ast->stmt) ? LDB_OK : LDB_DONE;
     struct eval_error err;
     struct ddl_env e = ddl_env(s, &err);
     row *r;

@@ -362,6 +362,86 @@ int mv_create(struct mv_registry *reg, const char *sql, uint32_t len,
     return rc;
 }
 
+/* ---- reopening a durable database ------------------------------------------------------ */
+
+/* Whether the recovered table is laid out as the arm chosen now lays out
+ * a backing table (the arm depends on settings of the creating handle). */
+static bool layout_matches(const struct mv_view *v, const struct table *t)
+{
+    const struct mv_layout *l = &v->lay;
+    const struct schema *sc = table_schema(t);
+    if (sc->nvisible != l->ncols)
+        return false;
+    for (uint32_t j = 0; j < l->ncols; j++)
+        if (!name_eq(sc->cols[j].name, l->names[j]) || sc->cols[j].type != l->types[j] ||
+            sc->cols[j].hidden != (l->hidden && l->hidden[j]))
+            return false;
+    return true;
+}
+
+/* build() for a view whose backing table and rows were recovered: the
+ * same arm, no fill (the rows are the committed ones); a dataflow
+ * program is marked stale, so that it is built from the tables before
+ * its first use. */
+static int adopt(struct mv_view *v, struct table *backing, const struct mv_options *opt,
+                 struct eval_error *err)
+{
+    struct plan *p;
+    bool nondet;
+    int rc = bind(v, &p, err);
+    if (rc == LDB_OK)
+        rc = check_body(v, p, opt, &nondet, err);
+    if (rc == LDB_OK && ((rc = planner_optimize(&v->pa, &p)) || (rc = mv_clear_annotations(p))))
+        return fail(err, rc, 0, false, "out of memory");
+    if (rc)
+        return rc;
+    if (!(v->body = mv_unordered(&v->pa, p)))
+        return fail(err, LDB_NOMEM, 0, false, "out of memory");
+    if ((rc = choose(v, nondet, opt, err)))
+        return rc;
+    if (!layout_matches(v, backing))
+        return fail(err, LDB_ERROR, 0, false, "materialized view %s: its stored table no "
+                    "longer matches its definition", v->name);
+    v->backing = backing;
+    v->stale = v->strategy == MV_DATAFLOW;
+    mv_set_base(v);
+    if ((rc = mv_register(v->reg, v)))
+        return fail(err, rc, 0, false, "%s",
+                    rc == LDB_NOMEM ? "out of memory" : store_errmsg(v->reg->store));
+    return LDB_OK;
+}
+
+static int restore_with(struct mv_registry *reg, struct table *backing, bool cheap_arms,
+                        struct eval_error *err)
+{
+    /* It was admitted when made: no refusal of a setting applies again. */
+    struct mv_options opt = { true, cheap_arms, 0 };
+    struct mv_view *v = mem_calloc(1, sizeof *v);
+    if (!v)
+        return fail(err, LDB_NOMEM, 0, false, "out of memory");
+    v->reg = reg;
+    v->dropped_at = MV_NOT_DROPPED;
+    plan_arena_init(&v->pa);
+    const char *sql = table_sql(backing);
+    int rc = parse(v, sql, (uint32_t)strlen(sql), err);
+    if (rc == LDB_OK)
+        rc = adopt(v, backing, &opt, err);
+    if (rc) {
+        v->backing = NULL; /* the table stays the store's */
+        mv_view_free(v);
+    }
+    return rc;
+}
+
+int mv_restore(struct mv_registry *reg, struct table *backing, struct eval_error *err)
+{
+    memset(err, 0, sizeof *err);
+    int rc = restore_with(reg, backing, true, err);
+    if (rc == LDB_ERROR && strstr(err->msg, "no longer matches"))
+        rc = restore_with(reg, backing, false, err); /* made with cheap arms OFF */
+    return rc;
+}
+
 /* ---- DROP ------------------------------------------------------------------------------------ */
 
 int mv_drop(struct mv_registry *reg, const char *name, bool if_exists, struct eval_error *err)

@@ -82,6 +82,14 @@ bool mv_reads_table(const struct mv_registry *reg, const struct table *t);
  */
 int mv_create(struct mv_registry *reg, const char *sql, uint32_t len,
               const struct mv_options *opt, struct eval_error *err);
+/*
+ * A view whose backing table a durable database recovered (read-only,
+ * its DDL text a CREATE MATERIALIZED VIEW): maintained again from now on,
+ * its rows taken as they are. Inside a write statement. Fails like
+ * mv_create when the body no longer binds (a function the program has
+ * not registered yet: the table then stays as it is, unmaintained).
+ */
+int mv_restore(struct mv_registry *reg, struct table *backing, struct eval_error *err);
 /* DROP MATERIALIZED VIEW name. Inside a write statement. */
 int mv_drop(struct mv_registry *reg, const char *name, bool if_exists, struct eval_error *err);
 /* EXPLAIN MATERIALIZED VIEW name: text lines into out. */

@@ -10,6 +10,7 @@
  * cannot need memory: the array never shrinks and later additions are
  * undone first).
  */
+#include "storage/journal.h"
 #include "storage/store_impl.h"
 
 #include "base/interrupt.h"
@@ -32,7 +33,10 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
+    if (s->txn != TXN_NONE) /* the tables show uncommitted writes: the log has the truth */
+        store_keep_files(s);
     store_abandon_transaction(s);
+    journal_close(s);
     for (size_t i = 0; i < s->tables.len; i++)
         table_free(s->tables.data[i]);
     vec_free(&s->tables);
@@ -201,6 +205,7 @@ static int new_table(struct store *s, const struct table_def *def,
     }
     if (opts)
         apply_opts(&t->schema, def, opts);
+    t->key_nulls = opts && opts->key_nulls;
     bool failed = false;
     t->name = dup_opt(def->name, &failed);
     t->sql = dup_opt(def->sql, &failed);

@@ -56,6 +56,36 @@ int store_open(struct store **out);
  * table, index and registration. NULL is a no-op. */
 void store_close(struct store *s);
 
+/*
+ * A durable store at path (docs/ARCHITECTURE.md, "Durability"): the
+ * files are locked, the last snapshot and the log replayed, and from then
+ * on every commit appends its changes to the log before it completes (a
+ * failure to write it fails the commit, like a failed commit hook).
+ * Errors: LDB_BUSY (locked by another handle), LDB_CANTOPEN, LDB_CORRUPT,
+ * LDB_UNSUPPORTED (a newer file format), LDB_IOERR, LDB_FULL, LDB_NOMEM,
+ * with the message in err[0..errlen); the files are then as they were.
+ * store_close checkpoints a durable store that has log records (best
+ * effort: a failure leaves the log, which holds everything).
+ */
+int store_open_file(const char *path, struct store **out, char *err, size_t errlen);
+/* Writes a snapshot of every table and index and empties the log; a
+ * no-op for a store in memory. LDB_MISUSE inside a transaction; on an
+ * I/O error or LDB_NOMEM the files still hold everything. */
+int store_checkpoint(struct store *s);
+bool store_is_durable(const struct store *s);
+/* store_close will leave the files as they are (no checkpoint): for an
+ * open that fails after recovery. */
+void store_keep_files(struct store *s);
+/* PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL (livedb.h says what each
+ * promises). Ignored in memory. */
+void store_set_sync(struct store *s, int mode);
+int store_sync_mode(const struct store *s);
+/* Log bytes past which a commit checkpoints (0: never). */
+void store_set_checkpoint_threshold(struct store *s, uint64_t bytes);
+uint64_t store_checkpoint_threshold(const struct store *s);
+/* Bytes of the log file (header included); 0 in memory. */
+uint64_t store_log_file_bytes(const struct store *s);
+
 /* Message of the last error ("" if none); borrowed until the next call. */
 const char *store_errmsg(const struct store *s);
 /* Sets the message (printf format) and returns rc: for hooks and for the

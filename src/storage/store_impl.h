@@ -98,6 +98,7 @@ struct store {
     uint64_t schema_version;
     struct table *unsettled; /* tables whose index trees wait for the end of
                                 the transaction to settle (a list) */
+    struct journal *journal; /* durable files (journal.h), or NULL in memory */
     char errmsg[512];
 };
 

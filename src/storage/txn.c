@@ -21,6 +21,7 @@
  * only in statement hooks), and unsubscribing only marks a registration,
  * which is freed when the phase ends.
  */
+#include "storage/journal.h"
 #include "storage/store_impl.h"
 
 #include "base/mem.h"
@@ -402,6 +403,8 @@ static int run_commit_hooks(struct store *s, struct delta **deltas)
     }
     /* On failure, subscribers before the failing one (i - 1) prepared. */
     size_t prepared = rc == LDB_OK ? s->subs.len : i - 1;
+    if (rc == LDB_OK) /* the last thing that can fail: the log on disk */
+        rc = journal_commit(s);
     for (size_t j = 0; j < prepared; j++) {
         struct subscription *sub = s->subs.data[j];
         if (wants_commit(sub, deltas[j]) && sub->hooks.commit_finish)
@@ -442,8 +445,13 @@ static int commit_transaction(struct store *s)
         purge_dead(s);
         if (rc != LDB_OK)
             return rc;
+    } else {
+        int rc = journal_commit(s);
+        if (rc != LDB_OK)
+            return rc;
     }
     end_transaction(s);
+    journal_after_commit(s);
     notify_published(s);
     return LDB_OK;
 }

@@ -111,7 +111,9 @@ static void script_then_stdin(void)
                      "CREATE TABLE t(id INTEGER PRIMARY KEY,\n"
                      "               name TEXT);\n"
                      "INSERT INTO t VALUES (1, 'a;b'), (2, 'c');\n");
-    int rc = run(path, ".mode list\nSELECT name\n  FROM t /* ; */\n  ORDER BY id;\n");
+    char args[300];
+    snprintf(args, sizeof args, "-f %s", path);
+    int rc = run(args, ".mode list\nSELECT name\n  FROM t /* ; */\n  ORDER BY id;\n");
     unlink(path);
     CHECK_INT(rc, 0);
     CHECK_STR(out, "a;b\nc\n");
@@ -167,7 +169,9 @@ static void exit_codes(void)
                       "INSERT INTO t VALUES (1);\nSELECT 99;\n"),
               1);
     CHECKF(strncmp(out, "1\n", 2) == 0 && !strstr(out, "99"), "%s", out);
-    CHECK_INT(run("no-such-file.sql", ""), 1);
+    CHECK_INT(run("-f no-such-file.sql", ""), 1);
+    CHECK_INT(run("/no-such-dir/app.ldb", ""), 1);
+    CHECKF(strstr(out, "cannot open") != NULL, "%s", out);
     CHECK_INT(run("--bogus", ""), 2);
 }
 

@@ -1,0 +1,392 @@
+/*
+ * codec.c - the byte form of durable storage's operations (journal.h):
+ * checksums, varints, values, table and index definitions, rows.
+ *
+ * Values: a type byte, then INTEGER as a zigzag varint, REAL as its 8
+ * bytes, BOOLEAN as one byte, TEXT/BLOB as a length varint and the bytes,
+ * ARRAY as a count and its items, RECORD as a count and name/value
+ * pairs. Nesting is bounded on decode, so a damaged file cannot recurse
+ * without limit. Decoding never trusts a length: it is checked against
+ * the bytes left before anything is allocated.
+ */
+#include "storage/journal.h"
+
+#include "base/mem.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* ---- crc32c (Castagnoli), table-driven --------------------------------------- */
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+/* Eight bytes per step (slicing by 8): the snapshot checksums every byte. */
+uint32_t crc32c(uint32_t crc, const void *buf, size_t n)
+{
+    pthread_once(&crc_once, crc_init);
+    const unsigned char *p = buf;
+    crc = ~crc;
+    while (n >= 8) {
+        uint64_t w = get_u64le(p) ^ crc;
+        crc = crc_table[7][w & 0xFF] ^ crc_table[6][(w >> 8) & 0xFF] ^
+              crc_table[5][(w >> 16) & 0xFF] ^ crc_table[4][(w >> 24) & 0xFF] ^
+              crc_table[3][(w >> 32) & 0xFF] ^ crc_table[2][(w >> 40) & 0xFF] ^
+              crc_table[1][(w >> 48) & 0xFF] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+void put_u32le(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+void put_u64le(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint32_t get_u32le(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t get_u64le(const unsigned char *p)
+{
+    return (uint64_t)get_u32le(p) | (uint64_t)get_u32le(p + 4) << 32;
+}
+
+/* ---- encoding ------------------------------------------------------------------ */
+
+void enc_varint(strbuf *sb, uint64_t v)
+{
+    unsigned char b[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        b[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (unsigned char)v;
+    sb_put(sb, b, n);
+}
+
+static void enc_bytes(strbuf *sb, const char *p, size_t n)
+{
+    enc_varint(sb, n);
+    sb_put(sb, p, n);
+}
+
+void enc_str(strbuf *sb, const char *s)
+{
+    if (!s) {
+        enc_varint(sb, 0);
+        return;
+    }
+    size_t n = strlen(s);
+    enc_varint(sb, n + 1);
+    sb_put(sb, s, n);
+}
+
+void enc_value(strbuf *sb, const value *v)
+{
+    enum ldb_type t = value_type(v);
+    sb_putc(sb, (char)t);
+    switch (t) {
+    case LDB_INTEGER: {
+        uint64_t u = (uint64_t)v->h.u.i;
+        enc_varint(sb, (u << 1) ^ (uint64_t)-(int64_t)(u >> 63));
+        break;
+    }
+    case LDB_REAL: {
+        unsigned char b[8];
+        uint64_t u;
+        memcpy(&u, &v->h.u.r, 8);
+        put_u64le(b, u);
+        sb_put(sb, b, 8);
+        break;
+    }
+    case LDB_BOOLEAN: sb_putc(sb, (char)v->h.u.i); break;
+    case LDB_TEXT:
+    case LDB_BLOB: {
+        size_t n;
+        const char *p = value_bytes(v, &n);
+        enc_bytes(sb, p, n);
+        break;
+    }
+    case LDB_ARRAY: {
+        enc_varint(sb, value_len(v));
+        value_iter it;
+        value_iter_init(&it, v);
+        for (const value *x; (x = value_iter_next(&it));)
+            enc_value(sb, x);
+        break;
+    }
+    case LDB_RECORD:
+        enc_varint(sb, value_nfields(v));
+        for (size_t i = 0; i < value_nfields(v); i++) {
+            enc_value(sb, value_field_name(v, i));
+            enc_value(sb, value_field(v, i));
+        }
+        break;
+    default: break; /* NULL: the type byte alone */
+    }
+}
+
+/* Flags of a table definition. */
+enum { TF_READONLY = 1, TF_KEY_NULLS = 2, TF_KEY_INDEX = 4, TF_ROWID = 8 };
+/* Flags of a column. */
+enum { CF_NOT_NULL = 1, CF_HIDDEN = 2, CF_DEFAULT = 4 };
+
+static bool hidden_rowid(const struct table *t)
+{
+    return t->schema.pk[0] >= t->schema.nvisible;
+}
+
+void enc_create_table(strbuf *sb, const struct table *t)
+{
+    const struct schema *sc = &t->schema;
+    sb_putc(sb, OP_CREATE_TABLE);
+    enc_str(sb, t->name);
+    enc_str(sb, t->sql);
+    bool key_index = false;
+    for (size_t i = 0; i < t->indexes.len; i++)
+        key_index |= t->indexes.data[i]->automatic && !t->indexes.data[i]->unique;
+    enc_varint(sb, (t->readonly ? TF_READONLY : 0) | (t->key_nulls ? TF_KEY_NULLS : 0) |
+                       (key_index ? TF_KEY_INDEX : 0) | (hidden_rowid(t) ? TF_ROWID : 0));
+    enc_varint(sb, sc->nvisible);
+    for (uint32_t i = 0; i < sc->nvisible; i++) {
+        const struct column *c = &sc->cols[i];
+        enc_str(sb, c->name);
+        sb_putc(sb, (char)c->type);
+        sb_putc(sb, (char)c->coll);
+        sb_putc(sb, (char)((c->not_null ? CF_NOT_NULL : 0) | (c->hidden ? CF_HIDDEN : 0) |
+                           (c->has_default ? CF_DEFAULT : 0)));
+        if (c->has_default)
+            enc_value(sb, &c->dflt);
+    }
+    uint32_t npk = hidden_rowid(t) ? 0 : sc->npk;
+    enc_varint(sb, npk);
+    for (uint32_t i = 0; i < npk; i++)
+        enc_varint(sb, sc->pk[i]);
+    size_t nuniques = 0;
+    for (size_t i = 0; i < t->indexes.len; i++)
+        nuniques += t->indexes.data[i]->automatic && t->indexes.data[i]->unique;
+    enc_varint(sb, nuniques);
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        const struct table_index *ix = t->indexes.data[i];
+        if (!ix->automatic || !ix->unique)
+            continue;
+        enc_varint(sb, ix->nparts);
+        for (uint32_t k = 0; k < ix->nparts; k++)
+            enc_varint(sb, ix->parts[k].col);
+    }
+}
+
+void enc_create_index(strbuf *sb, const struct table_index *ix)
+{
+    sb_putc(sb, OP_CREATE_INDEX);
+    enc_str(sb, ix->table->name);
+    enc_str(sb, ix->name);
+    enc_str(sb, ix->sql);
+    sb_putc(sb, (char)ix->kind);
+    sb_putc(sb, (char)ix->unique);
+    enc_varint(sb, ix->nparts);
+    for (uint32_t k = 0; k < ix->nparts; k++) {
+        const struct key_part *p = &ix->parts[k];
+        enc_varint(sb, p->col);
+        sb_putc(sb, (char)(p->desc | p->nulls_first << 1));
+        sb_putc(sb, (char)p->coll);
+    }
+}
+
+void enc_table(strbuf *sb, const struct table *t, const struct table **cur)
+{
+    if (*cur == t)
+        return;
+    sb_putc(sb, OP_TABLE);
+    enc_str(sb, t->name);
+    *cur = t;
+}
+
+static void enc_key(strbuf *sb, const struct table *t, const row *r)
+{
+    for (uint32_t i = 0; i < t->schema.npk; i++)
+        enc_value(sb, &r->cols[t->schema.pk[i]]);
+}
+
+void enc_row(strbuf *sb, enum journal_op op, const struct table *t, const row *old,
+             const row *new_row)
+{
+    sb_putc(sb, (char)op);
+    if (old)
+        enc_key(sb, t, old);
+    if (new_row)
+        for (uint32_t i = 0; i < new_row->ncols; i++)
+            enc_value(sb, &new_row->cols[i]);
+}
+
+/* ---- decoding ------------------------------------------------------------------- */
+
+uint8_t dec_byte(struct dec *d)
+{
+    if (d->p >= d->end) {
+        d->bad = true;
+        return 0;
+    }
+    return *d->p++;
+}
+
+uint64_t dec_varint(struct dec *d)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        uint8_t b = dec_byte(d);
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    d->bad = true;
+    return 0;
+}
+
+/* A length that the bytes left can hold (items take at least one byte). */
+static size_t dec_len(struct dec *d)
+{
+    uint64_t n = dec_varint(d);
+    if (n > (uint64_t)(d->end - d->p) || n > VALUE_MAX_LEN) {
+        d->bad = true;
+        return 0;
+    }
+    return (size_t)n;
+}
+
+const char *dec_str(struct dec *d, size_t *len)
+{
+    uint64_t n = dec_varint(d);
+    *len = 0;
+    if (n == 0)
+        return NULL;
+    if (n - 1 > (uint64_t)(d->end - d->p)) {
+        d->bad = true;
+        return NULL;
+    }
+    const char *s = (const char *)d->p;
+    d->p += n - 1;
+    *len = (size_t)(n - 1);
+    return s;
+}
+
+#define DEC_MAX_DEPTH 64
+
+static int dec_value_at(struct dec *d, value *out, int depth);
+
+static int dec_items(struct dec *d, value *out, bool record, int depth)
+{
+    size_t n = dec_len(d), per = record ? 2 : 1;
+    value *items = mem_calloc(n * per + 1, sizeof *items);
+    if (!items)
+        return LDB_NOMEM;
+    int rc = LDB_OK;
+    size_t got = 0;
+    for (; got < n * per && rc == LDB_OK; got++)
+        rc = dec_value_at(d, &items[got], depth + 1);
+    if (rc == LDB_OK && record) {
+        value *names = mem_alloc((n + 1) * sizeof *names), *vals = mem_alloc((n + 1) * sizeof *vals);
+        for (size_t i = 0; names && vals && i < n; i++) {
+            names[i] = items[2 * i];
+            vals[i] = items[2 * i + 1];
+            if (value_type(&names[i]) != LDB_TEXT)
+                d->bad = true;
+        }
+        rc = !names || !vals ? LDB_NOMEM : d->bad ? LDB_CORRUPT : value_record(out, names, vals, n);
+        mem_free(names);
+        mem_free(vals);
+    } else if (rc == LDB_OK) {
+        rc = value_array(out, items, n);
+    }
+    for (size_t i = 0; i < got; i++)
+        value_release(&items[i]);
+    mem_free(items);
+    return rc;
+}
+
+static int dec_value_at(struct dec *d, value *out, int depth)
+{
+    *out = value_null();
+    uint8_t t = dec_byte(d);
+    switch (t) {
+    case LDB_NULL: break;
+    case LDB_INTEGER: {
+        uint64_t u = dec_varint(d);
+        *out = value_int((int64_t)((u >> 1) ^ (uint64_t)-(int64_t)(u & 1)));
+        break;
+    }
+    case LDB_REAL: {
+        if (d->end - d->p < 8) {
+            d->bad = true;
+            break;
+        }
+        uint64_t u = get_u64le(d->p);
+        double r;
+        memcpy(&r, &u, 8);
+        d->p += 8;
+        *out = value_real(r);
+        break;
+    }
+    case LDB_BOOLEAN: {
+        uint8_t b = dec_byte(d);
+        d->bad |= b > 1;
+        *out = value_bool(b);
+        break;
+    }
+    case LDB_TEXT:
+    case LDB_BLOB: {
+        size_t n = dec_len(d);
+        if (d->bad)
+            break;
+        int rc = t == LDB_TEXT ? value_text(out, (const char *)d->p, n)
+                               : value_blob(out, d->p, n);
+        d->p += n;
+        if (rc)
+            return rc == LDB_NOMEM ? rc : LDB_CORRUPT;
+        break;
+    }
+    case LDB_ARRAY:
+    case LDB_RECORD:
+        if (depth >= DEC_MAX_DEPTH) {
+            d->bad = true;
+            break;
+        }
+        return d->bad ? LDB_CORRUPT : dec_items(d, out, t == LDB_RECORD, depth);
+    default: d->bad = true;
+    }
+    return d->bad ? LDB_CORRUPT : LDB_OK;
+}
+
+int dec_value(struct dec *d, value *out)
+{
+    int rc = dec_value_at(d, out, 0);
+    if (rc)
+        value_release(out);
+    return rc;
+}
