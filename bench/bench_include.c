@@ -35,7 +35,6 @@
 
 #include "livedb.h"
 
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,12 +264,6 @@ static void figure(double value, const char *unit, const char *fmt, ...)
     bench_print(name, value, unit);
 }
 
-static size_t heap_in_use(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
-}
-
 /* Counts the changes of a query and of every child live result it shows
  * (each gets this callback as soon as a batch shows it). */
 static void count_and_follow(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
@@ -293,13 +286,14 @@ static ldb_live *open_query(struct world *w, enum pass p, int opens)
     ldb_live *q = NULL;
     for (int i = 0; i < opens; i++) {
         ldb_live_close(q);
-        heap0 = heap_in_use();
+        heap0 = bench_heap_bytes();
         uint64_t t0 = bench_ns();
         if (ldb_live_open(w->db, pass_sql[p], count_and_follow, NULL, &q) != LDB_OK)
             bench_die_db(w->db, name);
         ms[i] = (double)(bench_ns() - t0) / 1e6;
     }
-    double heap = (double)heap_in_use() - (double)heap0, med = bench_quantile(ms, opens, 0.5);
+    double heap = (double)bench_heap_bytes() - (double)heap0;
+    double med = bench_quantile(ms, opens, 0.5);
     ldb_live_stats st;
     ldb_live_stats_get(q, &st);
     figure(med, "ms", "%s.%d.open_ms", name, w->n);

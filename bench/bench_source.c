@@ -30,7 +30,6 @@
 
 #include "livedb.h"
 
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,12 +40,6 @@ static void run(ldb *db, const char *sql)
 {
     if (ldb_exec(db, sql, NULL, NULL) != LDB_OK)
         bench_die_db(db, sql);
-}
-
-static size_t heap_in_use(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
 }
 
 /* ---- a provider on the home thread ------------------------------------------------------ */
@@ -272,12 +265,12 @@ static void grouped_and_memory(void)
     struct prov p = { .settle_now = true };
     ldb_source *s = attach(db, "issues", &p);
 
-    size_t h0 = heap_in_use();
+    size_t h0 = bench_heap_bytes();
     ldb_live *local = open_child(db, "local_issues");
-    size_t h1 = heap_in_use();
+    size_t h1 = bench_heap_bytes();
     uint64_t r0 = requests_of(s);
     ldb_live *q = open_child(db, "issues");
-    size_t h2 = heap_in_use();
+    size_t h2 = bench_heap_bytes();
     uint64_t r1 = requests_of(s);
     ldb_source_stats st;
     ldb_source_stats_get(s, &st);

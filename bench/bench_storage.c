@@ -24,7 +24,6 @@
 #include "base/mem.h"
 #include "storage/store.h"
 
-#include <malloc.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,13 +54,6 @@ static void must_sql(sqlite3 *db, int rc, const char *what)
         fprintf(stderr, "%s: %s\n", what, sqlite3_errmsg(db));
         exit(1);
     }
-}
-
-/* In use from the heap, including chunks big enough to be mmap()ed. */
-static size_t heap_bytes(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
 }
 
 /* Prints median and p95 of t[0..n) for both engines and their ratios. */
@@ -470,10 +462,10 @@ static void seeks(size_t n)
 static void bytes_per_row(int nidx)
 {
     size_t n = nrows();
-    size_t h0 = heap_bytes();
+    size_t h0 = bench_heap_bytes();
     struct ours o = { 0 };
     ours_open(&o, n, nidx);
-    double ours = (double)(heap_bytes() - h0) / (double)n;
+    double ours = (double)(bench_heap_bytes() - h0) / (double)n;
     size_t acc = table_bytes(o.t);
     for (size_t i = 0; i < table_index_count(o.t); i++)
         acc += index_bytes(table_index_at(o.t, i));

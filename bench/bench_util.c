@@ -4,6 +4,7 @@
  */
 #include "bench_util.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,12 @@ double bench_quantile(double *v, size_t n, double p)
     qsort(v, n, sizeof *v, cmp_double);
     size_t i = (size_t)(p * (double)(n - 1) + 0.5);
     return v[i < n ? i : n - 1];
+}
+
+size_t bench_heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
 }
 
 void bench_print(const char *name, double value, const char *unit)

@@ -39,6 +39,9 @@ bool bench_selected(int argc, char **argv, const char *section);
 uint64_t bench_ns(void);
 /* The p-quantile (0 <= p <= 1) of v[0..n), which it sorts; 0 when n is 0. */
 double bench_quantile(double *v, size_t n, double p);
+/* Bytes the process's heap has in use now (glibc mallinfo2, chunks big
+ * enough to be mmap()ed included). */
+size_t bench_heap_bytes(void);
 /* Prints "bench <name> <value> <unit>". */
 void bench_print(const char *name, double value, const char *unit);
 

@@ -18,6 +18,9 @@
  * mutation callback prints what a program would send), comes back through
  * the feed and is confirmed without a second batch; another is rejected
  * by the server and vanishes exactly.
+ *
+ * Its end is a durable database: closed and reopened, its rows and its
+ * materialized view are there, and a live query follows them on.
  */
 #include "livedb.h"
 #include "thread_provider.h"
@@ -239,6 +242,43 @@ static void on_demand_sources(ldb *db)
     ldb_live_close(q);
 }
 
+/* A durable database: written, closed, reopened with its rows, index and
+ * materialized view; a live query opened after the reopen hydrates from
+ * the recovered tables and follows the next write. */
+static void durable_restart(void)
+{
+    char dir[] = "/tmp/livedb-demo-XXXXXX", path[64];
+    if (!mkdtemp(dir))
+        return;
+    snprintf(path, sizeof path, "%s/tracker.ldb", dir);
+    printf("\n== a durable database: tracker.ldb (in a temporary directory)\n");
+    ldb *db;
+    if (ldb_open(path, &db) != LDB_OK) {
+        printf("cannot open: %s\n", ldb_errmsg(NULL));
+        return;
+    }
+    run(db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT)");
+    run(db, "CREATE MATERIALIZED VIEW per_status AS SELECT status, count(*) AS n "
+            "FROM issues GROUP BY status");
+    run(db, "INSERT INTO issues VALUES (1, 'Crash on save', 'open'), (2, 'Slow start', "
+            "'closed'), (3, 'Leak in cache', 'open')");
+    ldb_close(db);
+    printf("  closed; reopening\n");
+    if (ldb_open(path, &db) != LDB_OK) {
+        printf("cannot reopen: %s\n", ldb_errmsg(NULL));
+        return;
+    }
+    ldb_live *q = open_live(db, "per_status", "SELECT status, n FROM per_status");
+    run(db, "UPDATE issues SET status = 'closed' WHERE id = 3");
+    ldb_live_close(q);
+    ldb_close(db);
+    char wal[80];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(wal);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     ldb *db;
@@ -288,5 +328,6 @@ int main(void)
 
     on_demand_sources(db);
     ldb_close(db);
+    durable_restart();
     return 0;
 }

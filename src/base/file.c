@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,6 +134,20 @@ int file_read_at(struct file *f, void *buf, size_t n, uint64_t off, size_t *got)
     }
     *got = done;
     return 0;
+}
+
+int file_map(struct file *f, size_t n, const void **out)
+{
+    void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, f->fd, 0);
+    if (p == MAP_FAILED)
+        return last_error();
+    *out = p;
+    return 0;
+}
+
+void file_unmap(const void *p, size_t n)
+{
+    munmap((void *)p, n);
 }
 
 static int write_all(int fd, const char *p, size_t n, uint64_t off)

@@ -40,6 +40,10 @@ int file_size(struct file *f, uint64_t *out);
  * file ends first. */
 int file_read_at(struct file *f, void *buf, size_t n, uint64_t off, size_t *got);
 int file_write_at(struct file *f, const void *buf, size_t n, uint64_t off);
+/* Maps the first n bytes of f read-only (n > 0); file_unmap undoes it.
+ * The mapping stays valid after file_close. */
+int file_map(struct file *f, size_t n, const void **out);
+void file_unmap(const void *p, size_t n);
 /* fdatasync: what was written reaches the disk. */
 int file_sync(struct file *f);
 int file_truncate(struct file *f, uint64_t size);

@@ -38,12 +38,17 @@ void df_batch_clear(df_batch *b)
         row_release(b->e[i].r);
     }
     b->len = 0;
+    if (b->cap > DF_BATCH_KEEP) {
+        mem_free(b->e);
+        b->e = NULL;
+        b->cap = 0;
+    }
 }
 
 void df_batch_free(df_batch *b)
 {
     df_batch_clear(b);
-    mem_free(b->e);
+    mem_free(b->e); /* what clear kept */
     b->e = NULL;
     b->cap = 0;
 }

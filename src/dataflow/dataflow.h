@@ -66,7 +66,13 @@ typedef struct df_batch {
 
 /* Appends (r, w), retaining r. */
 int df_batch_push(df_batch *b, row *r, int64_t w);
-/* Releases every row; keeps the capacity. */
+/* Capacity (entries) a cleared batch keeps for the next run: a hydration's
+ * or a bulk commit's buffer is freed with its rows rather than held for
+ * as long as the query lives, while a stream of small runs allocates no
+ * buffers. */
+#define DF_BATCH_KEEP 4096
+
+/* Releases every row; keeps the capacity up to DF_BATCH_KEEP entries. */
 void df_batch_clear(df_batch *b);
 void df_batch_free(df_batch *b);
 /* Merges identical rows (summing weights) and drops zero weights. The
@@ -289,8 +295,9 @@ const df_entry *df_output_delta(const df_node *out, size_t *n);
  * reads empty. LDB_NOMEM leaves both as they were. */
 int df_output_take(df_node *out, df_batch *acc);
 /* Drops the last run's deltas, outputs included, once the owner has read
- * them. A run starts with the same step; doing it early frees a large
- * run's rows with that run instead of charging them to the next one. */
+ * them, and the buffers a large run left (beyond DF_BATCH_KEEP entries).
+ * A run starts with the same step; doing it early frees a large run's
+ * rows and buffers with that run instead of charging them to the next. */
 void df_clear_deltas(df_graph *g);
 
 #endif

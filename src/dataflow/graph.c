@@ -12,8 +12,11 @@
  * failed, and a failing run empties them, so a partial result is never
  * visible.
  *
- * Buffers: every batch keeps its capacity from run to run, so a steady
- * stream of small runs allocates only the rows it produces.
+ * Buffers: every batch, and the consolidation scratch, keeps its capacity
+ * from run to run up to DF_BATCH_KEEP entries, so a steady stream of
+ * small runs allocates only the rows it produces and a large run's
+ * buffers (a hydration's: as many entries as the result has rows) do not
+ * stay with the graph.
  */
 #include "dataflow/internal.h"
 
@@ -100,6 +103,8 @@ void df_clear_deltas(df_graph *g)
 {
     for (size_t i = 0; i < g->nodes.len; i++)
         df_batch_clear(&g->nodes.data[i]->out);
+    if (g->scratch.cap > DF_BATCH_KEEP || g->scratch.tmp_cap > DF_BATCH_KEEP)
+        df_scratch_free(&g->scratch);
 }
 
 int df_run(df_graph *g)

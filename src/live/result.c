@@ -102,6 +102,19 @@ static int copy_cmp(void *ctx, const void *a, const void *b)
     return x->copy < y->copy ? -1 : x->copy > y->copy;
 }
 
+/* ---- a key's state (result_ref, result.h) ------------------------------------------ */
+
+static bool ref_bare(result_ref x) { return !(x & 1); }
+static struct result_entry *ref_entry(result_ref x)
+{
+    return (struct result_entry *)(uintptr_t)(x & ~(result_ref)1);
+}
+static result_ref entry_ref(struct result_entry *e) { return (result_ref)(uintptr_t)e | 1; }
+static result_ref bare_ref(row *r) { return (result_ref)(uintptr_t)r; }
+static row *ref_row(result_ref x) { return ref_bare(x) ? (row *)(uintptr_t)x : ref_entry(x)->r; }
+static int64_t ref_mult(result_ref x) { return ref_bare(x) ? 1 : ref_entry(x)->mult; }
+static row *ref_named(result_ref x) { return ref_bare(x) ? NULL : ref_entry(x)->named; }
+
 /* ---- lifecycle -------------------------------------------------------------------- */
 
 int result_init(struct result_set *rs, const uint32_t *key,
@@ -133,7 +146,8 @@ int result_init(struct result_set *rs, const uint32_t *key,
     rs->nvisible = nvisible;
     hmap_init(&rs->by_key);
     btree_init(&rs->order, copy_cmp, rs);
-    pool_init(&rs->entries, sizeof(struct result_entry));
+    pool_init(&rs->entries, rs->ordered ? sizeof(struct result_ordered_entry)
+                                        : sizeof(struct result_entry));
     pool_init(&rs->copies, sizeof(struct result_copy));
     return LDB_OK;
 }
@@ -146,9 +160,8 @@ void result_free(struct result_set *rs)
     uint32_t pos = 0;
     uint64_t *v;
     while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
-        struct result_entry *e = (struct result_entry *)(uintptr_t)*v;
-        row_release(e->r);
-        row_release(e->named);
+        row_release(ref_row(*v));
+        row_release(ref_named(*v));
     }
     hmap_free(&rs->by_key);
     btree_free(&rs->order);
@@ -168,22 +181,28 @@ struct key_probe {
 static bool entry_matches(const void *key, uint64_t val)
 {
     const struct key_probe *p = key;
-    const struct result_entry *e = (const struct result_entry *)(uintptr_t)val;
-    return key_eq(p->rs, e->r, p->r);
+    return key_eq(p->rs, ref_row(val), p->r);
 }
 
-static struct result_entry *find_entry(const struct result_set *rs, const row *r,
-                                       uint64_t h)
+/* by_key's slot for r's key (hash h), or NULL. */
+static uint64_t *key_slot(const struct result_set *rs, const row *r, uint64_t h)
 {
     struct key_probe p = { rs, r };
-    uint64_t *v = hmap_get(&rs->by_key, h, entry_matches, &p);
-    return v ? (struct result_entry *)(uintptr_t)*v : NULL;
+    return hmap_get(&rs->by_key, h, entry_matches, &p);
 }
 
-/* Rank of the entry's first copy in the order tree. */
-static int64_t entry_position(const struct result_set *rs, struct result_entry *e)
+/* Where an ordered result's entry keeps its first copy. */
+static struct result_copy **first_copy(struct result_entry *e)
 {
-    size_t rank = e->first ? btree_rank_of(&rs->order, e->first) : SIZE_MAX;
+    return &((struct result_ordered_entry *)e)->first;
+}
+
+/* Rank of the entry's first copy in the order tree (ordered results,
+ * whose states are all entries). */
+static int64_t entry_position(const struct result_set *rs, result_ref x)
+{
+    struct result_copy *first = *first_copy(ref_entry(x));
+    size_t rank = first ? btree_rank_of(&rs->order, first) : SIZE_MAX;
     return rank == SIZE_MAX ? -1 : (int64_t)rank;
 }
 
@@ -247,8 +266,8 @@ static void release_rows(struct result_change *ch)
     row_release(ch->named);
 }
 
-static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
-                        int64_t nm, uint64_t h)
+static int stage_change(struct result_set *rs, result_ref e, row *nr, int64_t nm,
+                        uint64_t h)
 {
     struct result_change ch;
     memset(&ch, 0, sizeof ch);
@@ -256,11 +275,12 @@ static int stage_change(struct result_set *rs, struct result_entry *e, row *nr,
     ch.entry = e;
     ch.before_pos = ch.after_pos = -1;
     if (e) {
-        if (nr && nm == e->mult && row_identical(e->r, nr))
+        row *er = ref_row(e), *en = ref_named(e);
+        if (nr && nm == ref_mult(e) && row_identical(er, nr))
             return LDB_OK; /* nothing visible changed */
-        ch.before = row_retain(e->r);
-        ch.before_mult = e->mult;
-        ch.named = row_retain(e->named ? e->named : e->r);
+        ch.before = row_retain(er);
+        ch.before_mult = ref_mult(e);
+        ch.named = row_retain(en ? en : er);
         if (rs->ordered)
             ch.before_pos = entry_position(rs, e);
     }
@@ -288,10 +308,11 @@ static int stage_group(struct result_set *rs, const df_entry *delta, const size_
 {
     const row *first = delta[idx[0]].r;
     /* an empty result (a hydration) has no entry to find */
-    struct result_entry *e = hmap_count(&rs->by_key) ? find_entry(rs, first, h) : NULL;
+    uint64_t *slot = hmap_count(&rs->by_key) ? key_slot(rs, first, h) : NULL;
+    result_ref e = slot ? *slot : 0;
     size_t nc = 0;
     if (e)
-        add_contrib(scratch, &nc, e->r, e->mult);
+        add_contrib(scratch, &nc, ref_row(e), ref_mult(e));
     for (size_t i = 0; i < n; i++)
         add_contrib(scratch, &nc, delta[idx[i]].r, delta[idx[i]].w);
     row *nr;
@@ -388,7 +409,7 @@ static void remove_copies(struct result_set *rs, struct result_entry *e, int64_t
         if (item)
             pool_put(&rs->copies, item);
         if (c == 0)
-            e->first = NULL;
+            *first_copy(e) = NULL;
     }
 }
 
@@ -403,7 +424,7 @@ static int add_copies(struct result_set *rs, struct result_entry *e)
         item->e = e;
         item->copy = c;
         if (c == 0)
-            e->first = item;
+            *first_copy(e) = item;
         void *existing;
         int rc = btree_insert(&rs->order, item, &existing);
         if (rc) {
@@ -415,24 +436,44 @@ static int add_copies(struct result_set *rs, struct result_entry *e)
     return LDB_OK;
 }
 
-/* The new entry of a change and its copies in the order tree; none for
- * an update that keeps the row's place and count (say a title change
- * under ORDER BY created): the entry then takes the row where it is. */
+/* The row whose key bytes readers got for a change's after row, when
+ * they are not the row's own; else NULL. */
+static row *after_named(const struct result_set *rs, const struct result_change *ch)
+{
+    return ch->named == ch->after || key_identical(rs, ch->named, ch->after) ? NULL
+                                                                            : ch->named;
+}
+
+/* Whether the after row alone is the key's new state (result_ref). */
+static bool bare_after(const struct result_set *rs, const struct result_change *ch)
+{
+    return !rs->ordered && ch->after_mult == 1 && !after_named(rs, ch);
+}
+
+/* The new state of a change: the bare row, or an entry and its copies in
+ * the order tree; none for an update that keeps the row's place, count
+ * and kind of state (say a title change under ORDER BY created): the
+ * state then takes the row where it is. */
 static int make_next(struct result_set *rs, struct result_change *ch)
 {
-    ch->in_place = ch->entry && ch->entry->mult == ch->after_mult &&
-                   (!rs->ordered || result_row_cmp(rs, ch->entry->r, ch->after) == 0);
+    bool bare = bare_after(rs, ch);
+    ch->in_place = ch->entry && ref_mult(ch->entry) == ch->after_mult &&
+                   ref_bare(ch->entry) == bare &&
+                   (!rs->ordered || result_row_cmp(rs, ref_row(ch->entry), ch->after) == 0);
     if (ch->in_place)
         return LDB_OK;
+    if (bare) {
+        ch->next = bare_ref(row_retain(ch->after));
+        return LDB_OK;
+    }
     struct result_entry *e = pool_get(&rs->entries);
     if (!e)
         return LDB_NOMEM;
     e->r = ch->after;
-    e->named = ch->named == ch->after || key_identical(rs, ch->named, ch->after) ? NULL
-                                                                                : ch->named;
+    e->named = after_named(rs, ch);
     e->mult = ch->after_mult;
-    e->hash = ch->hash;
-    e->first = NULL;
+    if (rs->ordered)
+        *first_copy(e) = NULL;
     int rc = add_copies(rs, e);
     if (rc) {
         pool_put(&rs->entries, e);
@@ -441,30 +482,40 @@ static int make_next(struct result_set *rs, struct result_change *ch)
     row_retain(e->r);
     if (e->named)
         row_retain(e->named);
-    ch->next = e;
+    ch->next = entry_ref(e);
     return LDB_OK;
 }
 
-/* The bytes of an entry's rows. */
-static size_t entry_row_bytes(const struct result_entry *e)
+/* The bytes of a state's rows. */
+static size_t ref_row_bytes(result_ref x)
 {
-    return row_mem(e->r) + (e->named ? row_mem(e->named) : 0);
+    row *named = ref_named(x);
+    return row_mem(ref_row(x)) + (named ? row_mem(named) : 0);
 }
 
-/* The same for the entry that holds a change's after row. */
+/* The same for the state that holds a change's after row. */
 static size_t after_row_bytes(const struct result_change *ch, const row *named)
 {
     return ch->after_bytes + (named ? row_mem(named) : 0);
 }
 
-static void free_entry(struct result_set *rs, struct result_entry *e)
+/* Releases a state's rows and entry (not its by_key slot). */
+static void drop_ref(struct result_set *rs, result_ref x)
 {
+    row_release(ref_row(x));
+    if (ref_bare(x))
+        return;
+    struct result_entry *e = ref_entry(x);
     remove_copies(rs, e, e->mult);
-    rs->rows -= e->mult;
-    rs->row_bytes -= entry_row_bytes(e);
-    row_release(e->r);
     row_release(e->named);
     pool_put(&rs->entries, e);
+}
+
+static void free_state(struct result_set *rs, result_ref x)
+{
+    rs->rows -= ref_mult(x);
+    rs->row_bytes -= ref_row_bytes(x);
+    drop_ref(rs, x);
 }
 
 /* Undoes make_next for the first n changes. */
@@ -472,39 +523,47 @@ static void unmake_next(struct result_set *rs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         struct result_change *ch = &rs->staged.data[i];
-        if (!ch->next)
-            continue;
-        remove_copies(rs, ch->next, ch->next->mult);
-        row_release(ch->next->r);
-        row_release(ch->next->named);
-        pool_put(&rs->entries, ch->next);
-        ch->next = NULL;
+        if (ch->next)
+            drop_ref(rs, ch->next);
+        ch->next = 0;
     }
 }
 
-/* Puts the new entry where the old one was (never allocates: a new key's
+/* An in-place change: the state takes the after row. */
+static void replace_row(struct result_set *rs, struct result_change *ch)
+{
+    rs->row_bytes -= ref_row_bytes(ch->entry);
+    row_retain(ch->after);
+    if (ref_bare(ch->entry)) {
+        uint64_t *v = key_slot(rs, ch->after, ch->hash);
+        row_release(ref_row(*v));
+        *v = ch->entry = bare_ref(ch->after);
+        rs->row_bytes += ch->after_bytes;
+        return;
+    }
+    struct result_entry *e = ref_entry(ch->entry);
+    row *named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
+    if (named)
+        row_retain(named);
+    row_release(e->r);
+    row_release(e->named);
+    e->r = ch->after;
+    e->named = named;
+    rs->row_bytes += after_row_bytes(ch, named);
+}
+
+/* Puts the new state where the old one was (never allocates: a new key's
  * slot was reserved). */
 static void retire_entry(struct result_set *rs, struct result_change *ch)
 {
     if (ch->in_place) {
-        struct result_entry *e = ch->entry;
-        rs->row_bytes -= entry_row_bytes(e);
-        row *named = key_identical(rs, ch->named, ch->after) ? NULL : ch->named;
-        row_retain(ch->after);
-        if (named)
-            row_retain(named);
-        row_release(e->r);
-        row_release(e->named);
-        e->r = ch->after;
-        e->named = named;
-        rs->row_bytes += after_row_bytes(ch, named);
+        replace_row(rs, ch);
         return;
     }
     uint64_t *v = NULL;
     if (ch->entry) {
-        struct key_probe p = { rs, ch->entry->r };
-        v = hmap_get(&rs->by_key, ch->hash, entry_matches, &p);
-        free_entry(rs, ch->entry);
+        v = key_slot(rs, ref_row(ch->entry), ch->hash);
+        free_state(rs, ch->entry);
     }
     if (ch->next) {
         if (!v) {
@@ -512,14 +571,14 @@ static void retire_entry(struct result_set *rs, struct result_change *ch)
             bool found;
             hmap_put(&rs->by_key, ch->hash, entry_matches, &p, &v, &found);
         }
-        *v = (uint64_t)(uintptr_t)ch->next;
-        rs->rows += ch->next->mult;
-        rs->row_bytes += after_row_bytes(ch, ch->next->named);
+        *v = ch->next;
+        rs->rows += ref_mult(ch->next);
+        rs->row_bytes += after_row_bytes(ch, ref_named(ch->next));
     } else if (v) {
         hmap_del(&rs->by_key, v);
     }
     ch->entry = ch->next;
-    ch->next = NULL;
+    ch->next = 0;
 }
 
 static int place_cmp(const void *a, const void *b)
@@ -692,9 +751,8 @@ int result_scan(const struct result_set *rs, result_visit_fn fn, void *ctx)
     uint64_t *v;
     int64_t n = 0;
     while ((v = hmap_next(&rs->by_key, &pos, NULL)) != NULL) {
-        const struct result_entry *e = (const struct result_entry *)(uintptr_t)*v;
-        for (int64_t c = 0; c < e->mult; c++) {
-            int rc = fn(ctx, e->r, n++);
+        for (int64_t c = 0; c < ref_mult(*v); c++) {
+            int rc = fn(ctx, ref_row(*v), n++);
             if (rc)
                 return rc;
         }

@@ -37,9 +37,9 @@
  * them to report (an ORDER BY of the query itself): an ordered result
  * may keep its order for its own use (a window) and report -1.
  *
- * Ownership: the result set holds one reference per entry row and named
- * row; staged changes hold references to their rows until committed or
- * discarded.
+ * Ownership: the result set holds one reference per key's row (bare or
+ * in an entry, see result_ref) and named row; staged changes hold
+ * references to their rows until committed or discarded.
  */
 #ifndef LDB_LIVE_RESULT_H
 #define LDB_LIVE_RESULT_H
@@ -63,13 +63,29 @@ struct result_sort_term {
     enum ldb_collation coll;
 };
 
+/*
+ * A key's state in by_key is a tagged word, result_ref: the row itself
+ * when the row says all an entry would (count 1, the key bytes readers
+ * got are the row's own, and an unordered result, whose rows are in no
+ * order tree): the common case then costs no entry, only its by_key slot.
+ * Else it points to a struct result_entry, with the low bit set (entries
+ * and rows are 8-aligned). 0: no state.
+ */
+typedef uint64_t result_ref;
+
+/* An entry holds only what an unordered result needs; an ordered
+ * result's entries are struct result_ordered_entry (one pool item size
+ * per result set). */
 struct result_entry {
     row *r;
     row *named;    /* whose key columns name the entry to readers (its
                       insert's row), when their bytes differ from r's;
                       else NULL; referenced */
     int64_t mult;
-    uint64_t hash; /* of the key */
+};
+
+struct result_ordered_entry {
+    struct result_entry e;
     struct result_copy *first; /* its copy 0 in the ordered tree, or NULL */
 };
 
@@ -91,10 +107,11 @@ struct result_change {
     size_t after_bytes;            /* row_mem(after), taken at staging while
                                       the row is in cache */
     uint64_t hash;
-    struct result_entry *entry;    /* the entry when it existed before */
-    struct result_entry *next;     /* the entry that replaces it (commit) */
-    bool in_place;                 /* commit: the entry takes the new row
-                                      where it is (same order and count) */
+    result_ref entry;              /* the key's state before, or 0 */
+    result_ref next;               /* the state that replaces it (commit) */
+    bool in_place;                 /* commit: the state takes the new row
+                                      where it is (same order and count,
+                                      an entry or bare as before) */
     bool quiet;                    /* reports nothing (staged: maybe,
                                       when only hidden columns changed;
                                       commit decides) */
@@ -117,9 +134,10 @@ struct result_set {
     bool ordered;
     bool positions;     /* report positions (else -1) */
     uint32_t nvisible;  /* columns a change reports */
-    hmap by_key;        /* key hash -> struct result_entry * */
+    hmap by_key;        /* key hash -> result_ref */
     btree order;        /* struct result_copy *, when ordered */
-    pool entries;       /* struct result_entry */
+    pool entries;       /* struct result_entry, or result_ordered_entry
+                           when ordered */
     pool copies;        /* struct result_copy */
     int64_t rows;       /* total multiplicity */
     size_t row_bytes;   /* row_mem of the entries' rows */

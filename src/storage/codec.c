@@ -13,12 +13,13 @@
 
 #include "base/mem.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* ---- crc32c (Castagnoli), table-driven --------------------------------------- */
 
 static uint32_t crc_table[8][256];
-static _Atomic int crc_ready;
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -31,14 +32,12 @@ static void crc_init(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
-    crc_ready = 1;
 }
 
 /* Eight bytes per step (slicing by 8): the snapshot checksums every byte. */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t n)
 {
-    if (!crc_ready)
-        crc_init(); /* idempotent: racing threads write the same table */
+    pthread_once(&crc_once, crc_init);
     const unsigned char *p = buf;
     crc = ~crc;
     while (n >= 8) {
@@ -172,8 +171,11 @@ void enc_create_table(strbuf *sb, const struct table *t)
     bool key_index = false;
     for (size_t i = 0; i < t->indexes.len; i++)
         key_index |= t->indexes.data[i]->automatic && !t->indexes.data[i]->unique;
-    enc_varint(sb, (t->readonly ? TF_READONLY : 0) | (t->key_nulls ? TF_KEY_NULLS : 0) |
-                       (key_index ? TF_KEY_INDEX : 0) | (hidden_rowid(t) ? TF_ROWID : 0));
+    /* read-only is kept for views' tables; a source's hold on a table is
+     * the program's to make again after a reopen */
+    enc_varint(sb, (table_is_view_store(t) ? TF_READONLY : 0) |
+                       (t->key_nulls ? TF_KEY_NULLS : 0) | (key_index ? TF_KEY_INDEX : 0) |
+                       (hidden_rowid(t) ? TF_ROWID : 0));
     enc_varint(sb, sc->nvisible);
     for (uint32_t i = 0; i < sc->nvisible; i++) {
         const struct column *c = &sc->cols[i];

@@ -378,6 +378,20 @@ static int build_ordered(struct table_index *ix, row **rows, size_t n, row **con
     return btree_bulk_load(&ix->tree, (void *const *)rows, n);
 }
 
+int index_build_sorted(struct table_index *ix, row *const *rows, size_t n)
+{
+    if (ix->kind != INDEX_ORDERED || index_count(ix) != 0)
+        return LDB_MISUSE;
+    for (size_t i = 1; i < n; i++)
+        if (item_cmp((void *)ix, rows[i - 1], rows[i]) >= 0)
+            return LDB_ERROR;
+    for (size_t i = 1; ix->unique && i < n; i++)
+        if (!index_key_has_null(ix, rows[i]) &&
+            index_key_cmp(ix, rows[i - 1], rows[i], ix->nparts) == 0)
+            return LDB_CONSTRAINT;
+    return btree_bulk_load(&ix->tree, (void *const *)rows, n);
+}
+
 static int build_hash(struct table_index *ix, row **rows, size_t n, row **conflict)
 {
     if (n > UINT32_MAX / 2)

@@ -205,6 +205,15 @@ int index_key_cmp(const struct table_index *ix, const row *a, const row *b,
 /* True when the row's key has a NULL part (never conflicts when unique). */
 bool index_key_has_null(const struct table_index *ix, const row *r);
 
+/*
+ * Builds an empty ordered index from rows[0..n) already in index order,
+ * in O(n): LDB_ERROR when they are not strictly increasing, LDB_CONSTRAINT
+ * when a unique index would hold equal keys, LDB_MISUSE for a hash or
+ * non-empty index, LDB_NOMEM. For recovery, whose snapshot keeps each
+ * index's order (storage/journal.h); the index is unchanged on failure.
+ */
+int index_build_sorted(struct table_index *ix, row *const *rows, size_t n);
+
 /* Initializes an empty index from def over table t (def already checked).
  * Allocates only the name and sql copies. */
 int index_init(struct table_index *ix, struct table *t,

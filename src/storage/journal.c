@@ -18,6 +18,7 @@
 #include "storage/journal.h"
 
 #include "base/mem.h"
+#include "base/ptrmap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -113,12 +114,22 @@ static int load_snapshot(struct store *s, struct journal *j)
     }
     if (err)
         return io_error(s, err, "open", j->path);
-    unsigned char *p;
-    size_t n;
-    int rc = read_file(s, &f, j->path, &p, &n);
+    /* Mapped, not read: a snapshot is as large as the database, and a
+     * copy would cost as much memory again while it is replayed. */
+    const unsigned char *p = NULL;
+    uint64_t size;
+    err = file_size(&f, &size);
+    if (!err && size > 0 && size <= SIZE_MAX)
+        err = file_map(&f, (size_t)size, (const void **)&p);
     file_close(&f);
-    if (rc)
-        return rc;
+    if (err)
+        return io_error(s, err, "read", j->path);
+    size_t n = (size_t)size;
+    if (n == 0) { /* made empty by someone else: a new database, unless the log says not */
+        j->gen = 0;
+        return LDB_OK;
+    }
+    int rc = LDB_OK;
     if (n < JOURNAL_HEADER + 12)
         rc = n >= 8 && memcmp(p, "LIVEDB", 6) != 0
                  ? store_error(s, LDB_CORRUPT, "%s is not a livedb database file", j->path)
@@ -133,7 +144,7 @@ static int load_snapshot(struct store *s, struct journal *j)
                          j->path);
     if (rc == LDB_OK)
         rc = recover_apply(s, p + JOURNAL_HEADER, body);
-    mem_free(p);
+    file_unmap(p, n);
     return rc;
 }
 
@@ -163,35 +174,40 @@ static int replay_records(struct store *s, struct journal *j, const unsigned cha
     return LDB_OK;
 }
 
-/* Reads and replays the log; *fresh when it must be (re)started empty
- * at generation gen. */
+/*
+ * Reads and replays the log; *fresh when it must be (re)started empty at
+ * generation gen. A log of at most a header's bytes whose header is not
+ * sound is one whose (re)start was cut short: empty. A longer one must
+ * have a sound header. A log older than the snapshot is already in it; a
+ * newer one means the snapshot it extends is gone.
+ */
 static int load_log(struct store *s, struct journal *j, bool *fresh)
 {
-    unsigned char *p;
-    size_t n, end = 0;
+    unsigned char *p = NULL;
+    size_t n = 0, end = 0;
     int rc = read_file(s, &j->wal, j->wal_path, &p, &n);
     if (rc)
         return rc;
     uint64_t gen = 0;
+    bool sound = false;
     *fresh = true;
-    if (n > JOURNAL_HEADER) /* a log with records must have a sound header */
+    if (n >= JOURNAL_HEADER) {
         rc = check_header(s, p, 'W', j->wal_path, &gen);
-    else if (n == JOURNAL_HEADER && check_header(s, p, 'W', j->wal_path, &gen) == LDB_OK)
-        *fresh = gen != j->gen;
-    if (rc == LDB_OK && n > JOURNAL_HEADER && gen > j->gen)
+        if (rc == LDB_CORRUPT && n == JOURNAL_HEADER)
+            rc = LDB_OK; /* a torn restart: empty */
+        else
+            sound = rc == LDB_OK;
+    }
+    if (sound && gen > j->gen)
         rc = store_error(s, LDB_CORRUPT, "database file is damaged: the log %s is newer than "
                                          "the snapshot %s (missing or replaced)",
                          j->wal_path, j->path);
-    if (rc == LDB_OK && n > JOURNAL_HEADER && gen == j->gen) {
+    if (rc == LDB_OK && sound && gen == j->gen) {
         *fresh = false;
         rc = replay_records(s, j, p, n, &end);
         j->wal_end = end;
-    } else if (!*fresh) {
-        j->wal_end = JOURNAL_HEADER;
-        j->chain = get_u32le(p + 28);
     }
     mem_free(p);
-    store_error(s, rc, "%s", rc ? store_errmsg(s) : "");
     return rc;
 }
 
@@ -445,20 +461,77 @@ static void snap_flush(struct snap_writer *w, bool all)
     sb_truncate(&w->sb, 0);
 }
 
+static struct table_index *lead_index(const struct table *t)
+{
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (t->indexes.data[i]->kind == INDEX_ORDERED)
+            return t->indexes.data[i];
+    return NULL;
+}
+
+static void snap_row(struct snap_writer *w, struct table *t, row *r, ptrmap *ord, uint64_t i)
+{
+    enc_row(&w->sb, OP_INSERT, t, NULL, r);
+    if (ord && ptrmap_put(ord, r, i))
+        w->sb.err = LDB_NOMEM;
+    snap_flush(w, false);
+}
+
+/* The rows, in the lead index's order (or the table's); ord maps each to
+ * its ordinal when other ordered indexes need it. */
+static void snap_rows(struct snap_writer *w, struct table *t, ptrmap *ord)
+{
+    struct table_index *lead = lead_index(t);
+    uint64_t i = 0;
+    if (lead) {
+        struct index_cursor c;
+        for (bool on = index_first(lead, &c); on && !w->err && !sb_error(&w->sb);
+             on = index_next(&c))
+            snap_row(w, t, index_cursor_row(&c), ord, i++);
+        return;
+    }
+    struct table_scan sc = table_scan_begin(t);
+    for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);)
+        snap_row(w, t, r, ord, i++);
+}
+
+static void snap_index(struct snap_writer *w, struct table_index *ix, size_t pos, bool lead,
+                       const ptrmap *ord)
+{
+    sb_putc(&w->sb, ix->kind == INDEX_ORDERED ? OP_INDEX_ORDER : OP_INDEX_FILL);
+    enc_varint(&w->sb, pos);
+    if (ix->kind != INDEX_ORDERED)
+        return;
+    sb_putc(&w->sb, lead ? 0 : 1);
+    if (lead)
+        return;
+    struct index_cursor c;
+    for (bool on = index_first(ix, &c); on && !w->err && !sb_error(&w->sb); on = index_next(&c)) {
+        enc_varint(&w->sb, *ptrmap_get(ord, index_cursor_row(&c)));
+        snap_flush(w, false);
+    }
+}
+
 static void snap_table(struct snap_writer *w, struct table *t)
 {
     const struct table *cur = NULL;
+    struct table_index *lead = lead_index(t);
+    size_t nordered = 0;
     enc_create_table(&w->sb, t);
-    enc_table(&w->sb, t, &cur);
-    enc_rowid(&w->sb, t);
-    struct table_scan sc = table_scan_begin(t);
-    for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);) {
-        enc_row(&w->sb, OP_INSERT, t, NULL, r);
-        snap_flush(w, false);
-    }
-    for (size_t i = 0; i < t->indexes.len; i++)
+    for (size_t i = 0; i < t->indexes.len; i++) {
+        nordered += t->indexes.data[i]->kind == INDEX_ORDERED;
         if (!t->indexes.data[i]->automatic)
             enc_create_index(&w->sb, t->indexes.data[i]);
+    }
+    enc_table(&w->sb, t, &cur);
+    enc_rowid(&w->sb, t);
+    sb_putc(&w->sb, OP_BULK_BEGIN);
+    ptrmap ord = PTRMAP_INIT;
+    snap_rows(w, t, nordered > 1 ? &ord : NULL);
+    for (size_t i = 0; i < t->indexes.len && !w->err && !sb_error(&w->sb); i++)
+        snap_index(w, t->indexes.data[i], i, t->indexes.data[i] == lead, &ord);
+    sb_putc(&w->sb, OP_BULK_END);
+    ptrmap_free(&ord);
 }
 
 /* Writes the snapshot of generation gen to the temporary file. */
@@ -499,6 +572,8 @@ int journal_checkpoint(struct store *s)
     if (j->broken)
         return store_error(s, LDB_IOERR, "database %s refuses writes after a failed commit "
                                          "(%s): close and reopen it", j->path, j->broken_why);
+    if (j->gen > 0 && j->wal_end == JOURNAL_HEADER && !j->wal_stale)
+        return LDB_OK; /* the snapshot holds everything already */
     int rc = write_snapshot(s, j, j->gen + 1);
     int err = rc ? 0 : file_rename(j->tmp_path, j->path);
     if (rc || err) {

@@ -28,6 +28,17 @@
  *   DELETE key                  the primary key's values
  *   UPDATE key row
  *   ROWID n                     the table's rowid_max
+ * and, in snapshots, a table's rows in bulk, so that recovery builds each
+ * index once over all rows instead of inserting row by row:
+ *   BULK_BEGIN                  following INSERTs skip the indexes
+ *   INDEX_ORDER i 0             ordered index i (its position in the
+ *                               table's list) in the rows' own order
+ *   INDEX_ORDER i 1 ordinals    ...or in this order of the bulk's rows
+ *   INDEX_FILL i                hash index i, from the rows
+ *   BULK_END                    every index of the table must be whole
+ * A snapshot lists a table's rows in the order of its first ordered index,
+ * so its build needs no sort; others are given as ordinals, checked in
+ * O(n) (index_build_sorted), never trusted.
  */
 #ifndef LDB_STORAGE_JOURNAL_H
 #define LDB_STORAGE_JOURNAL_H
@@ -49,7 +60,11 @@ enum journal_op {
     OP_INSERT,
     OP_DELETE,
     OP_UPDATE,
-    OP_ROWID
+    OP_ROWID,
+    OP_BULK_BEGIN,
+    OP_INDEX_ORDER,
+    OP_INDEX_FILL,
+    OP_BULK_END
 };
 
 /* ---- checksums and integers (codec.c) --------------------------------------- */

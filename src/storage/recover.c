@@ -25,6 +25,8 @@ struct replay {
     struct store *s;
     struct dec d;
     struct table *cur;
+    struct table *bulk;        /* between BULK_BEGIN and BULK_END: its rows */
+    VEC(row *) rows;           /* ...in the order they came (borrowed) */
 };
 
 static int corrupt(struct replay *r, const char *what)
@@ -48,35 +50,57 @@ static char *dec_cstr(struct dec *d, int *rc)
 
 /* ---- catalog operations ----------------------------------------------------------- */
 
+/* A decoded table definition; arrays sized from the record, which bounds
+ * them (every column and constraint takes bytes of it). */
 struct table_decl {
     struct table_def def;
-    struct column_def cols[0x400];
-    bool hidden[0x400];
+    struct column_def *cols;
+    bool *hidden;
+    char **names;
     uint32_t pk[SCHEMA_MAX_KEY];
-    struct unique_def uniques[64];
-    uint32_t ucols[64][INDEX_MAX_PARTS];
-    char *names[0x400];
+    struct unique_def *uniques;
+    uint32_t *ucols;           /* nuniques x INDEX_MAX_PARTS */
     char *name, *sql;
     uint64_t flags;
 };
 
 static void decl_free(struct table_decl *t)
 {
-    for (uint32_t i = 0; i < t->def.ncols; i++) {
+    for (uint32_t i = 0; t->names && i < t->def.ncols; i++) {
         mem_free(t->names[i]);
         value_release(&t->cols[i].dflt);
     }
+    mem_free(t->cols);
+    mem_free(t->hidden);
+    mem_free(t->names);
+    mem_free(t->uniques);
+    mem_free(t->ucols);
     mem_free(t->name);
     mem_free(t->sql);
-    mem_free(t);
+}
+
+/* n items of size bytes each, when the record has at least n bytes left. */
+static void *dec_array(struct dec *d, uint64_t n, size_t size, int *rc)
+{
+    if (n > (uint64_t)(d->end - d->p)) {
+        d->bad = true;
+        return NULL;
+    }
+    void *p = mem_calloc((size_t)n + 1, size);
+    if (!p)
+        *rc = LDB_NOMEM;
+    return p;
 }
 
 static int decode_columns(struct dec *d, struct table_decl *t)
 {
     int rc = LDB_OK;
     uint64_t n = dec_varint(d);
-    if (n == 0 || n > 0x400)
-        return LDB_CORRUPT;
+    t->cols = dec_array(d, n, sizeof *t->cols, &rc);
+    t->hidden = dec_array(d, n, sizeof *t->hidden, &rc);
+    t->names = dec_array(d, n, sizeof *t->names, &rc);
+    if (rc || !t->cols || !t->hidden || !t->names || n == 0)
+        return rc ? rc : LDB_CORRUPT;
     for (uint32_t i = 0; i < n && rc == LDB_OK && !d->bad; i++) {
         struct column_def *c = &t->cols[i];
         t->def.ncols = i + 1;
@@ -105,18 +129,22 @@ static int decode_keys(struct dec *d, struct table_decl *t)
     for (uint32_t i = 0; i < npk; i++)
         if ((t->pk[i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
             return LDB_CORRUPT;
+    int rc = LDB_OK;
     uint64_t nu = dec_varint(d);
-    if (nu > 64)
-        return LDB_CORRUPT;
+    t->uniques = dec_array(d, nu, sizeof *t->uniques, &rc);
+    t->ucols = dec_array(d, nu, INDEX_MAX_PARTS * sizeof *t->ucols, &rc);
+    if (rc || !t->uniques || !t->ucols)
+        return rc ? rc : LDB_CORRUPT;
     t->def.nuniques = (uint32_t)nu;
     for (uint32_t k = 0; k < nu; k++) {
         uint64_t nc = dec_varint(d);
+        uint32_t *cols = t->ucols + (size_t)k * INDEX_MAX_PARTS;
         if (nc == 0 || nc > INDEX_MAX_PARTS)
             return LDB_CORRUPT;
         for (uint32_t i = 0; i < nc; i++)
-            if ((t->ucols[k][i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
+            if ((cols[i] = (uint32_t)dec_varint(d)) >= t->def.ncols)
                 return LDB_CORRUPT;
-        t->uniques[k] = (struct unique_def){ t->ucols[k], (uint32_t)nc };
+        t->uniques[k] = (struct unique_def){ cols, (uint32_t)nc };
     }
     return d->bad ? LDB_CORRUPT : LDB_OK;
 }
@@ -129,9 +157,7 @@ static int in_statement(struct replay *r, int rc)
 
 static int create_table(struct replay *r)
 {
-    struct table_decl *t = mem_calloc(1, sizeof *t);
-    if (!t)
-        return LDB_NOMEM;
+    struct table_decl decl = { 0 }, *t = &decl;
     int rc = LDB_OK;
     t->name = dec_cstr(&r->d, &rc);
     t->sql = dec_cstr(&r->d, &rc);
@@ -216,14 +242,12 @@ static int drop(struct replay *r, bool table)
 
 static int set_table(struct replay *r)
 {
-    size_t n;
-    const char *s = dec_str(&r->d, &n);
-    char name[512];
-    if (!s || n >= sizeof name)
-        return corrupt(r, "a table name does not decode");
-    memcpy(name, s, n);
-    name[n] = '\0';
-    r->cur = store_find_table(r->s, name);
+    int rc = LDB_OK;
+    char *name = dec_cstr(&r->d, &rc);
+    r->cur = name ? store_find_table(r->s, name) : NULL;
+    mem_free(name);
+    if (rc)
+        return rc;
     return r->cur ? LDB_OK : corrupt(r, "rows of a table that does not exist");
 }
 
@@ -269,8 +293,14 @@ static int link_row(struct replay *r, row *old)
     int where, rc = decode_row(r, &x);
     if (rc)
         return rc;
-    rc = old ? table_relink(r->cur, old, x, &conflict, &where)
-             : table_link(r->cur, x, &conflict, &where);
+    if (!old && r->bulk == r->cur) {
+        rc = vec_reserve(&r->rows, 1);
+        if (rc == LDB_OK && (rc = table_link_unindexed(r->cur, x, &conflict)) == LDB_OK)
+            r->rows.data[r->rows.len++] = x;
+    } else {
+        rc = old ? table_relink(r->cur, old, x, &conflict, &where)
+                 : table_link(r->cur, x, &conflict, &where);
+    }
     if (rc) {
         row_release(x);
         return rc == LDB_NOMEM ? rc : corrupt(r, "a row conflicts with a stored one");
@@ -307,6 +337,77 @@ static int set_rowid(struct replay *r)
     return rc == LDB_CORRUPT ? corrupt(r, "a rowid does not decode") : rc;
 }
 
+/* ---- bulk loads (snapshots) --------------------------------------------------------- */
+
+static int bulk_begin(struct replay *r)
+{
+    if (!r->cur || r->bulk || table_count(r->cur) != 0)
+        return corrupt(r, "a bulk load of a table that is not empty");
+    r->bulk = r->cur;
+    r->rows.len = 0;
+    return LDB_OK;
+}
+
+/* The index at the position that follows, if it is the bulk table's and
+ * still empty. */
+static struct table_index *bulk_index(struct replay *r)
+{
+    uint64_t i = dec_varint(&r->d);
+    struct table *t = r->bulk;
+    if (!t || i >= t->indexes.len || index_count(t->indexes.data[i]) != 0)
+        return NULL;
+    return t->indexes.data[i];
+}
+
+/* Builds an ordered index from the bulk's rows in their order (mode 0) or
+ * in the order of the ordinals that follow (mode 1). */
+static int index_order(struct replay *r)
+{
+    struct table_index *ix = bulk_index(r);
+    uint8_t mode = dec_byte(&r->d);
+    if (!ix || ix->kind != INDEX_ORDERED || mode > 1)
+        return corrupt(r, "an index order names no index of the table");
+    size_t n = r->rows.len;
+    row **order = r->rows.data;
+    if (mode == 1 && !(order = mem_alloc((n ? n : 1) * sizeof *order)))
+        return LDB_NOMEM;
+    for (size_t i = 0; mode == 1 && i < n; i++) {
+        uint64_t k = dec_varint(&r->d);
+        order[i] = k < n ? r->rows.data[k] : r->rows.data[0];
+        r->d.bad |= k >= n;
+    }
+    int rc = r->d.bad ? LDB_CORRUPT : index_build_sorted(ix, order, n);
+    if (mode == 1)
+        mem_free(order);
+    if (rc == LDB_NOMEM)
+        return rc;
+    return rc ? corrupt(r, "an index's order is not its rows' order") : LDB_OK;
+}
+
+static int index_fill(struct replay *r)
+{
+    struct table_index *ix = bulk_index(r);
+    if (!ix || ix->kind != INDEX_HASH)
+        return corrupt(r, "an index fill names no hash index of the table");
+    row *conflict;
+    int rc = index_build(ix, r->rows.data, r->rows.len, &conflict);
+    if (rc == LDB_NOMEM)
+        return rc;
+    return rc ? corrupt(r, "a hash index does not fit its rows") : LDB_OK;
+}
+
+static int bulk_end(struct replay *r)
+{
+    struct table *t = r->bulk;
+    if (!t)
+        return corrupt(r, "a bulk load ends that did not begin");
+    for (size_t i = 0; i < t->indexes.len; i++)
+        if (index_count(t->indexes.data[i]) != table_count(t))
+            return corrupt(r, "an index was not rebuilt");
+    r->bulk = NULL;
+    return LDB_OK;
+}
+
 static int one_op(struct replay *r)
 {
     uint8_t op = dec_byte(&r->d);
@@ -319,6 +420,10 @@ static int one_op(struct replay *r)
     case OP_INSERT:
     case OP_DELETE:
     case OP_UPDATE: return row_op(r, op);
+    case OP_BULK_BEGIN: return bulk_begin(r);
+    case OP_INDEX_ORDER: return index_order(r);
+    case OP_INDEX_FILL: return index_fill(r);
+    case OP_BULK_END: return bulk_end(r);
     case OP_ROWID:
         if (!r->cur)
             return corrupt(r, "a rowid names no table");
@@ -337,13 +442,21 @@ static void settle_all(struct store *s)
 
 int recover_apply(struct store *s, const unsigned char *p, size_t n)
 {
-    struct replay r = { s, { p, p + n, false }, NULL };
+    struct replay r = { s, { p, p + n, false }, NULL, NULL, VEC_INIT };
     int rc = LDB_OK;
     while (rc == LDB_OK && r.d.p < r.d.end) {
-        rc = one_op(&r);
+        uint8_t op = *r.d.p;
+        if (r.bulk && op != OP_INSERT && op != OP_INDEX_ORDER && op != OP_INDEX_FILL &&
+            op != OP_BULK_END)
+            rc = corrupt(&r, "a bulk load is cut by another operation");
+        else
+            rc = one_op(&r);
         if (rc == LDB_OK && r.d.bad)
             rc = corrupt(&r, "an operation runs past its record");
     }
+    if (rc == LDB_OK && r.bulk)
+        rc = corrupt(&r, "a bulk load does not end");
+    vec_free(&r.rows);
     settle_all(s);
     if (rc == LDB_NOMEM)
         store_error(s, rc, "out of memory");

@@ -33,6 +33,8 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
+    if (s->txn != TXN_NONE) /* the tables show uncommitted writes: the log has the truth */
+        store_keep_files(s);
     store_abandon_transaction(s);
     journal_close(s);
     for (size_t i = 0; i < s->tables.len; i++)
@@ -153,21 +155,28 @@ static int add_automatic_index(struct store *s, struct table *t, const uint32_t 
     for (uint32_t i = 0; i < ncols; i++)
         parts[i] = (struct key_part){ cols[i], false, key_part_default_nulls_first(false),
                                       t->schema.cols[cols[i]].coll };
-    char name[300];
+    size_t len = strlen(t->name) + 32; /* a long table name must not be cut */
+    char *name = mem_alloc(len);
+    if (!name)
+        return LDB_NOMEM;
     if (k == UINT32_MAX)
-        snprintf(name, sizeof name, "autoindex_%s_key", t->name);
+        snprintf(name, len, "autoindex_%s_key", t->name);
     else
-        snprintf(name, sizeof name, "autoindex_%s_%u", t->name, k + 1);
+        snprintf(name, len, "autoindex_%s_%u", t->name, k + 1);
     int rc = name_free(s, name);
-    if (rc != LDB_OK)
+    if (rc != LDB_OK) {
+        mem_free(name);
         return rc;
+    }
     struct index_def d = { name, INDEX_ORDERED, k != UINT32_MAX, parts, ncols, NULL };
     struct table_index *ix = mem_alloc(sizeof *ix);
     if (!ix || vec_push(&t->indexes, ix)) {
         mem_free(ix);
+        mem_free(name);
         return LDB_NOMEM;
     }
     rc = index_init(ix, t, &d);
+    mem_free(name);
     if (rc != LDB_OK) {
         t->indexes.len--;
         mem_free(ix);

@@ -168,27 +168,53 @@ static int add_to_indexes(struct table *t, row *new_row, const row *old,
     return LDB_OK;
 }
 
-int table_link(struct table *t, row *r, row **conflict, int *where)
+/* Adds r to the key table alone (room reserved, no conflict) or says why
+ * not; *h is its key hash. */
+static int key_slot_free(struct table *t, const row *r, uint64_t *h, row **conflict)
 {
     *conflict = NULL;
-    *where = -1;
-    uint64_t h = table_key_hash(t, r);
+    *h = table_key_hash(t, r);
     int rc = hmap_reserve(&t->rows, 1);
     if (rc != LDB_OK)
         return rc;
-    uint64_t *v = find_slot(t, r, h);
+    uint64_t *v = find_slot(t, r, *h);
     if (v) {
         *conflict = (row *)(uintptr_t)*v;
         return LDB_CONSTRAINT;
     }
-    rc = add_to_indexes(t, r, NULL, false, conflict, where);
-    if (rc != LDB_OK)
-        return rc;
+    return LDB_OK;
+}
+
+static void key_put(struct table *t, row *r, uint64_t h)
+{
+    uint64_t *v;
     bool found;
-    hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved above */
+    hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved */
     *v = (uint64_t)(uintptr_t)r;
     t->row_bytes += row_mem(r);
     t->changes++;
+}
+
+int table_link_unindexed(struct table *t, row *r, row **conflict)
+{
+    uint64_t h;
+    int rc = key_slot_free(t, r, &h, conflict);
+    if (rc == LDB_OK)
+        key_put(t, r, h);
+    return rc;
+}
+
+int table_link(struct table *t, row *r, row **conflict, int *where)
+{
+    *where = -1;
+    uint64_t h;
+    int rc = key_slot_free(t, r, &h, conflict);
+    if (rc != LDB_OK)
+        return rc;
+    rc = add_to_indexes(t, r, NULL, false, conflict, where);
+    if (rc != LDB_OK)
+        return rc;
+    key_put(t, r, h);
     return LDB_OK;
 }
 

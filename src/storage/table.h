@@ -233,6 +233,10 @@ int table_key_cmp(const struct table *t, const row *a, const row *b);
 int table_link(struct table *t, row *r, row **conflict, int *where);
 int table_relink(struct table *t, row *old, row *new_row, row **conflict,
                  int *where);
+/* table_link into the key table alone, for recovery, which then builds
+ * every index of t over all its rows at once (index_build,
+ * index_build_sorted): until it has, the indexes miss rows. */
+int table_link_unindexed(struct table *t, row *r, row **conflict);
 void table_unlink(struct table *t, row *r);
 
 /*

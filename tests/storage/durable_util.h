@@ -1,26 +1,33 @@
 /*
- * durable_util.h - helpers shared by the durable-storage tests
- * (test_durable_*.c): scratch directories under /tmp, whole files read,
- * written and compared, a database's state as text, and how long to run.
+ * durable_util.h - shared by the durable-database tests: scratch
+ * directories, and a picture of everything a database's storage holds
+ * that must survive a reopen.
  *
- * A database's state is the text of a list of queries (each query's rows
- * sorted, every value with its type letter, mv_util.h's form), so a
- * durable database compares with an in-memory model by strcmp, and a
- * missing table shows as its error text (a prefix before the schema).
- * Header-only (static inline): each test file is its own binary.
+ * durable_dump writes, per table in catalog order: its name, DDL text,
+ * columns (name, type, collation, flags, default), read-only flag and
+ * rowid counter; its indexes (name, DDL, kind, parts); then its rows,
+ * every column including hidden ones, each value with its type, sorted.
+ * Row addresses and hash order do not appear, so a database and its
+ * reopened self must give the very same text.
+ *
+ * For the crash, corruption and fault tests (test_durable_crash.c,
+ * _corrupt.c, _faults.c): whole files read, written and compared (a
+ * database's files as a crash leaves them), a state as the text of a
+ * list of queries (a missing table shows as its error, so states before
+ * and after a schema change compare too), and how long to run.
  */
-#ifndef LDB_TESTS_DURABLE_UTIL_H
-#define LDB_TESTS_DURABLE_UTIL_H
+#ifndef LDB_TEST_DURABLE_UTIL_H
+#define LDB_TEST_DURABLE_UTIL_H
 
-#include "livedb.h"
-#include "mv/mv_util.h"
-#include "oracle_known.h"
+#include "api/db_internal.h"
+#include "base/strbuf.h"
+#include "storage/store.h"
 #include "test.h"
+
+#include "oracle_known.h"
 #include "test_db.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +35,150 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A new empty directory under /tmp (caller frees and removes it). */
+static inline char *durable_tmpdir(void)
+{
+    char *d = strdup("/tmp/ldb_durable_XXXXXX");
+    CHECK(d && mkdtemp(d));
+    return d;
+}
+
+/* Removes dir and the files in it. */
+static inline void durable_rmdir(char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    free(dir);
+}
+
+/* dir/name into buf. */
+static inline const char *durable_path(char *buf, size_t n, const char *dir, const char *name)
+{
+    snprintf(buf, n, "%s/%s", dir, name);
+    return buf;
+}
+
+static inline int durable_line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static inline void durable_value(strbuf *sb, const value *v)
+{
+    sb_printf(sb, "%d:", (int)value_type(v));
+    value_format(sb, v);
+    sb_putc(sb, '|');
+}
+
+static inline void durable_rows(strbuf *out, struct table *t)
+{
+    size_t n = table_count(t), k = 0;
+    char **lines = calloc(n + 1, sizeof *lines);
+    CHECK(lines);
+    struct table_scan sc = table_scan_begin(t);
+    for (row *r; (r = table_scan_next(&sc));) {
+        strbuf sb;
+        sb_init(&sb);
+        for (uint32_t i = 0; i < r->ncols; i++)
+            durable_value(&sb, &r->cols[i]);
+        CHECK(!sb_error(&sb));
+        lines[k] = strdup(sb_str(&sb));
+        sb_free(&sb);
+        k++;
+    }
+    qsort(lines, k, sizeof *lines, durable_line_cmp);
+    for (size_t i = 0; i < k; i++) {
+        sb_printf(out, "  %s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+}
+
+static inline void durable_indexes(strbuf *out, const struct table *t)
+{
+    for (size_t i = 0; i < table_index_count(t); i++) {
+        const struct table_index *ix = table_index_at(t, i);
+        sb_printf(out, " index %s [%s] kind %d unique %d auto %d:", ix->name,
+                  ix->sql ? ix->sql : "-", (int)ix->kind, ix->unique, ix->automatic);
+        for (uint32_t k = 0; k < ix->nparts; k++)
+            sb_printf(out, " %u/%d/%d/%d", ix->parts[k].col, ix->parts[k].desc,
+                      ix->parts[k].nulls_first, (int)ix->parts[k].coll);
+        sb_putc(out, '\n');
+    }
+}
+
+/* Everything the store of db holds (caller frees). */
+static inline char *durable_dump(ldb *db)
+{
+    strbuf out;
+    sb_init(&out);
+    struct store *s = db->store;
+    for (size_t i = 0; i < store_table_count(s); i++) {
+        struct table *t = store_table_at(s, i);
+        const struct schema *sc = table_schema(t);
+        sb_printf(&out, "table %s [%s] readonly %d rowid_max %lld key_nulls %d npk %u:",
+                  table_name(t), table_sql(t) ? table_sql(t) : "-", t->readonly,
+                  (long long)t->rowid_max, t->key_nulls, sc->npk);
+        for (uint32_t k = 0; k < sc->npk; k++)
+            sb_printf(&out, " %u", sc->pk[k]);
+        sb_putc(&out, '\n');
+        for (uint32_t c = 0; c < sc->ncols; c++) {
+            const struct column *col = &sc->cols[c];
+            sb_printf(&out, " col %s %d %d nn%d h%d d%d ", col->name, (int)col->type,
+                      (int)col->coll, col->not_null, col->hidden, col->has_default);
+            durable_value(&out, &col->dflt);
+            sb_putc(&out, '\n');
+        }
+        durable_indexes(&out, t);
+        durable_rows(&out, t);
+    }
+    CHECK(!sb_error(&out));
+    const char *msg = store_check(s);
+    CHECKF(!msg, "store_check: %s", msg);
+    size_t len;
+    return sb_take(&out, &len);
+}
+
+/* Rows of a query as sorted text lines (caller frees). */
+static inline char *durable_query(ldb *db, const char *sql)
+{
+    ldb_stmt *st;
+    CHECKF(ldb_prepare(db, sql, -1, &st, NULL) == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
+    char **lines = NULL;
+    size_t n = 0;
+    int rc;
+    while ((rc = ldb_step(st)) == LDB_ROW) {
+        const ldb_row *r = ldb_stmt_row(st);
+        strbuf sb;
+        sb_init(&sb);
+        for (int i = 0; i < ldb_row_columns(r); i++) {
+            char buf[4096];
+            ldb_row_format(r, i, buf, sizeof buf);
+            sb_printf(&sb, "%d:%s|", ldb_row_type(r, i), buf);
+        }
+        lines = realloc(lines, (n + 1) * sizeof *lines);
+        CHECK(lines && !sb_error(&sb));
+        lines[n++] = strdup(sb_str(&sb));
+        sb_free(&sb);
+    }
+    CHECKF(rc == LDB_DONE, "%s: %s", sql, ldb_errmsg(db));
+    ldb_finalize(st);
+    qsort(lines, n, sizeof *lines, durable_line_cmp);
+    strbuf out;
+    sb_init(&out);
+    for (size_t i = 0; i < n; i++) {
+        sb_printf(&out, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    sb_putc(&out, '\0');
+    size_t len;
+    return sb_take(&out, &len);
+}
+
+/* ---- the crash, corruption and fault tests ---------------------------------------------- */
 
 #define DUR_PATH 512
 
@@ -47,49 +198,6 @@ static inline double dur_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static inline int dur_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-/* Removes dir and everything under it (a test's scratch directory). */
-static inline void dur_rmtree(const char *dir)
-{
-    nftw(dir, dur_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Every scratch directory made, removed at exit too: a failed CHECK
- * leaves its case without cleaning up (the seed replays it). Forked
- * children leave with _exit, which skips this. */
-#define DUR_MAX_DIRS 64
-static char dur_dirs[DUR_MAX_DIRS][DUR_PATH];
-static int dur_ndirs;
-
-static inline void dur_rm_all(void)
-{
-    for (int i = 0; i < dur_ndirs; i++)
-        dur_rmtree(dur_dirs[i]);
-}
-
-/* A new empty directory /tmp/livedb-<tag>-XXXXXX, named into dir. */
-static inline void dur_mkdtemp(char dir[DUR_PATH], const char *tag)
-{
-    snprintf(dir, DUR_PATH, "/tmp/livedb-%s-XXXXXX", tag);
-    CHECKF(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
-    CHECK(dur_ndirs < DUR_MAX_DIRS);
-    if (dur_ndirs == 0)
-        atexit(dur_rm_all);
-    memcpy(dur_dirs[dur_ndirs++], dir, DUR_PATH);
-}
-
-/* dir/name into out. */
-static inline void dur_join(char out[DUR_PATH], const char *dir, const char *name)
-{
-    int n = snprintf(out, DUR_PATH, "%s/%s", dir, name);
-    CHECKF(n > 0 && n < DUR_PATH, "path too long: %s/%s", dir, name);
 }
 
 /* path with suffix appended ("-wal", ".tmp"). */
@@ -206,18 +314,39 @@ static inline void dur_files_check_same(const char *path, const struct dur_files
     dur_files_free(&now);
 }
 
-/* The state of db as text: for each query, its line and its rows (sorted,
- * typed; an error's text when it fails). The caller frees it. */
+/* The state of db as text: for each query, its line and its rows
+ * (durable_query), or its error when it does not compile (a table not
+ * there). The caller frees it. */
 static inline char *dur_state(ldb *db, const char *const *queries)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    CHECK(f != NULL);
-    for (const char *const *q = queries; *q; q++)
-        fprintf(f, "-- %s\n%s", *q, Q(db, *q));
-    fclose(f);
-    return text;
+    strbuf out;
+    sb_init(&out);
+    for (const char *const *q = queries; *q; q++) {
+        ldb_stmt *st = NULL;
+        sb_printf(&out, "-- %s\n", *q);
+        if (ldb_prepare(db, *q, -1, &st, NULL) != LDB_OK) {
+            sb_printf(&out, "error: %s\n", ldb_errmsg(db));
+            continue;
+        }
+        ldb_finalize(st);
+        char *rows = durable_query(db, *q);
+        sb_puts(&out, rows);
+        free(rows);
+    }
+    CHECK(!sb_error(&out));
+    size_t len;
+    return sb_take(&out, &len);
+}
+
+/* Materialized view name holds exactly what its body gives. */
+static inline void dur_check_view(ldb *db, const char *name, const char *body)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s", name);
+    char *want = durable_query(db, body), *got = durable_query(db, sql);
+    CHECKF(strcmp(want, got) == 0, "view %s\n  body: %s\n  view: %s", name, want, got);
+    free(want);
+    free(got);
 }
 
 /* The value of a one-row, one-column query; -1 when it fails, gives no

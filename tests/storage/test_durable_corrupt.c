@@ -32,6 +32,7 @@
 #include "api/db_internal.h"
 #include "storage/store.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 
 #define NCOMMITS 50
@@ -60,7 +61,7 @@ static const char *const SCHEMA =
  * state. */
 struct built {
     uint64_t seed;
-    char dir[DUR_PATH], path[DUR_PATH], wal[DUR_PATH];
+    char *dir, path[DUR_PATH], wal[DUR_PATH];
     struct dur_files full;
     uint64_t wal_size[NCOMMITS + 1];
     char *state[NCOMMITS + 1]; /* [1..NCOMMITS] */
@@ -111,13 +112,13 @@ static void built_free(struct built *b);
 static struct built *build(void)
 {
     struct built *b = &built_db;
-    if (b->full.f[0].exists || b->state[1])
+    if (b->dir)
         built_free(b);
     b->seed = test_seed();
     rng r;
     rng_seed(&r, b->seed);
-    dur_mkdtemp(b->dir, "corrupt");
-    dur_join(b->path, b->dir, "db");
+    b->dir = durable_tmpdir();
+    durable_path(b->path, DUR_PATH, b->dir, "db");
     dur_suffix(b->wal, b->path, "-wal");
     ldb *db = dur_open(b->path, "FULL", 0);
     EXEC(db, SCHEMA);
@@ -142,7 +143,7 @@ static void built_free(struct built *b)
     dur_files_free(&b->full);
     for (int i = 1; i <= NCOMMITS; i++)
         free(b->state[i]);
-    dur_rmtree(b->dir);
+    durable_rmdir(b->dir);
     memset(b, 0, sizeof *b);
 }
 
@@ -524,9 +525,8 @@ static void snapshot_missing(void)
 /* A file that is not a database at path, with no log: LDB_CORRUPT. */
 static void foreign_file(void)
 {
-    char dir[DUR_PATH], path[DUR_PATH];
-    dur_mkdtemp(dir, "foreign");
-    dur_join(path, dir, "db");
+    char *dir = durable_tmpdir(), path[DUR_PATH];
+    durable_path(path, DUR_PATH, dir, "db");
     static char text[8192];
     for (size_t n = 0; n + 48 < sizeof text; n += 47)
         memcpy(text + n, "This is not a livedb database, only some text.\n", 47);
@@ -540,16 +540,15 @@ static void foreign_file(void)
     CHECK(remove(path) == 0 && mkdir(path, 0755) == 0);
     CHECKF(ldb_open(path, &(ldb *){ NULL }) == LDB_CANTOPEN, "a directory at path: %s",
            ldb_errmsg(NULL));
-    dur_rmtree(dir);
+    durable_rmdir(dir);
 }
 
 static void missing_dir(void)
 {
-    char dir[DUR_PATH], path[DUR_PATH];
-    dur_mkdtemp(dir, "missing");
-    dur_join(path, dir, "no/such/dir/db");
+    char *dir = durable_tmpdir(), path[DUR_PATH];
+    durable_path(path, DUR_PATH, dir, "no/such/dir/db");
     open_fails(path, LDB_CANTOPEN, "a directory that does not exist");
-    dur_rmtree(dir);
+    durable_rmdir(dir);
 }
 
 /* A directory the process may not write: LDB_CANTOPEN. Root writes into
@@ -558,9 +557,8 @@ static void missing_dir(void)
  * where it is mounted read-only), is tried either way. */
 static void readonly_dir(void)
 {
-    char dir[DUR_PATH], path[DUR_PATH];
-    dur_mkdtemp(dir, "readonly");
-    dur_join(path, dir, "db");
+    char *dir = durable_tmpdir(), path[DUR_PATH];
+    durable_path(path, DUR_PATH, dir, "db");
     CHECK(chmod(dir, 0555) == 0);
     int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
     if (fd < 0) {
@@ -572,7 +570,7 @@ static void readonly_dir(void)
                (int)geteuid());
     }
     CHECK(chmod(dir, 0755) == 0);
-    dur_rmtree(dir);
+    durable_rmdir(dir);
     snprintf(path, sizeof path, "/sys/livedb-test-%d.db", (int)getpid());
     fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
     CHECKF(fd < 0, "created %s", path);
@@ -588,10 +586,9 @@ static void readonly_dir(void)
  * handle keeps working, and once it is closed the path opens again. */
 static void busy(void)
 {
-    char dir[DUR_PATH], path[DUR_PATH], alias[DUR_PATH];
-    dur_mkdtemp(dir, "busy");
-    dur_join(path, dir, "db");
-    dur_join(alias, dir, "./db");
+    char *dir = durable_tmpdir(), path[DUR_PATH], alias[DUR_PATH];
+    durable_path(path, DUR_PATH, dir, "db");
+    durable_path(alias, DUR_PATH, dir, "./db");
     ldb *db = dur_open(path, "FULL", 0);
     EXEC(db, "CREATE TABLE t(a INTEGER PRIMARY KEY)");
     open_fails(path, LDB_BUSY, "a second open in the same process");
@@ -615,9 +612,11 @@ static void busy(void)
     EXEC(db, "INSERT INTO t VALUES (1)");
     ldb_close(db);
     db = dur_open(path, "FULL", 0);
-    CHECK_STR(Q(db, "SELECT * FROM t"), "I:1\n");
+    char *rows = durable_query(db, "SELECT * FROM t");
+    CHECK_STR(rows, "2:1|\n");
+    free(rows);
     ldb_close(db);
-    dur_rmtree(dir);
+    durable_rmdir(dir);
 }
 
 TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(checkpoint_interrupted), T(snapshot_missing), T(foreign_file), T(missing_dir),

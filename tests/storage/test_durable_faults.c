@@ -86,7 +86,7 @@ static const char *const STATE[] = {
 struct sweep {
     bool existing;
     int persistent, err;
-    char dir[DUR_PATH], path[DUR_PATH];
+    char *dir, path[DUR_PATH];
     struct dur_files template; /* the existing database's files */
     bool auto_ckpt; /* a checkpoint after every commit */
     const char *steps[MAX_STEPS];
@@ -249,7 +249,7 @@ static void check_reopen(struct sweep *s, const struct run *r, uint64_t n)
     free(want);
     free(got);
     if (strstr(got = dur_state(db, STATE), "error: ") == NULL)
-        mvt_check_view(db, "m", M_BODY);
+        dur_check_view(db, "m", M_BODY);
     free(got);
     const char *err = store_check(db->store);
     CHECKF(err == NULL, "store_check: %s", err);
@@ -314,8 +314,8 @@ static void sweep(bool existing, bool auto_ckpt, int persistent, int err)
     struct sweep s = { .existing = existing, .auto_ckpt = auto_ckpt, .persistent = persistent,
                        .err = err };
     file_fail_at(0, 0, 0); /* a failed case may have left it set */
-    dur_mkdtemp(s.dir, "faults");
-    dur_join(s.path, s.dir, "db");
+    s.dir = durable_tmpdir();
+    durable_path(s.path, DUR_PATH, s.dir, "db");
     if (existing)
         make_template(&s);
     if (auto_ckpt)
@@ -339,7 +339,7 @@ static void sweep(bool existing, bool auto_ckpt, int persistent, int err)
         printf("#    a refusal: %s\n", s.refusal);
     if (existing)
         dur_files_free(&s.template);
-    dur_rmtree(s.dir);
+    durable_rmdir(s.dir);
 }
 
 static void fresh_once(void)
