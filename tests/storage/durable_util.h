@@ -165,7 +165,8 @@ static inline char *durable_query(ldb *db, const char *sql)
     }
     CHECKF(rc == LDB_DONE, "%s: %s", sql, ldb_errmsg(db));
     ldb_finalize(st);
-    qsort(lines, n, sizeof *lines, durable_line_cmp);
+    if (n) /* lines is NULL for no rows, and qsort's array must not be */
+        qsort(lines, n, sizeof *lines, durable_line_cmp);
     strbuf out;
     sb_init(&out);
     for (size_t i = 0; i < n; i++) {
