@@ -34,6 +34,9 @@
  *   failed: its record can be whole in the log while the sync failed and
  *   so did every cleanup meant to cut it off (all later calls fail), and
  *   then the next open decides it, whole or absent - never part of it.
+ *
+ * sync_levels counts the disk calls of a commit and a checkpoint at each
+ * PRAGMA synchronous level (which syncs each level makes).
  */
 #include "durable_util.h"
 
@@ -373,5 +376,42 @@ static void auto_checkpoint(void)
         }
 }
 
+/* Disk calls (file_call_count) of one commit and of one checkpoint at
+ * each PRAGMA synchronous level: FULL syncs the log at COMMIT, NORMAL
+ * and OFF do not; FULL and NORMAL sync a checkpoint, OFF does not. So a
+ * FULL commit makes one call more than a NORMAL one (its sync), NORMAL
+ * and OFF commits make the same calls, and an OFF checkpoint makes fewer
+ * than a NORMAL one, which makes as many as a FULL one. */
+static void sync_levels(void)
+{
+    static const char *const levels[] = { "OFF", "NORMAL", "FULL" };
+    uint64_t commit[3], ckpt[3];
+    char *dir = durable_tmpdir(), path[DUR_PATH];
+    durable_path(path, DUR_PATH, dir, "db");
+    for (int level = 0; level < 3; level++) {
+        ldb *db = dur_open(path, levels[level], 0);
+        EXEC(db, "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v TEXT)");
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT INTO t VALUES (%d, 'level %s')", level, levels[level]);
+        uint64_t n0 = file_call_count();
+        EXEC(db, sql);
+        uint64_t n1 = file_call_count();
+        CHECKF(ldb_checkpoint(db) == LDB_OK, "checkpoint: %s", ldb_errmsg(db));
+        commit[level] = n1 - n0;
+        ckpt[level] = file_call_count() - n1;
+        ldb_close(db);
+    }
+    printf("#    disk calls of a commit: OFF %llu, NORMAL %llu, FULL %llu; of a checkpoint: "
+           "OFF %llu, NORMAL %llu, FULL %llu\n", (unsigned long long)commit[0],
+           (unsigned long long)commit[1], (unsigned long long)commit[2],
+           (unsigned long long)ckpt[0], (unsigned long long)ckpt[1], (unsigned long long)ckpt[2]);
+    CHECK(commit[0] >= 1);
+    CHECK_INT(commit[1], commit[0]);
+    CHECK_INT(commit[2], commit[1] + 1);
+    CHECK(ckpt[0] < ckpt[1]);
+    CHECK_INT(ckpt[2], ckpt[1]);
+    durable_rmdir(dir);
+}
+
 TEST_MAIN(T(fresh_once), T(fresh_persistent), T(existing_once), T(existing_persistent),
-          T(auto_checkpoint))
+          T(auto_checkpoint), T(sync_levels))
