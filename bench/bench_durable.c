@@ -110,56 +110,38 @@ static uint64_t db_bytes(const char *path)
 /* ---- the two engines behind one interface ----------------------------------- */
 
 struct engine {
-    bool sqlite;
-    ldb *db;
-    sqlite3 *lite;
+    struct bench_engine b; /* first: an engine is a bench_engine */
     char path[400];
 };
 
 /* Opens (creating) the engine's database named case_name in dir. */
 static void engine_open(struct engine *e, bool sqlite, const char *case_name)
 {
-    e->sqlite = sqlite;
-    e->db = NULL;
-    e->lite = NULL;
+    e->b.sqlite = sqlite;
+    e->b.db = NULL;
+    e->b.lite = NULL;
     snprintf(e->path, sizeof e->path, "%s/%s-%s.db", dir, sqlite ? "sqlite" : "livedb",
              case_name);
-    if (sqlite ? sqlite3_open(e->path, &e->lite) != SQLITE_OK
-               : ldb_open(e->path, &e->db) != LDB_OK)
-        bench_die(e->path, sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(NULL));
+    if (sqlite ? sqlite3_open(e->path, &e->b.lite) != SQLITE_OK
+               : ldb_open(e->path, &e->b.db) != LDB_OK)
+        bench_die(e->path, sqlite ? sqlite3_errmsg(e->b.lite) : ldb_errmsg(NULL));
 }
 
 /* Opens the existing database at e->path again. */
 static void engine_reopen(struct engine *e)
 {
-    if (e->sqlite ? sqlite3_open_v2(e->path, &e->lite, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK
-                  : ldb_open(e->path, &e->db) != LDB_OK)
-        bench_die(e->path, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(NULL));
+    if (e->b.sqlite ? sqlite3_open_v2(e->path, &e->b.lite, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK
+                  : ldb_open(e->path, &e->b.db) != LDB_OK)
+        bench_die(e->path, e->b.sqlite ? sqlite3_errmsg(e->b.lite) : ldb_errmsg(NULL));
 }
 
 static void engine_close(struct engine *e)
 {
-    if (e->sqlite && sqlite3_close(e->lite) != SQLITE_OK)
-        bench_die("sqlite close", sqlite3_errmsg(e->lite));
-    ldb_close(e->db);
-    e->db = NULL;
-    e->lite = NULL;
-}
-
-static const char *engine_name(const struct engine *e)
-{
-    return e->sqlite ? "SQLite" : "livedb";
-}
-
-static void run(struct engine *e, const char *sql)
-{
-    if (e->sqlite) {
-        char *err = NULL;
-        if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-            bench_die(sql, err);
-    } else if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK) {
-        bench_die(sql, ldb_errmsg(e->db));
-    }
+    if (e->b.sqlite && sqlite3_close(e->b.lite) != SQLITE_OK)
+        bench_die("sqlite close", sqlite3_errmsg(e->b.lite));
+    ldb_close(e->b.db);
+    e->b.db = NULL;
+    e->b.lite = NULL;
 }
 
 /* WAL mode for SQLite (livedb always logs) and a page cache that holds
@@ -169,65 +151,35 @@ static void run(struct engine *e, const char *sql)
 static void engine_setup(struct engine *e, const char *synchronous)
 {
     char sql[64];
-    if (e->sqlite)
-        run(e, "PRAGMA journal_mode = WAL; PRAGMA cache_size = -1048576");
+    if (e->b.sqlite)
+        bench_run(&e->b, "PRAGMA journal_mode = WAL; PRAGMA cache_size = -1048576");
     snprintf(sql, sizeof sql, "PRAGMA synchronous = %s", synchronous);
-    run(e, sql);
-    run(e, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+    bench_run(&e->b, sql);
+    bench_run(&e->b, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
            "priority INTEGER, created INTEGER, assignee INTEGER)");
-    run(e, "CREATE INDEX issues_created ON issues(created)");
+    bench_run(&e->b, "CREATE INDEX issues_created ON issues(created)");
 }
 
 /* Only ldb_checkpoint, wal_checkpoint, or closing the database write a
  * checkpoint from now on. */
 static void no_auto_checkpoint(struct engine *e)
 {
-    run(e, e->sqlite ? "PRAGMA wal_autocheckpoint = 0" : "PRAGMA checkpoint_threshold = 0");
+    bench_run(&e->b, e->b.sqlite ? "PRAGMA wal_autocheckpoint = 0" : "PRAGMA checkpoint_threshold = 0");
 }
 
 /* Writes a checkpoint: afterwards the snapshot (db file) holds everything
  * and the log is empty. */
 static void engine_checkpoint(struct engine *e)
 {
-    if (e->sqlite)
-        run(e, "PRAGMA wal_checkpoint(TRUNCATE)");
-    else if (ldb_checkpoint(e->db) != LDB_OK)
-        bench_die("ldb_checkpoint", ldb_errmsg(e->db));
-}
-
-/* A prepared statement of either engine. */
-struct stmt {
-    struct engine *e;
-    ldb_stmt *ls;
-    sqlite3_stmt *ss;
-};
-
-static struct stmt prepare(struct engine *e, const char *sql)
-{
-    struct stmt s = { e, NULL, NULL };
-    if (e->sqlite ? sqlite3_prepare_v2(e->lite, sql, -1, &s.ss, NULL) != SQLITE_OK
-                  : ldb_prepare(e->db, sql, -1, &s.ls, NULL) != LDB_OK)
-        bench_die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
-    return s;
-}
-
-static void bind_int(struct stmt *s, int i, int64_t v)
-{
-    if (s->e->sqlite ? sqlite3_bind_int64(s->ss, i, v) != SQLITE_OK
-                     : ldb_bind_int64(s->ls, i, v) != LDB_OK)
-        bench_die("bind", engine_name(s->e));
-}
-
-static void bind_text(struct stmt *s, int i, const char *v)
-{
-    if (s->e->sqlite ? sqlite3_bind_text(s->ss, i, v, -1, SQLITE_TRANSIENT) != SQLITE_OK
-                     : ldb_bind_text(s->ls, i, v, -1) != LDB_OK)
-        bench_die("bind", engine_name(s->e));
+    if (e->b.sqlite)
+        bench_run(&e->b, "PRAGMA wal_checkpoint(TRUNCATE)");
+    else if (ldb_checkpoint(e->b.db) != LDB_OK)
+        bench_die("ldb_checkpoint", ldb_errmsg(e->b.db));
 }
 
 /* Steps s once, expecting a row (want_row) or the end; then resets it
  * unless a row is to be read. */
-static void step(struct stmt *s, bool want_row)
+static void step(struct bench_stmt *s, bool want_row)
 {
     int rc = s->e->sqlite ? sqlite3_step(s->ss) : ldb_step(s->ls);
     bool row = s->e->sqlite ? rc == SQLITE_ROW : rc == LDB_ROW;
@@ -236,20 +188,13 @@ static void step(struct stmt *s, bool want_row)
         bench_die("step", s->e->sqlite ? sqlite3_errmsg(s->e->lite) : ldb_errmsg(s->e->db));
     if (!want_row && (s->e->sqlite ? sqlite3_reset(s->ss) != SQLITE_OK
                                    : ldb_reset(s->ls) != LDB_OK))
-        bench_die("reset", engine_name(s->e));
+        bench_die("reset", bench_engine_name(s->e));
 }
 
-static int64_t column_int(struct stmt *s, int i)
+static int64_t column_int(struct bench_stmt *s, int i)
 {
     return s->e->sqlite ? sqlite3_column_int64(s->ss, i)
                         : ldb_row_int64(ldb_stmt_row(s->ls), i);
-}
-
-static void finalize(struct stmt *s)
-{
-    if (s->ss)
-        sqlite3_finalize(s->ss);
-    ldb_finalize(s->ls);
 }
 
 /* ---- figures ------------------------------------------------------------------- */
@@ -316,21 +261,21 @@ static void make_issues(void)
     bench_issues(n, SEED, keep_issue, issues);
 }
 
-static struct stmt prepare_insert(struct engine *e)
+static struct bench_stmt prepare_insert(struct engine *e)
 {
-    return prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
+    return bench_prepare(&e->b, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
 }
 
 /* Inserts issue i (0-based) with s. */
-static void insert_issue(struct stmt *s, int i)
+static void insert_issue(struct bench_stmt *s, int i)
 {
     const struct issue *r = &issues[i];
-    bind_int(s, 1, r->id);
-    bind_text(s, 2, r->title);
-    bind_text(s, 3, r->status);
-    bind_int(s, 4, r->priority);
-    bind_int(s, 5, r->created);
-    bind_int(s, 6, r->assignee);
+    bench_bind_int(s, 1, r->id);
+    bench_bind_text(s, 2, r->title);
+    bench_bind_text(s, 3, r->status);
+    bench_bind_int(s, 4, r->priority);
+    bench_bind_int(s, 5, r->created);
+    bench_bind_int(s, 6, r->assignee);
     step(s, false);
 }
 
@@ -343,7 +288,7 @@ static void insert_issue(struct stmt *s, int i)
 #define COMMIT_BLOCK 50
 
 /* Times the autocommit inserts of issues [from, to) into t (us each). */
-static void commit_block(struct stmt *ins, int from, int to, double *t)
+static void commit_block(struct bench_stmt *ins, int from, int to, double *t)
 {
     for (int i = from; i < to; i++) {
         uint64_t t0 = bench_ns();
@@ -357,7 +302,7 @@ static void commit_block(struct stmt *ins, int from, int to, double *t)
 static void commit_latency(const char *synchronous, const char *label)
 {
     struct engine e[2];
-    struct stmt ins[2];
+    struct bench_stmt ins[2];
     double *t[2];
     int n = ncommits();
     for (int k = 0; k < 2; k++) {
@@ -379,7 +324,7 @@ static void commit_latency(const char *synchronous, const char *label)
     print3(name, bench_quantile(t[0], (size_t)n, 0.95), bench_quantile(t[1], (size_t)n, 0.95),
            "us");
     for (int k = 0; k < 2; k++) {
-        finalize(&ins[k]);
+        bench_finalize(&ins[k]);
         engine_close(&e[k]);
         free(t[k]);
     }
@@ -392,19 +337,19 @@ static void commit_latency(const char *synchronous, const char *label)
  * rows/s. */
 static double load(struct engine *e, int n, int batch)
 {
-    struct stmt ins = prepare_insert(e);
+    struct bench_stmt ins = prepare_insert(e);
     uint64_t t0 = bench_ns();
-    run(e, "BEGIN");
+    bench_run(&e->b, "BEGIN");
     for (int i = 0; i < n; i++) {
         insert_issue(&ins, i);
         if ((i + 1) % batch == 0 && i + 1 < n) {
-            run(e, "COMMIT");
-            run(e, "BEGIN");
+            bench_run(&e->b, "COMMIT");
+            bench_run(&e->b, "BEGIN");
         }
     }
-    run(e, "COMMIT");
+    bench_run(&e->b, "COMMIT");
     double s = (double)(bench_ns() - t0) / 1e9;
-    finalize(&ins);
+    bench_finalize(&ins);
     return n / s;
 }
 
@@ -435,21 +380,21 @@ static double reopen_ms(struct engine *e)
     int n = nrows();
     uint64_t t0 = bench_ns();
     engine_reopen(e);
-    struct stmt count = prepare(e, "SELECT count(*) FROM issues");
+    struct bench_stmt count = bench_prepare(&e->b, "SELECT count(*) FROM issues");
     step(&count, true);
     int64_t rows = column_int(&count, 0);
-    struct stmt get = prepare(e, "SELECT id, priority FROM issues WHERE id = ?");
-    bind_int(&get, 1, n / 2 + 1);
+    struct bench_stmt get = bench_prepare(&e->b, "SELECT id, priority FROM issues WHERE id = ?");
+    bench_bind_int(&get, 1, n / 2 + 1);
     step(&get, true);
     int64_t id = column_int(&get, 0);
     double ms = (double)(bench_ns() - t0) / 1e6;
     if (rows != n || id != n / 2 + 1) {
         fprintf(stderr, "%s after reopen: %lld rows (want %d), lookup found id %lld\n",
-                engine_name(e), (long long)rows, n, (long long)id);
+                bench_engine_name(&e->b), (long long)rows, n, (long long)id);
         exit(1);
     }
-    finalize(&count);
-    finalize(&get);
+    bench_finalize(&count);
+    bench_finalize(&get);
     engine_close(e);
     return ms;
 }
@@ -493,7 +438,7 @@ static uint64_t load_in_child(struct engine *e)
         bench_die("fork", strerror(errno));
     if (pid == 0) {
         struct engine c;
-        engine_open(&c, e->sqlite, "replay");
+        engine_open(&c, e->b.sqlite, "replay");
         no_auto_checkpoint(&c);
         engine_setup(&c, "NORMAL");
         load(&c, nrows(), nrows());
@@ -501,14 +446,14 @@ static uint64_t load_in_child(struct engine *e)
     }
     int status;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        bench_die("load in a child process", engine_name(e));
-    snprintf(e->path, sizeof e->path, "%s/%s-replay.db", dir, e->sqlite ? "sqlite" : "livedb");
+        bench_die("load in a child process", bench_engine_name(&e->b));
+    snprintf(e->path, sizeof e->path, "%s/%s-replay.db", dir, e->b.sqlite ? "sqlite" : "livedb");
     return log_bytes(e->path);
 }
 
 static void replay(double *ms, double *logged, bool sqlite)
 {
-    struct engine e = { sqlite, NULL, NULL, "" };
+    struct engine e = { { sqlite, NULL, NULL }, "" };
     *logged = (double)load_in_child(&e);
     *ms = reopen_ms(&e);
     clear_dir(false);

@@ -48,133 +48,55 @@ static uint64_t next_rand(void)
 
 /* ---- the two engines behind one interface ---------------------------------- */
 
-struct engine {
-    bool sqlite;
-    ldb *db;
-    sqlite3 *lite;
-};
-
-static struct engine engine_open(bool sqlite)
+static struct bench_engine engine_open(bool sqlite)
 {
-    struct engine e = { sqlite, NULL, NULL };
+    struct bench_engine e = { sqlite, NULL, NULL };
     if (sqlite ? sqlite3_open(":memory:", &e.lite) != SQLITE_OK : ldb_open(NULL, &e.db) != LDB_OK)
         bench_die("open", sqlite ? "SQLite" : "livedb");
     return e;
-}
-
-static void run(struct engine *e, const char *sql)
-{
-    if (e->sqlite) {
-        char *err = NULL;
-        if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
-            bench_die(sql, err);
-    } else if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK) {
-        bench_die(sql, ldb_errmsg(e->db));
-    }
-}
-
-/* A prepared statement of either engine. */
-struct stmt {
-    struct engine *e;
-    ldb_stmt *ls;
-    sqlite3_stmt *ss;
-};
-
-static struct stmt prepare(struct engine *e, const char *sql)
-{
-    struct stmt s = { e, NULL, NULL };
-    if (e->sqlite ? sqlite3_prepare_v2(e->lite, sql, -1, &s.ss, NULL) != SQLITE_OK
-                  : ldb_prepare(e->db, sql, -1, &s.ls, NULL) != LDB_OK)
-        bench_die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
-    return s;
-}
-
-static void bind_int(struct stmt *s, int i, int64_t v)
-{
-    if (s->ss)
-        sqlite3_bind_int64(s->ss, i, v);
-    else
-        ldb_bind_int64(s->ls, i, v);
-}
-
-static void bind_text(struct stmt *s, int i, const char *v)
-{
-    if (s->ss)
-        sqlite3_bind_text(s->ss, i, v, -1, SQLITE_TRANSIENT);
-    else
-        ldb_bind_text(s->ls, i, v, -1);
-}
-
-/* Runs to completion; returns the number of rows. */
-static int64_t step_all(struct stmt *s)
-{
-    int64_t rows = 0;
-    if (s->ss) {
-        int rc;
-        while ((rc = sqlite3_step(s->ss)) == SQLITE_ROW)
-            rows++;
-        if (rc != SQLITE_DONE)
-            bench_die("sqlite step", sqlite3_errmsg(s->e->lite));
-        sqlite3_reset(s->ss);
-    } else {
-        int rc;
-        while ((rc = ldb_step(s->ls)) == LDB_ROW)
-            rows++;
-        if (rc != LDB_DONE)
-            bench_die("livedb step", ldb_errmsg(s->e->db));
-        ldb_reset(s->ls);
-    }
-    return rows;
-}
-
-static void finalize(struct stmt *s)
-{
-    if (s->ss)
-        sqlite3_finalize(s->ss);
-    ldb_finalize(s->ls);
 }
 
 /* ---- data ---------------------------------------------------------------------- */
 
 static void insert_issue(void *ctx, const struct bench_issue *r)
 {
-    struct stmt *s = ctx;
-    bind_int(s, 1, r->id);
-    bind_text(s, 2, r->title);
-    bind_text(s, 3, r->status);
-    bind_int(s, 4, r->priority);
-    bind_int(s, 5, r->created);
-    bind_int(s, 6, r->assignee);
-    step_all(s);
+    struct bench_stmt *s = ctx;
+    bench_bind_int(s, 1, r->id);
+    bench_bind_text(s, 2, r->title);
+    bench_bind_text(s, 3, r->status);
+    bench_bind_int(s, 4, r->priority);
+    bench_bind_int(s, 5, r->created);
+    bench_bind_int(s, 6, r->assignee);
+    bench_step_all(s);
 }
 
-static void insert_issues(struct engine *e, int n)
+static void insert_issues(struct bench_engine *e, int n)
 {
-    struct stmt s = prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
+    struct bench_stmt s = bench_prepare(e, "INSERT INTO issues VALUES (?, ?, ?, ?, ?, ?)");
     bench_issues(n, SEED, insert_issue, &s);
-    finalize(&s);
+    bench_finalize(&s);
 }
 
 /* Creates both tables and their indexes, fills users, and inserts n issues
  * in the same transaction. */
-static void load_issues(struct engine *e, int n, const char *indexes)
+static void load_issues(struct bench_engine *e, int n, const char *indexes)
 {
-    run(e, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
-    run(e, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+    bench_run(e, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
+    bench_run(e, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
            "priority INTEGER, created INTEGER, assignee INTEGER)");
-    run(e, indexes);
-    run(e, "BEGIN");
-    struct stmt u = prepare(e, "INSERT INTO users VALUES (?, ?)");
+    bench_run(e, indexes);
+    bench_run(e, "BEGIN");
+    struct bench_stmt u = bench_prepare(e, "INSERT INTO users VALUES (?, ?)");
     char text[64];
     for (int i = 1; i <= BENCH_USERS; i++) {
         snprintf(text, sizeof text, "User %d", i);
-        bind_int(&u, 1, i);
-        bind_text(&u, 2, text);
-        step_all(&u);
+        bench_bind_int(&u, 1, i);
+        bench_bind_text(&u, 2, text);
+        bench_step_all(&u);
     }
-    finalize(&u);
+    bench_finalize(&u);
     insert_issues(e, n);
-    run(e, "COMMIT");
+    bench_run(e, "COMMIT");
 }
 
 /* ---- timing ---------------------------------------------------------------------- */
@@ -213,36 +135,36 @@ struct workload {
     const char *name;
     const char *query;
     const char *indexes;
-    void (*writes)(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+    void (*writes)(struct bench_engine *e, struct bench_stmt *q, int n, int iters, const char *prefix,
                    double *med);
 };
 
 static int64_t next_id, next_created;
 
-static void time_op(struct stmt *q, struct sample *s, uint64_t t0)
+static void time_op(struct bench_stmt *q, struct sample *s, uint64_t t0)
 {
     if (q)
-        step_all(q); /* SQLite: the query re-run */
+        bench_step_all(q); /* SQLite: the query re-run */
     sample_add(s, (double)(bench_ns() - t0));
 }
 
-static void list_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+static void list_writes(struct bench_engine *e, struct bench_stmt *q, int n, int iters, const char *prefix,
                         double *med)
 {
-    struct stmt ins = prepare(e, "INSERT INTO issues VALUES (?, 'new', 'open', 1, ?, 1)");
-    struct stmt del = prepare(e, "DELETE FROM issues WHERE id = ?");
-    struct stmt upd = prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
+    struct bench_stmt ins = bench_prepare(e, "INSERT INTO issues VALUES (?, 'new', 'open', 1, ?, 1)");
+    struct bench_stmt del = bench_prepare(e, "DELETE FROM issues WHERE id = ?");
+    struct bench_stmt upd = bench_prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
     struct sample pair = { 0 }, out = { 0 }, in = { 0 };
     char title[32];
     for (int i = 0; i < iters + iters / 10; i++) {
         /* pair: a new open issue above every other, then delete the one
          * inserted before it (a visible row) */
         uint64_t t0 = bench_ns();
-        bind_int(&ins, 1, next_id);
-        bind_int(&ins, 2, next_created);
-        step_all(&ins);
-        bind_int(&del, 1, next_id - 1);
-        step_all(&del);
+        bench_bind_int(&ins, 1, next_id);
+        bench_bind_int(&ins, 2, next_created);
+        bench_step_all(&ins);
+        bench_bind_int(&del, 1, next_id - 1);
+        bench_step_all(&del);
         next_id++;
         next_created += 60000;
         if (i >= iters / 10)
@@ -250,35 +172,35 @@ static void list_writes(struct engine *e, struct stmt *q, int n, int iters, cons
         /* update_out: an open row far outside the window (original data) */
         snprintf(title, sizeof title, "t%d", i);
         t0 = bench_ns();
-        bind_text(&upd, 1, title);
-        bind_int(&upd, 2, 1 + (int64_t)(next_rand() % (uint64_t)(n / 2)));
-        step_all(&upd);
+        bench_bind_text(&upd, 1, title);
+        bench_bind_int(&upd, 2, 1 + (int64_t)(next_rand() % (uint64_t)(n / 2)));
+        bench_step_all(&upd);
         if (i >= iters / 10)
             time_op(q, &out, t0);
         /* update_in: the newest row, in the window */
         t0 = bench_ns();
-        bind_text(&upd, 1, title);
-        bind_int(&upd, 2, next_id - 1);
-        step_all(&upd);
+        bench_bind_text(&upd, 1, title);
+        bench_bind_int(&upd, 2, next_id - 1);
+        bench_step_all(&upd);
         if (i >= iters / 10)
             time_op(q, &in, t0);
     }
     report(prefix, "list.pair", n, &pair, &med[0]);
     report(prefix, "list.update_out", n, &out, &med[1]);
     report(prefix, "list.update_in", n, &in, &med[2]);
-    finalize(&ins);
-    finalize(&del);
-    finalize(&upd);
+    bench_finalize(&ins);
+    bench_finalize(&del);
+    bench_finalize(&upd);
 }
 
 /* The two cases run as separate loops: a title update timed right after
  * a rename would also pay for freeing the rename's thousand replaced rows
  * (the allocator consolidates them at its next large request). */
-static void join_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+static void join_writes(struct bench_engine *e, struct bench_stmt *q, int n, int iters, const char *prefix,
                         double *med)
 {
-    struct stmt title = prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
-    struct stmt name = prepare(e, "UPDATE users SET name = ? WHERE id = ?");
+    struct bench_stmt title = bench_prepare(e, "UPDATE issues SET title = ? WHERE id = ?");
+    struct bench_stmt name = bench_prepare(e, "UPDATE users SET name = ? WHERE id = ?");
     struct sample a = { 0 }, b = { 0 };
     char text[32];
     /* SQLite re-runs the whole join after every write: fewer iterations */
@@ -286,45 +208,45 @@ static void join_writes(struct engine *e, struct stmt *q, int n, int iters, cons
     for (int i = 0; i < writes + writes / 10; i++) {
         snprintf(text, sizeof text, "T%d", i);
         uint64_t t0 = bench_ns();
-        bind_text(&title, 1, text);
-        bind_int(&title, 2, 1 + (int64_t)(next_rand() % (uint64_t)n));
-        step_all(&title);
+        bench_bind_text(&title, 1, text);
+        bench_bind_int(&title, 2, 1 + (int64_t)(next_rand() % (uint64_t)n));
+        bench_step_all(&title);
         if (i >= writes / 10)
             time_op(q, &a, t0);
     }
     for (int i = 0; i < writes + writes / 10; i++) {
         snprintf(text, sizeof text, "N%d", i);
         uint64_t t0 = bench_ns();
-        bind_text(&name, 1, text);
-        bind_int(&name, 2, 1 + (int64_t)(next_rand() % 1000));
-        step_all(&name);
+        bench_bind_text(&name, 1, text);
+        bench_bind_int(&name, 2, 1 + (int64_t)(next_rand() % 1000));
+        bench_step_all(&name);
         if (i >= writes / 10)
             time_op(q, &b, t0);
     }
     report(prefix, "join.issue_title", n, &a, &med[0]);
     report(prefix, "join.user_name", n, &b, &med[1]);
-    finalize(&title);
-    finalize(&name);
+    bench_finalize(&title);
+    bench_finalize(&name);
 }
 
-static void group_writes(struct engine *e, struct stmt *q, int n, int iters, const char *prefix,
+static void group_writes(struct bench_engine *e, struct bench_stmt *q, int n, int iters, const char *prefix,
                          double *med)
 {
-    struct stmt ins = prepare(e, "INSERT INTO issues VALUES (?, 'g', ?, ?, ?, 1)");
+    struct bench_stmt ins = bench_prepare(e, "INSERT INTO issues VALUES (?, 'g', ?, ?, ?, 1)");
     struct sample s = { 0 };
     int reps = q ? iters / 20 + 10 : iters; /* SQLite re-aggregates everything */
     for (int i = 0; i < reps + reps / 10; i++) {
         uint64_t t0 = bench_ns();
-        bind_int(&ins, 1, next_id++);
-        bind_text(&ins, 2, next_rand() % 3 < 2 ? "open" : "closed");
-        bind_int(&ins, 3, (int64_t)(next_rand() % 10));
-        bind_int(&ins, 4, next_created += 60000);
-        step_all(&ins);
+        bench_bind_int(&ins, 1, next_id++);
+        bench_bind_text(&ins, 2, next_rand() % 3 < 2 ? "open" : "closed");
+        bench_bind_int(&ins, 3, (int64_t)(next_rand() % 10));
+        bench_bind_int(&ins, 4, next_created += 60000);
+        bench_step_all(&ins);
         if (i >= reps / 10)
             time_op(q, &s, t0);
     }
     report(prefix, "group.insert", n, &s, &med[0]);
-    finalize(&ins);
+    bench_finalize(&ins);
 }
 
 static const struct workload workloads[] = {
@@ -364,7 +286,7 @@ static void run_workload(int w, int n, int iters)
     double open_ms = 0, query_ms = 0;
     char name[128];
     for (int mode = 0; mode < 3; mode++) {
-        struct engine e = engine_open(mode == 2);
+        struct bench_engine e = engine_open(mode == 2);
         load_issues(&e, n, wl->indexes);
         next_id = n + 1;
         next_created = BENCH_CREATED0 + (int64_t)n * 60000;
@@ -384,11 +306,11 @@ static void run_workload(int w, int n, int iters)
             bench_print(name, (double)st.retained_bytes, "bytes");
             heap_figures(wl->name, n, bench_heap_bytes() - heap0, &st);
         }
-        struct stmt q = { 0 };
+        struct bench_stmt q = { 0 };
         if (mode == 2) {
-            q = prepare(&e, wl->query);
+            q = bench_prepare(&e, wl->query);
             uint64_t t0 = bench_ns();
-            step_all(&q);
+            bench_step_all(&q);
             query_ms = (double)(bench_ns() - t0) / 1e6;
             snprintf(name, sizeof name, "sqlite.%s.%d.query_ms", wl->name, n);
             bench_print(name, query_ms, "ms");
@@ -402,7 +324,7 @@ static void run_workload(int w, int n, int iters)
         if (lq && ldb_live_error(lq, NULL) != LDB_OK)
             bench_die("live query failed", wl->query);
         if (mode == 2) {
-            finalize(&q);
+            bench_finalize(&q);
             sqlite3_close(e.lite);
         } else {
             ldb_live_close(lq);
@@ -427,7 +349,7 @@ static void run_bulk(int n)
     static const char *const prefix[3] = { "", "base.", "sqlite." };
     char name[128];
     for (int mode = 0; mode < 3; mode++) {
-        struct engine e = engine_open(mode == 2);
+        struct bench_engine e = engine_open(mode == 2);
         load_issues(&e, 0, workloads[1].indexes);
         ldb_live *lq[3] = { NULL, NULL, NULL };
         for (int w = 0; mode == 0 && w < 3; w++)
@@ -436,13 +358,13 @@ static void run_bulk(int n)
                 bench_die(workloads[w].query, ldb_errmsg(e.db));
         uint64_t seen = bench_changes_seen;
         uint64_t t0 = bench_ns();
-        run(&e, "BEGIN");
+        bench_run(&e, "BEGIN");
         insert_issues(&e, n);
-        run(&e, "COMMIT");
+        bench_run(&e, "COMMIT");
         for (int w = 0; mode == 2 && w < 3; w++) {
-            struct stmt q = prepare(&e, workloads[w].query);
-            step_all(&q);
-            finalize(&q);
+            struct bench_stmt q = bench_prepare(&e, workloads[w].query);
+            bench_step_all(&q);
+            bench_finalize(&q);
         }
         secs[mode] = (double)(bench_ns() - t0) / 1e9;
         if (mode == 0 && bench_changes_seen == seen)

@@ -152,3 +152,71 @@ void bench_issues(int n, uint64_t seed, void (*fn)(void *ctx, const struct bench
     }
     free(perm);
 }
+
+/* ---- SQLite and livedb behind one interface -------------------------------- */
+
+const char *bench_engine_name(const struct bench_engine *e)
+{
+    return e->sqlite ? "SQLite" : "livedb";
+}
+
+void bench_run(struct bench_engine *e, const char *sql)
+{
+    if (e->sqlite) {
+        char *err = NULL;
+        if (sqlite3_exec(e->lite, sql, NULL, NULL, &err) != SQLITE_OK)
+            bench_die(sql, err);
+    } else if (ldb_exec(e->db, sql, NULL, NULL) != LDB_OK) {
+        bench_die(sql, ldb_errmsg(e->db));
+    }
+}
+
+struct bench_stmt bench_prepare(struct bench_engine *e, const char *sql)
+{
+    struct bench_stmt s = { e, NULL, NULL };
+    if (e->sqlite ? sqlite3_prepare_v2(e->lite, sql, -1, &s.ss, NULL) != SQLITE_OK
+                  : ldb_prepare(e->db, sql, -1, &s.ls, NULL) != LDB_OK)
+        bench_die(sql, e->sqlite ? sqlite3_errmsg(e->lite) : ldb_errmsg(e->db));
+    return s;
+}
+
+void bench_bind_int(struct bench_stmt *s, int i, int64_t v)
+{
+    if (s->e->sqlite ? sqlite3_bind_int64(s->ss, i, v) != SQLITE_OK
+                     : ldb_bind_int64(s->ls, i, v) != LDB_OK)
+        bench_die("bind", bench_engine_name(s->e));
+}
+
+void bench_bind_text(struct bench_stmt *s, int i, const char *v)
+{
+    if (s->e->sqlite ? sqlite3_bind_text(s->ss, i, v, -1, SQLITE_TRANSIENT) != SQLITE_OK
+                     : ldb_bind_text(s->ls, i, v, -1) != LDB_OK)
+        bench_die("bind", bench_engine_name(s->e));
+}
+
+int64_t bench_step_all(struct bench_stmt *s)
+{
+    int64_t rows = 0;
+    int rc;
+    if (s->e->sqlite) {
+        while ((rc = sqlite3_step(s->ss)) == SQLITE_ROW)
+            rows++;
+        if (rc != SQLITE_DONE)
+            bench_die("sqlite step", sqlite3_errmsg(s->e->lite));
+        sqlite3_reset(s->ss);
+    } else {
+        while ((rc = ldb_step(s->ls)) == LDB_ROW)
+            rows++;
+        if (rc != LDB_DONE)
+            bench_die("livedb step", ldb_errmsg(s->e->db));
+        ldb_reset(s->ls);
+    }
+    return rows;
+}
+
+void bench_finalize(struct bench_stmt *s)
+{
+    if (s->ss)
+        sqlite3_finalize(s->ss);
+    ldb_finalize(s->ls);
+}

@@ -71,4 +71,30 @@ struct bench_issue {
 void bench_issues(int n, uint64_t seed, void (*fn)(void *ctx, const struct bench_issue *row),
                   void *ctx);
 
+/* ---- SQLite and livedb behind one interface -------------------------------- */
+
+/* A database of either engine (the benchmark opens it). */
+struct bench_engine {
+    bool sqlite;
+    ldb *db;
+    sqlite3 *lite;
+};
+/* "SQLite" or "livedb". */
+const char *bench_engine_name(const struct bench_engine *e);
+/* Runs statements without rows; dies on an error. */
+void bench_run(struct bench_engine *e, const char *sql);
+
+/* A prepared statement of either engine; every call dies on an error. */
+struct bench_stmt {
+    struct bench_engine *e;
+    ldb_stmt *ls;
+    sqlite3_stmt *ss;
+};
+struct bench_stmt bench_prepare(struct bench_engine *e, const char *sql);
+void bench_bind_int(struct bench_stmt *s, int i, int64_t v);
+void bench_bind_text(struct bench_stmt *s, int i, const char *v);
+/* Runs to completion and resets; returns the number of rows. */
+int64_t bench_step_all(struct bench_stmt *s);
+void bench_finalize(struct bench_stmt *s);
+
 #endif

@@ -679,6 +679,18 @@ typedef struct ldb_receipt ldb_receipt;
  * deleted at the next dispatch point, in one commit. A program pins rows
  * by keeping a live query over them open. Without it (the default),
  * rows stay until sync writes delete them.
+ *
+ * Persisted retention. Rows the table already holds when such a source
+ * is attached (a durable database reopened, ldb_open) are visible at once
+ * and owned by persisted retention until the source revalidates them:
+ * the first dispatch point makes one grouped request for their keys
+ * (ldb_request_keys). When it settles, each of those rows that no sync
+ * write of the source touched meanwhile (from that request or any other)
+ * is deleted, as gone at the source, and persisted retention ends: the
+ * rows then stay only while demand owns them. A revalidation that fails
+ * leaves the rows, still retained, until the source is detached or
+ * stopped. Only for a single-column primary key: rows under a composite
+ * key are not revalidated and stay until demand retires.
  */
 #define LDB_SOURCE_RETAIN_OWNED 0x10
 

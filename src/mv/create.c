@@ -309,7 +309,8 @@ static bool name_taken(const struct mv_registry *reg, const char *name)
     return store_find_table(reg->store, name) || store_find_index(reg->store, name);
 }
 
-static int build(struct mv_view *v, const struct mv_options *opt, struct eval_error *err)
+/* Binds, checks and plans the body into v->body, then chooses its arm. */
+static int plan_body(struct mv_view *v, const struct mv_options *opt, struct eval_error *err)
 {
     struct plan *p;
     bool nondet;
@@ -326,8 +327,13 @@ static int build(struct mv_view *v, const struct mv_options *opt, struct eval_er
         return rc;
     if (!(v->body = mv_unordered(&v->pa, p)))
         return fail(err, LDB_NOMEM, 0, false, "out of memory");
-    if ((rc = choose(v, nondet, opt, err)) || (rc = make_backing(v, err)) ||
-        (rc = fill(v, err)))
+    return choose(v, nondet, opt, err);
+}
+
+static int build(struct mv_view *v, const struct mv_options *opt, struct eval_error *err)
+{
+    int rc;
+    if ((rc = plan_body(v, opt, err)) || (rc = make_backing(v, err)) || (rc = fill(v, err)))
         return rc;
     if ((rc = mv_register(v->reg, v)))
         return fail(err, rc, 0, false, "%s",
@@ -335,17 +341,28 @@ static int build(struct mv_view *v, const struct mv_options *opt, struct eval_er
     return LDB_OK;
 }
 
-int mv_create(struct mv_registry *reg, const char *sql, uint32_t len,
-              const struct mv_options *opt, struct eval_error *err)
+/* A new view of reg parsed from sql[0..len) (caller frees, mv_view_free,
+ * also on failure when *out is set). */
+static int view_parse(struct mv_registry *reg, const char *sql, uint32_t len,
+                      struct eval_error *err, struct mv_view **out)
 {
-    memset(err, 0, sizeof *err);
-    struct mv_view *v = mem_calloc(1, sizeof *v);
+    struct mv_view *v = *out = mem_calloc(1, sizeof *v);
     if (!v)
         return fail(err, LDB_NOMEM, 0, false, "out of memory");
     v->reg = reg;
     v->dropped_at = MV_NOT_DROPPED;
     plan_arena_init(&v->pa);
-    int rc = parse(v, sql, len, err);
+    return parse(v, sql, len, err);
+}
+
+int mv_create(struct mv_registry *reg, const char *sql, uint32_t len,
+              const struct mv_options *opt, struct eval_error *err)
+{
+    memset(err, 0, sizeof *err);
+    struct mv_view *v;
+    int rc = view_parse(reg, sql, len, err, &v);
+    if (!v)
+        return rc;
     if (rc == LDB_OK && name_taken(reg, v->name)) {
         if (!definition(v)->if_not_exists)
             rc = fail(err, LDB_ERROR, definition(v)->name.name.off, true,
@@ -386,18 +403,8 @@ static bool layout_matches(const struct mv_view *v, const struct table *t)
 static int adopt(struct mv_view *v, struct table *backing, const struct mv_options *opt,
                  struct eval_error *err)
 {
-    struct plan *p;
-    bool nondet;
-    int rc = bind(v, &p, err);
-    if (rc == LDB_OK)
-        rc = check_body(v, p, opt, &nondet, err);
-    if (rc == LDB_OK && ((rc = planner_optimize(&v->pa, &p)) || (rc = mv_clear_annotations(p))))
-        return fail(err, rc, 0, false, "out of memory");
+    int rc = plan_body(v, opt, err);
     if (rc)
-        return rc;
-    if (!(v->body = mv_unordered(&v->pa, p)))
-        return fail(err, LDB_NOMEM, 0, false, "out of memory");
-    if ((rc = choose(v, nondet, opt, err)))
         return rc;
     if (!layout_matches(v, backing))
         return fail(err, LDB_ERROR, 0, false, "materialized view %s: its stored table no "
@@ -416,14 +423,11 @@ static int restore_with(struct mv_registry *reg, struct table *backing, bool che
 {
     /* It was admitted when made: no refusal of a setting applies again. */
     struct mv_options opt = { true, cheap_arms, 0 };
-    struct mv_view *v = mem_calloc(1, sizeof *v);
-    if (!v)
-        return fail(err, LDB_NOMEM, 0, false, "out of memory");
-    v->reg = reg;
-    v->dropped_at = MV_NOT_DROPPED;
-    plan_arena_init(&v->pa);
+    struct mv_view *v;
     const char *sql = table_sql(backing);
-    int rc = parse(v, sql, (uint32_t)strlen(sql), err);
+    int rc = view_parse(reg, sql, (uint32_t)strlen(sql), err, &v);
+    if (!v)
+        return rc;
     if (rc == LDB_OK)
         rc = adopt(v, backing, &opt, err);
     if (rc) {

@@ -141,6 +141,8 @@ static void plan_maybe_free(struct src_plan *pl)
     uint64_t *slot = hmap_get(&s->plans, pl->hash, plan_eq, pl->ident);
     if (slot)
         hmap_del(&s->plans, slot);
+    if (pl == s->persisted)
+        s->persisted = NULL;
     demand_free_plan(pl);
 }
 
@@ -470,6 +472,11 @@ static void plan_request(struct src_registry *r, struct src_plan *pl)
     ldb_request *req = NULL;
     if (vec_reserve(&s->releases, s->st.requests_live + 1 - s->releases.len) ||
         request_new(pl, pl->fresh.data, n, &req)) {
+        if (pl == s->persisted) { /* no owner to retry it: the next dispatch does */
+            s->persist_retry = true;
+            r->work = true;
+            return;
+        }
         for (size_t i = 0; i < n; i++)
             param_fail(r, pl->fresh.data[i], "out of memory");
         for (size_t i = 0; i < n; i++)
@@ -480,6 +487,7 @@ static void plan_request(struct src_registry *r, struct src_plan *pl)
     req->id = ++r->next_id;
     req->current = true;
     req->state = ACQ_TENTATIVE;
+    req->persisted = pl == s->persisted;
     for (size_t i = 0; i < n; i++) { /* reserved by request_new */
         struct src_param *p = pl->fresh.data[i];
         if (p->ord) /* its window publishes once, when all of it is loaded */
@@ -559,6 +567,12 @@ static void acq_release(struct src_registry *r, ldb_request *req)
 static bool source_dispatch(struct src_registry *r, ldb_source *s)
 {
     bool did = false;
+    struct src_plan *kept = s->persisted;
+    if (s->persist_retry && kept && kept->fresh.len && !kept->queued &&
+        !vec_push(&s->fresh_plans, kept)) {
+        kept->queued = true;
+        s->persist_retry = false;
+    }
     /* old leases go before new ones are made (a replay replaces them in
      * that order; the provider may reuse what they held) */
     while (s->releases.len) {
@@ -591,6 +605,29 @@ bool demand_dispatch(struct src_registry *r)
 
 /* ---- settlements ----------------------------------------------------------------------- */
 
+/*
+ * A revalidation settled: each persisted row it did not bring back is
+ * gone at the source (deleted at the next pump), and persisted retention
+ * of its keys ends. A key whose copy for the list fails keeps its row
+ * (retention ends all the same): a stale row, never a lost one.
+ */
+static void revalidation_settled(struct src_registry *r, ldb_request *req)
+{
+    ldb_source *s = req->src;
+    for (size_t i = 0; i < req->params_here.len; i++) {
+        struct src_param *p = req->params_here.data[i];
+        if (!p)
+            continue;
+        value gone;
+        if (!p->revalidated && !pred_value_copy(&p->key, &gone) &&
+            vec_push(&s->persist_gone, gone))
+            value_release(&gone);
+        p->nowners = 0;
+        param_retire(r, p);
+    }
+    r->work = true;
+}
+
 void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char *msg)
 {
     ldb_source *s = req->src;
@@ -598,6 +635,11 @@ void demand_settle(struct src_registry *r, ldb_request *req, int rc, const char 
     participant_done(req);
     if (!req->current || req->state == ACQ_OK || req->state == ACQ_FAILED)
         return; /* obsolete (law 6): released, or failed to start */
+    if (rc == LDB_OK && req->persisted) {
+        req->state = ACQ_OK;
+        revalidation_settled(r, req);
+        return;
+    }
     if (rc == LDB_OK) {
         req->state = ACQ_OK;
         for (size_t i = 0; i < req->params_here.len; i++) {
@@ -738,6 +780,67 @@ int demand_eager(ldb_source *s)
     return LDB_OK;
 }
 
+/* ---- persisted retention (law 11) ------------------------------------------------------ */
+
+/* Not an identity pred_ident makes: no query's plan can be this one. */
+#define PERSISTED_IDENT "\x01persisted"
+
+static void plan_drop_params(struct src_registry *r, struct src_plan *pl);
+
+int demand_persisted(ldb_source *s)
+{
+    const struct schema *sc = table_schema(s->table);
+    if (!s->retain || table_count(s->table) == 0 || sc->npk != 1)
+        return LDB_OK;
+    struct src_plan *pl = mem_calloc(1, sizeof *pl);
+    uint64_t *slot;
+    bool found;
+    if (!pl || !(pl->ident = mem_strndup(PERSISTED_IDENT, strlen(PERSISTED_IDENT)))) {
+        mem_free(pl);
+        return LDB_NOMEM;
+    }
+    pl->src = s;
+    pl->hash = hash_bytes(pl->ident, strlen(pl->ident), 0);
+    pl->key_col = (int32_t)sc->pk[0];
+    pl->key_coll = (uint8_t)sc->cols[sc->pk[0]].coll;
+    pl->order_col = -1;
+    hmap_init(&pl->params);
+    int rc = hmap_put(&s->plans, pl->hash, plan_eq, pl->ident, &slot, &found);
+    if (rc) {
+        demand_free_plan(pl);
+        return rc;
+    }
+    *slot = (uintptr_t)pl;
+    s->persisted = pl;
+    struct table_scan sc_rows = table_scan_begin(s->table);
+    for (row *w; rc == LDB_OK && (w = table_scan_next(&sc_rows));) {
+        struct src_param *p;
+        if ((rc = param_for(s->reg, pl, &w->cols[pl->key_col], &p)) == LDB_OK) {
+            p->nowners = 1; /* the retention owns it, as the source owns an eager load */
+            rc = plan_fresh(s->reg, pl, p);
+        }
+    }
+    if (rc) {
+        plan_drop_params(s->reg, pl);
+        vec_clear(&pl->fresh);
+        if (pl->queued)
+            s->fresh_plans.len--; /* it was pushed last, by this call */
+        hmap_del(&s->plans, hmap_get(&s->plans, pl->hash, plan_eq, pl->ident));
+        demand_free_plan(pl);
+        s->persisted = NULL;
+    }
+    return rc;
+}
+
+void demand_revalidated(ldb_source *s, const value *vals)
+{
+    if (!s->persisted)
+        return;
+    struct src_param *p = demand_param_of(s->persisted, &vals[s->persisted->key_col]);
+    if (p)
+        p->revalidated = true;
+}
+
 struct roots_ctx {
     VEC(ldb_live *) roots;
     int rc;
@@ -825,6 +928,7 @@ void demand_detach(ldb_source *s)
         demand_free_plan(pl);
     }
     hmap_clear(&s->plans);
+    s->persisted = NULL; /* freed with the plans: retention ends */
     if (s->all) {
         plan_drop_params(r, s->all);
         demand_free_plan(s->all);

@@ -220,6 +220,7 @@ void src_pump(struct src_registry *r)
         ordered_recheck(r);
         demand_dispatch(r);
         retain_sweep(r);
+        retain_sweep_persisted(r);
         demand_replay_check(r); /* replacements publish before their statuses */
         demand_publish_statuses(r);
         live_free_closed(r->env.live); /* queries closed by callbacks release demand */
@@ -287,6 +288,16 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
         snprintf(msg, msglen, "out of memory");
         return LDB_NOMEM;
     }
+    if (demand_persisted(s)) { /* rows the table already holds (law 11) */
+        demand_detach(s);
+        hmap_free(&s->plans);
+        vec_free(&s->fresh_plans);
+        vec_free(&s->releases);
+        mem_free(s->name);
+        mem_free(s);
+        snprintf(msg, msglen, "out of memory");
+        return LDB_NOMEM;
+    }
     r->sources.data[r->sources.len++] = s;
     table_set_readonly(t, true);
     table_set_loading(t, s->mode == LDB_SOURCE_EAGER ? TABLE_EAGER : TABLE_ON_DEMAND);
@@ -347,6 +358,9 @@ void src_detach(ldb_source *s)
     hmap_free(&s->plans);
     vec_free(&s->fresh_plans);
     vec_free(&s->releases);
+    for (size_t i = 0; i < s->persist_gone.len; i++)
+        value_release(&s->persist_gone.data[i]);
+    vec_free(&s->persist_gone);
     mem_free(s->name);
     mem_free(s);
 }

@@ -87,21 +87,17 @@ bool retain_owned(const ldb_source *s, const value *vals)
     return false;
 }
 
-/* Deletes every row no demand owns, in one statement. */
-static int sweep(struct src_registry *r, ldb_source *s)
+typedef VEC(row *) row_vec;
+
+/* Deletes rows gone[] (references, released here) of s's table in one
+ * statement. */
+static int delete_rows(struct src_registry *r, ldb_source *s, row_vec *gone, int rc)
 {
     struct store *st = r->env.store;
-    VEC(row *) gone = VEC_INIT;
-    int rc = LDB_OK;
-    struct table_scan sc = table_scan_begin(s->table);
-    for (row *w; !rc && (w = table_scan_next(&sc));)
-        if (!retain_owned(s, w->cols) && !opt_find(r, s->table, w->cols) &&
-            !(rc = vec_push(&gone, w)))
-            row_retain(w);
-    if (!rc && gone.len && !(rc = store_stmt_begin(st))) {
+    if (!rc && gone->len && !(rc = store_stmt_begin(st))) {
         store_enter_internal(st);
-        for (size_t i = 0; !rc && i < gone.len; i++)
-            rc = table_delete(st, s->table, gone.data[i]);
+        for (size_t i = 0; !rc && i < gone->len; i++)
+            rc = table_delete(st, s->table, gone->data[i]);
         store_leave_internal(st);
         struct intr *scope = intr_swap(NULL);
         int end = store_stmt_end(st, rc);
@@ -109,12 +105,59 @@ static int sweep(struct src_registry *r, ldb_source *s)
         rc = rc ? rc : end;
         r->env.wrote(r->env.ctx);
         if (!rc)
-            s->st.rows_written += gone.len;
+            s->st.rows_written += gone->len;
     }
-    for (size_t i = 0; i < gone.len; i++)
-        row_release(gone.data[i]);
-    vec_free(&gone);
+    for (size_t i = 0; i < gone->len; i++)
+        row_release(gone->data[i]);
+    vec_free(gone);
     return rc;
+}
+
+/* Deletes every row no demand owns, in one statement. */
+static int sweep(struct src_registry *r, ldb_source *s)
+{
+    row_vec gone = VEC_INIT;
+    int rc = LDB_OK;
+    struct table_scan sc = table_scan_begin(s->table);
+    for (row *w; !rc && (w = table_scan_next(&sc));)
+        if (!retain_owned(s, w->cols) && !opt_find(r, s->table, w->cols) &&
+            !(rc = vec_push(&gone, w)))
+            row_retain(w);
+    return delete_rows(r, s, &gone, rc);
+}
+
+/* Deletes the rows whose keys a revalidation did not bring back (those
+ * under pending optimistic writes stay: their fate is the writes'). */
+static int sweep_persisted(struct src_registry *r, ldb_source *s)
+{
+    row_vec gone = VEC_INIT;
+    int rc = LDB_OK;
+    for (size_t i = 0; i < s->persist_gone.len && !rc; i++) {
+        row *w = table_lookup(s->table, &s->persist_gone.data[i]);
+        if (w && !opt_find(r, s->table, w->cols) && !(rc = vec_push(&gone, w)))
+            row_retain(w);
+    }
+    rc = delete_rows(r, s, &gone, rc);
+    if (rc != LDB_NOMEM) { /* NOMEM: tried again at the next pump */
+        for (size_t i = 0; i < s->persist_gone.len; i++)
+            value_release(&s->persist_gone.data[i]);
+        s->persist_gone.len = 0;
+    }
+    return rc;
+}
+
+bool retain_sweep_persisted(struct src_registry *r)
+{
+    bool did = false;
+    for (size_t i = 0; i < r->sources.len; i++) {
+        ldb_source *s = r->sources.data[i];
+        if (s->persist_gone.len) {
+            if (sweep_persisted(r, s) == LDB_NOMEM)
+                r->work = true;
+            did = true;
+        }
+    }
+    return did;
 }
 
 bool retain_sweep(struct src_registry *r)

@@ -68,6 +68,7 @@ struct ldb_request {
     bool in_load;               /* load_subset is running */
     bool participant;           /* made by its source's replay, not yet settled
                                    or released: the replay waits for it */
+    bool persisted;             /* a revalidation of persisted rows (demand.c) */
     /* grouped (ldb_request_keys): the IN node of the key set, in pred */
     const struct ldb_pred *keys;
     /* ordered (ldb_request_order) */
@@ -160,6 +161,7 @@ struct src_param {
     uint32_t nowners;
     struct src_owner *owners;
     struct src_order *ord;      /* an ordered plan's param (owned), or NULL */
+    bool revalidated;           /* persisted plan: its revalidation wrote the row */
 };
 
 struct src_query {
@@ -190,6 +192,12 @@ struct ldb_source {
     VEC(ldb_request *) releases; /* acquisitions left by every param */
     ldb_request *eager;         /* EAGER: the request for every row */
     struct src_plan *all;       /* EAGER: the plan every point maps to */
+    /* Persisted retention (law 11): the rows the table held at attach, one
+     * param per key, owned until their revalidation settles; the keys it
+     * did not bring back, to delete at the next pump (retain.c). */
+    struct src_plan *persisted;
+    VEC(value) persist_gone;
+    bool persist_retry;         /* its request could not be made: next dispatch */
     struct {                    /* a truncate's replay (law 9) */
         bool active;
         uint32_t pending;       /* participants */
@@ -350,6 +358,16 @@ int demand_stop(ldb_source *s);
 void demand_free_plan(struct src_plan *pl);
 /* The EAGER source's one request. */
 int demand_eager(ldb_source *s);
+/* Persisted retention for the rows t holds at attach, under query-owned
+ * retention: a key param for each, owned by the retention, requested
+ * (grouped) at the next pump. Only for a single-column primary key;
+ * LDB_NOMEM leaves nothing. */
+int demand_persisted(ldb_source *s);
+/* A sync write of s applied to the row with vals's key: the source has
+ * spoken for it, so a revalidation that settles later does not delete it
+ * (whichever request or feed the write came from: a write after the
+ * revalidation's snapshot is newer than it). */
+void demand_revalidated(ldb_source *s, const value *vals);
 /* A truncate of s is about to apply: hold every query its demand serves. */
 int demand_replay_hold(ldb_source *s);
 /* It applied: every logical demand of s is acquired again. */
@@ -401,6 +419,8 @@ bool pred_match(const struct ldb_pred *p, const struct table *t, const value *va
 bool retain_owned(const ldb_source *s, const value *vals);
 /* Deletes the rows no demand owns any more, per source that needs it. */
 bool retain_sweep(struct src_registry *r);
+/* Deletes the persisted rows their revalidation did not bring back. */
+bool retain_sweep_persisted(struct src_registry *r);
 
 /* sync.c */
 /* Applies (or drops) a queued transaction; frees it. */

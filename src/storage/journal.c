@@ -38,6 +38,7 @@ struct journal {
     bool wal_stale;
     bool broken;
     bool keep_files;     /* no checkpoint at close */
+    uint64_t retry_at;   /* after a failed automatic checkpoint: log size to retry at */
     char broken_why[200];
     uint64_t marks;      /* commit counter for table.journal_mark */
     strbuf rec;          /* the record being built, reused */
@@ -227,6 +228,7 @@ static int reset_log(struct store *s, struct journal *j)
         return io_error(s, err, "write", j->wal_path);
     }
     j->wal_stale = false;
+    j->retry_at = 0;
     j->wal_end = JOURNAL_HEADER;
     j->chain = get_u32le(h + 28);
     return LDB_OK;
@@ -435,8 +437,13 @@ int journal_commit(struct store *s)
 void journal_after_commit(struct store *s)
 {
     struct journal *j = s->journal;
-    if (j && j->threshold && j->wal_end - JOURNAL_HEADER >= j->threshold && !j->broken)
-        journal_checkpoint(s);
+    if (!j || !j->threshold || j->broken || j->wal_end - JOURNAL_HEADER < j->threshold ||
+        j->wal_end < j->retry_at)
+        return;
+    /* a failure (a full disk) is tried again only after as much log more:
+     * each commit past the threshold must not pay a whole snapshot */
+    if (journal_checkpoint(s) != LDB_OK)
+        j->retry_at = j->wal_end + j->threshold;
 }
 
 /* ---- checkpoints --------------------------------------------------------------------------- */
