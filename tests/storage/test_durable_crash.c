@@ -9,9 +9,9 @@
  * k is a pure function of (seed, k): it inserts log(k) and makes random
  * writes (multi-row statements, statements that fail on a UNIQUE or
  * PRIMARY KEY conflict inside and outside the transaction, schema
- * changes, a rolled-back transaction before it), so the parent replays transactions 0..j on an
- * in-memory model database and the recovered state must equal the
- * model's after exactly j transactions, where j = max(k) of log is the
+ * changes, a rolled-back transaction before it), so the parent replays
+ * transactions 0..j on an in-memory model database and the recovered
+ * state must equal the model's after exactly j transactions, where j = max(k) of log is the
  * last acknowledged k or one more (the commit reached the file, the ack
  * did not reach the pipe); so must the whole store's picture
  * (durable_dump: schema, indexes, rowid counters, hidden columns, and
