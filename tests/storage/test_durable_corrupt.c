@@ -619,5 +619,6 @@ static void busy(void)
     durable_rmdir(dir);
 }
 
-TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version), T(log_header_damaged), T(checkpoint_interrupted), T(snapshot_missing), T(foreign_file), T(missing_dir),
-          T(readonly_dir), T(busy))
+TEST_MAIN(T(log_cut), T(log_bitflip), T(snapshot_damaged), T(newer_version),
+          T(log_header_damaged), T(checkpoint_interrupted), T(snapshot_missing),
+          T(foreign_file), T(missing_dir), T(readonly_dir), T(busy))

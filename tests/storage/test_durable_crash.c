@@ -119,14 +119,18 @@ static void add_write(struct txn *t, rng *r, int64_t k)
         break;
     case 2: add(t, false, "UPDATE acct SET bal = bal + %d WHERE id = %d", bal, id); break;
     case 3: add(t, false, "UPDATE acct SET code = 'c%d' WHERE id = %d", code, id); break;
-    case 4: add(t, false, "UPDATE acct SET grp = %d WHERE id BETWEEN %d AND %d", g, id, id + 5); break;
+    case 4:
+        add(t, false, "UPDATE acct SET grp = %d WHERE id BETWEEN %d AND %d", g, id, id + 5);
+        break;
     case 5: add(t, false, "DELETE FROM acct WHERE id = %d", id); break;
     case 6:
         add(t, false, "INSERT INTO xfer VALUES (%d, %d, %d)", (int)rng_range(r, 1, 150), id, bal);
         break;
     case 7: add(t, false, "DELETE FROM xfer WHERE acct = %d", id); break;
     case 8: add(t, false, "UPDATE xfer SET amt = amt + %d WHERE id %% 7 = %d", bal, g % 7); break;
-    case 9: add(t, false, "INSERT INTO note(k, txt) VALUES (%lld, 'n%d')", (long long)k, code); break;
+    case 9:
+        add(t, false, "INSERT INTO note(k, txt) VALUES (%lld, 'n%d')", (long long)k, code);
+        break;
     case 10: add(t, false, "DELETE FROM note WHERE k < %lld", (long long)k - 20); break;
     case 11: add(t, false, "INSERT INTO scratch VALUES (%lld, %d)", (long long)k, g); break;
     default:
