@@ -19,9 +19,11 @@
  *
  * The parent checks a copy of the files (closing a database checkpoints
  * it), so the next child recovers the very files the kill left: kills
- * also land in recovery, in the truncation of a torn log tail, and in
- * checkpoints (explicit ones, and automatic ones by a small
- * checkpoint_threshold). Time-bounded: about 20 s per mode (LDB_LONG=1:
+ * also land in recovery, in the truncation of a torn log tail, in
+ * checkpoints (explicit ones, automatic ones by a small
+ * checkpoint_threshold, and the one ldb_close makes before the child
+ * opens the database again) and in the writing of records of tens of
+ * KiB. Time-bounded: about 20 s per mode (LDB_LONG=1:
  * 10x, sanitizers: a third).
  */
 #include "durable_util.h"
@@ -84,13 +86,14 @@ static const char *const SCHEMA[] = {
 #define SQL_MAX 200
 
 /* One numbered transaction: its statements in order (must_ok: the ones
- * that cannot fail: transaction control and the log row), and whether
- * the child checkpoints after it. */
+ * that cannot fail: transaction control and the log row), and what the
+ * child does after it: nothing, a checkpoint, or closing the database
+ * (which checkpoints) and opening it again. */
 struct txn {
     int n;
     bool must_ok[TXN_MAX];
     char sql[TXN_MAX][SQL_MAX];
-    bool checkpoint;
+    enum { AFTER_NOTHING, AFTER_CHECKPOINT, AFTER_REOPEN } after;
 };
 
 static void add(struct txn *t, bool must_ok, const char *fmt, ...)
@@ -111,7 +114,7 @@ static void add_write(struct txn *t, rng *r, int64_t k)
 {
     int id = (int)rng_range(r, 1, 60), g = (int)rng_below(r, 8), code = (int)rng_below(r, 80);
     int bal = (int)rng_range(r, -50, 100);
-    switch (rng_below(r, 13)) {
+    switch (rng_below(r, 14)) {
     case 0: add(t, false, "INSERT INTO acct VALUES (%d, %d, %d, 'c%d')", id, g, bal, code); break;
     case 1:
         add(t, false, "INSERT INTO acct VALUES (%d, %d, %d, 'c%d'), (%d, %d, %d, 'c%d')", id, g,
@@ -133,6 +136,11 @@ static void add_write(struct txn *t, rng *r, int64_t k)
         break;
     case 10: add(t, false, "DELETE FROM note WHERE k < %lld", (long long)k - 20); break;
     case 11: add(t, false, "INSERT INTO scratch VALUES (%lld, %d)", (long long)k, g); break;
+    case 12: /* now and then a record of tens of KiB: kills tear it mid-write */
+        if (rng_chance(r, 1, 4))
+            add(t, false, "INSERT INTO note(k, txt) VALUES (%lld, zeroblob(%d))", (long long)k,
+                (int)rng_range(r, 4000, 40000));
+        break;
     default:
         if (rng_chance(r, 1, 3))
             add(t, false, "%s", DDL[rng_below(r, sizeof DDL / sizeof *DDL)]);
@@ -144,7 +152,7 @@ static void add_write(struct txn *t, rng *r, int64_t k)
 static void txn_make(uint64_t seed, int64_t k, struct txn *t)
 {
     t->n = 0;
-    t->checkpoint = false;
+    t->after = AFTER_NOTHING;
     if (k == 0) {
         for (size_t i = 0; i < sizeof SCHEMA / sizeof *SCHEMA; i++)
             add(t, true, "%s", SCHEMA[i]);
@@ -171,7 +179,9 @@ static void txn_make(uint64_t seed, int64_t k, struct txn *t)
             add_write(t, &r, k);
         add(t, true, "COMMIT");
     }
-    t->checkpoint = rng_chance(&r, 1, 25);
+    t->after = rng_chance(&r, 1, 25) ? AFTER_CHECKPOINT
+               : rng_chance(&r, 1, 40) ? AFTER_REOPEN
+                                       : AFTER_NOTHING;
 }
 
 /* ---- the child ------------------------------------------------------------------ */
@@ -182,7 +192,8 @@ enum { CHILD_OPEN = 10, CHILD_STMT = 11, CHILD_CHECKPOINT = 12, CHILD_PIPE = 13 
 /* The last transaction the database holds; -1: none (no log table). */
 static int64_t max_log(ldb *db) { return dur_query_int(db, "SELECT max(k) FROM log"); }
 
-static void child_run(const char *path, const char *sync, long threshold, uint64_t seed, int fd)
+/* Opens the database at the mode and threshold given; exits on failure. */
+static ldb *child_open(const char *path, const char *sync, long threshold)
 {
     ldb *db = NULL;
     if (ldb_open(path, &db) != LDB_OK) {
@@ -200,6 +211,12 @@ static void child_run(const char *path, const char *sync, long threshold, uint64
         fprintf(stderr, "child: PRAGMA synchronous is %lld, not %s\n", (long long)level, sync);
         _exit(CHILD_STMT);
     }
+    return db;
+}
+
+static void child_run(const char *path, const char *sync, long threshold, uint64_t seed, int fd)
+{
+    ldb *db = child_open(path, sync, threshold);
     struct txn t;
     for (int64_t k = max_log(db) + 1;; k++) {
         txn_make(seed, k, &t);
@@ -211,9 +228,15 @@ static void child_run(const char *path, const char *sync, long threshold, uint64
         }
         if (write(fd, &k, sizeof k) != (ssize_t)sizeof k)
             _exit(CHILD_PIPE);
-        if (t.checkpoint && ldb_checkpoint(db) != LDB_OK) {
+        if (t.after == AFTER_CHECKPOINT && ldb_checkpoint(db) != LDB_OK) {
             fprintf(stderr, "child: checkpoint: %s\n", ldb_errmsg(db));
             _exit(CHILD_CHECKPOINT);
+        }
+        if (t.after == AFTER_REOPEN) {
+            ldb_close(db);
+            db = child_open(path, sync, threshold);
+            if (max_log(db) != k)
+                _exit(CHILD_OPEN);
         }
     }
 }
