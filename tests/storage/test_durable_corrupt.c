@@ -15,7 +15,8 @@
  *   holding the first flipped bit, or LDB_CORRUPT; the log's header
  *   damaged: LDB_CORRUPT naming the log;
  * - random bits flipped in the snapshot, or the snapshot cut short:
- *   LDB_CORRUPT with a message, or (a harmless flip) the exact state;
+ *   LDB_CORRUPT with a message naming the file, or (a harmless flip) the
+ *   exact state;
  * - a newer format version in either file's header: LDB_UNSUPPORTED
  *   naming it (the header layout is assumed from src/storage/journal.c,
  *   see newer_version);
@@ -370,6 +371,8 @@ static void snapshot_damaged(void)
         } else {
             CHECKF(rc == LDB_CORRUPT, "%s: open: rc %d (%s), wanted LDB_CORRUPT", what, rc,
                    ldb_errmsg(NULL));
+            CHECKF(strstr(ldb_errmsg(NULL), b->path) != NULL, "%s: the message \"%s\" does not "
+                   "name the file", what, ldb_errmsg(NULL));
             if (!sample)
                 sample = strdup(ldb_errmsg(NULL));
             corrupt++;
@@ -532,7 +535,8 @@ static void foreign_file(void)
         memcpy(text + n, "This is not a livedb database, only some text.\n", 47);
     struct dur_bytes b = { true, strlen(text), (unsigned char *)text };
     dur_write(path, &b);
-    open_fails(path, LDB_CORRUPT, "a text file");
+    const char *msg = open_fails(path, LDB_CORRUPT, "a text file");
+    CHECKF(strstr(msg, path) != NULL, "a text file: the message \"%s\" does not name it", msg);
     static unsigned char zeros[4096];
     b = (struct dur_bytes){ true, sizeof zeros, zeros };
     dur_write(path, &b);
