@@ -143,6 +143,16 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * checkpoint_threshold bytes (default 64 MiB; 0: never), at ldb_close,
  * and by ldb_checkpoint; the log then starts over.
  *
+ * Disk errors. A COMMIT whose log write or sync fails returns LDB_IOERR
+ * or LDB_FULL and commits nothing: an explicit transaction stays open
+ * (COMMIT may be tried again, or ROLLBACK), an autocommit statement rolls
+ * back. If even taking the failed record back out of the log fails, the
+ * handle refuses every later write ("close and reopen it"; reads go on)
+ * and the next open finds that transaction whole or not at all. An
+ * automatic checkpoint that fails is not reported (its commit stands,
+ * the log keeps everything) and is tried again after another threshold of
+ * log; ldb_checkpoint reports its failures.
+ *
  * One handle per file: a second ldb_open of the same path, in this
  * process or another, gets LDB_BUSY until the first closes.
  *
