@@ -22,7 +22,7 @@
  *   batches   n rows in transactions of 1000 rows at NORMAL: rows/s
  *
  * Elsewhere both engines keep their defaults (livedb checkpoints past
- * 64 MiB of log, SQLite past 1000 WAL pages), so SQLite's commits include
+ * 16 MiB of log, SQLite past 1000 WAL pages), so SQLite's commits include
  * its automatic checkpoints. All of livedb's operations of a figure run,
  * then all of SQLite's, but for the commits (see COMMIT_BLOCK). Reopens
  * run warm: the files are in the page cache.

@@ -140,7 +140,7 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * - OFF (0): nothing is synced. A crash of the program loses nothing; a
  *   power loss may damage the files.
  * A checkpoint is written when the log grows past PRAGMA
- * checkpoint_threshold bytes (default 64 MiB; 0: never), at ldb_close,
+ * checkpoint_threshold bytes (default 16 MiB; 0: never), at ldb_close,
  * and by ldb_checkpoint; the log then starts over.
  *
  * Disk errors. A COMMIT whose log write or sync fails returns LDB_IOERR

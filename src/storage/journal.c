@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define CHECKPOINT_CHUNK (1u << 20)
-#define DEFAULT_THRESHOLD (64u << 20)
+#define DEFAULT_THRESHOLD (16u << 20) /* replaying that much takes about a second */
 
 struct journal {
     char *path, *wal_path, *tmp_path;
