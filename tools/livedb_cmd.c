@@ -119,6 +119,30 @@ static int cmd_timer(shell *sh, int argc, char **argv)
 
 static int cmd_read(shell *sh, int argc, char **argv) { return shell_run_file(sh, argv[1]) > 0; }
 
+/* Closes the database (its live queries first) and opens FILE instead;
+ * the old one stays open if FILE cannot be. */
+static int cmd_open(shell *sh, int argc, char **argv)
+{
+    ldb *db;
+    const char *path = argc > 1 ? argv[1] : NULL;
+    if (ldb_open(path, &db) != LDB_OK) {
+        fprintf(stderr, "Error: %s\n", ldb_errmsg(NULL));
+        return 1;
+    }
+    shell_live_close_all(sh);
+    ldb_close(sh->db);
+    sh->db = db;
+    return 0;
+}
+
+static int cmd_checkpoint(shell *sh, int argc, char **argv)
+{
+    if (ldb_checkpoint(sh->db) == LDB_OK)
+        return 0;
+    fprintf(stderr, "Error: %s\n", ldb_errmsg(sh->db));
+    return 1;
+}
+
 static int cmd_quit(shell *sh, int argc, char **argv)
 {
     sh->quit = true;
@@ -133,6 +157,10 @@ static const dot_command commands[] = {
       cmd_schema },
     { "timer", "on|off", "show the time each statement takes", 1, 1, false, cmd_timer },
     { "read", "FILE", "run the SQL and dot commands in FILE", 1, 1, false, cmd_read },
+    { "open", "[FILE]", "close this database and open durable database FILE (none: a new "
+      "one in memory)", 0, 1, false, cmd_open },
+    { "checkpoint", "", "write a checkpoint of a durable database now", 0, 0, false,
+      cmd_checkpoint },
     { "live", "[SELECT ...]", "list live queries, or open one: changes print at each "
       "commit", 0, 1, true, shell_cmd_live },
     { "unlive", "N", "close live query N", 1, 1, false, shell_cmd_unlive },

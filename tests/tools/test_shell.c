@@ -119,6 +119,28 @@ static void script_then_stdin(void)
     CHECK_STR(out, "a;b\nc\n");
 }
 
+/* A database file on the command line and with .open: what one run
+ * writes, the next one reads. */
+static void durable_files(void)
+{
+    char dir[] = "/tmp/ldb_shell_db_XXXXXX";
+    CHECK(mkdtemp(dir));
+    char args[400];
+    snprintf(args, sizeof args, "%s/a.ldb", dir);
+    CHECK_INT(run(args, "CREATE TABLE t(x INTEGER PRIMARY KEY);\nINSERT INTO t VALUES (7);\n"), 0);
+    char in[600];
+    snprintf(in, sizeof in, ".mode list\nSELECT 1;\n.open %s/a.ldb\nSELECT x FROM t;\n"
+                            "INSERT INTO t VALUES (8);\n.checkpoint\n.open\n.tables\n"
+                            ".open %s/a.ldb\nSELECT count(*) FROM t;\n", dir, dir);
+    CHECK_INT(run("", in), 0);
+    CHECK_STR(out, "1\n7\n2\n");
+    CHECK_INT(run("", ".open /no/such/dir/a.ldb\n"), 1);
+    CHECKF(strstr(out, "No such file") != NULL, "%s", out);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 static void dot_commands(void)
 {
     const char *script = "CREATE TABLE b(x INTEGER);\n"
@@ -324,6 +346,7 @@ static void live_errors(void)
     CHECK(strstr(out, ".window N OFFSET LIMIT"));
 }
 
-TEST_MAIN(T(table_mode), T(csv_json_line_list), T(nested_values), T(script_then_stdin), T(dot_commands),
+TEST_MAIN(T(table_mode), T(csv_json_line_list), T(nested_values), T(script_then_stdin), T(durable_files),
+          T(dot_commands),
           T(error_caret), T(exit_codes), T(live_window), T(live_group_by), T(live_transactions),
           T(live_list_unlive), T(live_errors))
