@@ -428,6 +428,8 @@ static int restore_with(struct mv_registry *reg, struct table *backing, bool che
     int rc = view_parse(reg, sql, (uint32_t)strlen(sql), err, &v);
     if (!v)
         return rc;
+    if (rc == LDB_MISUSE) /* parse: not a CREATE MATERIALIZED VIEW */
+        rc = LDB_NOTFOUND;
     if (rc == LDB_OK)
         rc = adopt(v, backing, &opt, err);
     if (rc) {

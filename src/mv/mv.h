@@ -88,6 +88,8 @@ int mv_create(struct mv_registry *reg, const char *sql, uint32_t len,
  * its rows taken as they are. Inside a write statement. Fails like
  * mv_create when the body no longer binds (a function the program has
  * not registered yet: the table then stays as it is, unmaintained).
+ * LDB_NOTFOUND when the table's text is not a CREATE MATERIALIZED VIEW
+ * (a plain view's table), decided by the parser.
  */
 int mv_restore(struct mv_registry *reg, struct table *backing, struct eval_error *err);
 /* DROP MATERIALIZED VIEW name. Inside a write statement. */
