@@ -401,12 +401,12 @@ static bool layout_matches(const struct mv_view *v, const struct table *t)
  * program is marked stale, so that it is built from the tables before
  * its first use. */
 static int adopt(struct mv_view *v, struct table *backing, const struct mv_options *opt,
-                 struct eval_error *err)
+                 struct eval_error *err, bool *mismatch)
 {
     int rc = plan_body(v, opt, err);
     if (rc)
         return rc;
-    if (!layout_matches(v, backing))
+    if ((*mismatch = !layout_matches(v, backing)))
         return fail(err, LDB_ERROR, 0, false, "materialized view %s: its stored table no "
                     "longer matches its definition", v->name);
     v->backing = backing;
@@ -419,8 +419,9 @@ static int adopt(struct mv_view *v, struct table *backing, const struct mv_optio
 }
 
 static int restore_with(struct mv_registry *reg, struct table *backing, bool cheap_arms,
-                        struct eval_error *err)
+                        struct eval_error *err, bool *mismatch)
 {
+    *mismatch = false;
     /* It was admitted when made: no refusal of a setting applies again. */
     struct mv_options opt = { true, cheap_arms, 0 };
     struct mv_view *v;
@@ -431,7 +432,7 @@ static int restore_with(struct mv_registry *reg, struct table *backing, bool che
     if (rc == LDB_MISUSE) /* parse: not a CREATE MATERIALIZED VIEW */
         rc = LDB_NOTFOUND;
     if (rc == LDB_OK)
-        rc = adopt(v, backing, &opt, err);
+        rc = adopt(v, backing, &opt, err, mismatch);
     if (rc) {
         v->backing = NULL; /* the table stays the store's */
         mv_view_free(v);
@@ -442,9 +443,10 @@ static int restore_with(struct mv_registry *reg, struct table *backing, bool che
 int mv_restore(struct mv_registry *reg, struct table *backing, struct eval_error *err)
 {
     memset(err, 0, sizeof *err);
-    int rc = restore_with(reg, backing, true, err);
-    if (rc == LDB_ERROR && strstr(err->msg, "no longer matches"))
-        rc = restore_with(reg, backing, false, err); /* made with cheap arms OFF */
+    bool mismatch;
+    int rc = restore_with(reg, backing, true, err, &mismatch);
+    if (mismatch) /* made with materialized_view_cheap_arms OFF */
+        rc = restore_with(reg, backing, false, err, &mismatch);
     return rc;
 }
 

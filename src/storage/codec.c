@@ -248,6 +248,13 @@ void enc_row(strbuf *sb, enum journal_op op, const struct table *t, const row *o
             enc_value(sb, &new_row->cols[i]);
 }
 
+void enc_rowid(strbuf *sb, const struct table *t)
+{
+    value v = value_int(t->rowid_max);
+    sb_putc(sb, OP_ROWID);
+    enc_value(sb, &v);
+}
+
 /* ---- decoding ------------------------------------------------------------------- */
 
 uint8_t dec_byte(struct dec *d)

@@ -40,7 +40,6 @@ struct journal {
     bool keep_files;     /* no checkpoint at close */
     uint64_t retry_at;   /* after a failed automatic checkpoint: log size to retry at */
     char broken_why[200];
-    uint64_t marks;      /* commit counter for table.journal_mark */
     strbuf rec;          /* the record being built, reused */
 };
 
@@ -81,26 +80,30 @@ static int check_header(struct store *s, const unsigned char *h, char kind, cons
 
 /* ---- reading whole files -------------------------------------------------------------------- */
 
-static int read_file(struct store *s, struct file *f, const char *path, unsigned char **out,
-                     size_t *len)
+/* Maps all of f (*p NULL for an empty file). Mapped, not read: a snapshot
+ * is as large as the database, and a copy would cost as much memory again
+ * while it is replayed. */
+static int map_whole(struct store *s, struct file *f, const char *path,
+                     const unsigned char **p, size_t *n)
 {
     uint64_t size;
+    *p = NULL;
+    *n = 0;
     int err = file_size(f, &size);
+    if (!err && size > SIZE_MAX)
+        err = EFBIG;
+    if (!err && size > 0)
+        err = file_map(f, (size_t)size, (const void **)p);
     if (err)
         return io_error(s, err, "read", path);
-    if (size > SIZE_MAX / 2)
-        return store_error(s, LDB_NOMEM, "%s is too large to load", path);
-    unsigned char *p = mem_alloc((size_t)size);
-    if (!p)
-        return store_error(s, LDB_NOMEM, "out of memory");
-    size_t got;
-    if ((err = file_read_at(f, p, (size_t)size, 0, &got))) {
-        mem_free(p);
-        return io_error(s, err, "read", path);
-    }
-    *out = p;
-    *len = (size_t)size;
+    *n = (size_t)size;
     return LDB_OK;
+}
+
+static void unmap_whole(const unsigned char *p, size_t n)
+{
+    if (p)
+        file_unmap(p, n);
 }
 
 /* ---- recovery ------------------------------------------------------------------------------- */
@@ -115,22 +118,16 @@ static int load_snapshot(struct store *s, struct journal *j)
     }
     if (err)
         return io_error(s, err, "open", j->path);
-    /* Mapped, not read: a snapshot is as large as the database, and a
-     * copy would cost as much memory again while it is replayed. */
-    const unsigned char *p = NULL;
-    uint64_t size;
-    err = file_size(&f, &size);
-    if (!err && size > 0 && size <= SIZE_MAX)
-        err = file_map(&f, (size_t)size, (const void **)&p);
+    const unsigned char *p;
+    size_t n;
+    int rc = map_whole(s, &f, j->path, &p, &n);
     file_close(&f);
-    if (err)
-        return io_error(s, err, "read", j->path);
-    size_t n = (size_t)size;
+    if (rc)
+        return rc;
     if (n == 0) { /* made empty by someone else: a new database, unless the log says not */
         j->gen = 0;
         return LDB_OK;
     }
-    int rc = LDB_OK;
     if (n < JOURNAL_HEADER + 12)
         rc = n >= 8 && memcmp(p, "LIVEDB", 6) != 0
                  ? store_error(s, LDB_CORRUPT, "%s is not a livedb database file", j->path)
@@ -145,7 +142,7 @@ static int load_snapshot(struct store *s, struct journal *j)
                          j->path);
     if (rc == LDB_OK)
         rc = recover_apply(s, p + JOURNAL_HEADER, body);
-    file_unmap(p, n);
+    unmap_whole(p, n);
     return rc;
 }
 
@@ -184,9 +181,9 @@ static int replay_records(struct store *s, struct journal *j, const unsigned cha
  */
 static int load_log(struct store *s, struct journal *j, bool *fresh)
 {
-    unsigned char *p = NULL;
-    size_t n = 0, end = 0;
-    int rc = read_file(s, &j->wal, j->wal_path, &p, &n);
+    const unsigned char *p;
+    size_t n, end = 0;
+    int rc = map_whole(s, &j->wal, j->wal_path, &p, &n);
     if (rc)
         return rc;
     uint64_t gen = 0;
@@ -208,7 +205,7 @@ static int load_log(struct store *s, struct journal *j, bool *fresh)
         rc = replay_records(s, j, p, n, &end);
         j->wal_end = end;
     }
-    mem_free(p);
+    unmap_whole(p, n);
     return rc;
 }
 
@@ -352,31 +349,24 @@ static void encode_entry(struct store *s, const struct undo_entry *e,
     }
 }
 
-static void enc_rowid(strbuf *sb, const struct table *t)
-{
-    value v = value_int(t->rowid_max);
-    sb_putc(sb, OP_ROWID);
-    enc_value(sb, &v);
-}
-
 /* The open transaction's log as one record in j->rec (after its head);
  * LDB_NOMEM. */
 static int encode_transaction(struct store *s, struct journal *j)
 {
-    VEC(struct table *) touched = VEC_INIT;
+    VEC(struct table *) touched = VEC_INIT; /* a few tables: searched */
     const struct table *cur = NULL;
     int rc = LDB_OK;
-    j->marks++;
     sb_truncate(&j->rec, 0);
     sb_put(&j->rec, "\0\0\0\0\0\0\0\0", JOURNAL_RECORD_HEAD);
     for (size_t i = 0; i < s->undo.len && rc == LDB_OK; i++) {
         const struct undo_entry *e = &s->undo.data[i];
         encode_entry(s, e, &cur);
         bool rowid = e->kind == UNDO_INSERT || e->kind == UNDO_UPDATE || e->kind == UNDO_ROWID;
-        if (rowid && e->t->journal_mark != j->marks) {
-            e->t->journal_mark = j->marks;
+        size_t k = touched.len;
+        while (rowid && k > 0 && touched.data[k - 1] != e->t)
+            k--;
+        if (rowid && k == 0)
             rc = vec_push(&touched, e->t);
-        }
     }
     for (size_t i = 0; i < touched.len && rc == LDB_OK; i++) {
         if (touched.data[i]->dropped)

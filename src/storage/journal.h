@@ -88,6 +88,8 @@ void enc_create_index(strbuf *sb, const struct table_index *ix);
 void enc_table(strbuf *sb, const struct table *t, const struct table **cur);
 void enc_row(strbuf *sb, enum journal_op op, const struct table *t, const row *old,
              const row *new_row);
+/* OP_ROWID with t's rowid_max. */
+void enc_rowid(strbuf *sb, const struct table *t);
 
 /* ---- decoding (codec.c) -------------------------------------------------------- */
 

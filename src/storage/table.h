@@ -64,7 +64,6 @@ struct table {
     uint64_t changes;          /* rows linked, relinked and unlinked, ever */
     struct column_stats *stats; /* per column, made on first use; or NULL */
     bool key_nulls;            /* made with table_opts.key_nulls */
-    uint64_t journal_mark;     /* the journal's scratch mark (journal.c) */
 };
 
 /* table_distinct_estimate's figure for one column. */
