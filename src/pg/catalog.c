@@ -206,13 +206,14 @@ static int publish(ldb_pg *pg, PGconn *c, pg_table *t)
         pg_buf_free(&q);
         return LDB_NOMEM;
     }
-    r = run(pg, c, q.p, 0, NULL);
+    r = PQexec(c, q.p);
     pg_buf_free(&q);
-    if (!r)
-        return LDB_ERROR;
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        pg_set_err(pg, "postgresql: %s", PQerrorMessage(c));
+    t->published = pg_may_have_happened(r);   /* attach_undo drops it */
     PQclear(r);
-    t->published = true;
-    return LDB_OK;
+    return ok ? LDB_OK : LDB_ERROR;
 }
 
 /* Makes the local table, or checks that one of that name has our columns

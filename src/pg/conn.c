@@ -92,6 +92,14 @@ void pg_notice_ignore(void *arg, const char *message)
     (void)arg, (void)message;
 }
 
+bool pg_may_have_happened(const PGresult *r)
+{
+    int st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return true;
+    return !r || !PQresultErrorField(r, PG_DIAG_SQLSTATE);
+}
+
 void pg_conn_start(pg_conn *c)
 {
     const char *keys[] = { "dbname", "application_name", "client_encoding", "options",

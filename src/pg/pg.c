@@ -126,11 +126,14 @@ static int setup_publication(ldb_pg *pg, PGconn *c)
         snprintf(open_error, sizeof open_error, "out of memory");
         return LDB_NOMEM;
     }
-    r = setup_exec(c, q.p, 0, NULL);
+    r = PQexec(c, q.p);
     pg_buf_free(&q);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        snprintf(open_error, sizeof open_error, "postgresql: %s", PQerrorMessage(c));
+    pg->made_publication = pg_may_have_happened(r);
     PQclear(r);
-    pg->made_publication = r != NULL;
-    return r ? LDB_OK : LDB_ERROR;
+    return ok ? LDB_OK : LDB_ERROR;
 }
 
 /* Open failed after making the publication: drop it on the connection

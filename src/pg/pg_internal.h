@@ -229,6 +229,11 @@ void pg_conn_close(pg_conn *c);               /* close for good */
 const char *pg_conn_error(pg_conn *c);        /* libpq's message, trimmed */
 void pg_update_state(ldb_pg *pg);
 void pg_notice_ignore(void *arg, const char *message);
+/* A statement that changes the server and did not answer OK may still
+ * have happened: only an error the server sent (it carries a SQLSTATE)
+ * says it did not. A lost answer (no memory for it, a dropped connection)
+ * must be undone as if it had happened. */
+bool pg_may_have_happened(const PGresult *r);
 void pg_set_err(ldb_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* catalog.c */
