@@ -94,10 +94,12 @@ static int cmd_schema(shell *sh, int argc, char **argv)
 {
     int rows;
     if (argc == 1)
-        return print_catalog(sh, "SELECT sql FROM livedb_schema", NULL, ";", &rows);
+        return print_catalog(sh, "SELECT sql FROM livedb_schema WHERE sql IS NOT NULL", NULL,
+                             ";", &rows);
+    /* automatic indexes (of keys and UNIQUE) have no SQL of their own */
     if (print_catalog(sh,
-                      "SELECT sql FROM livedb_schema WHERE lower(name) = lower(?1) OR "
-                      "lower(tbl_name) = lower(?1)",
+                      "SELECT sql FROM livedb_schema WHERE sql IS NOT NULL AND "
+                      "(lower(name) = lower(?1) OR lower(tbl_name) = lower(?1))",
                       argv[1], ";", &rows))
         return 1;
     if (rows == 0) {

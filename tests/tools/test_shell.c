@@ -159,6 +159,14 @@ static void dot_commands(void)
                       "ROLLBACK;\n.tables\n"),
               0);
     CHECK_STR(out, "k\n");
+    /* a key's and a UNIQUE's automatic indexes have no SQL: no line */
+    CHECK_INT(run("", "CREATE TABLE u(id INTEGER PRIMARY KEY, e TEXT UNIQUE);\n"
+                      "CREATE INDEX ue ON u(e);\n.schema\n.schema u\n"),
+              0);
+    CHECK_STR(out, "CREATE TABLE u(id INTEGER PRIMARY KEY, e TEXT UNIQUE);\n"
+                   "CREATE INDEX ue ON u(e);\n"
+                   "CREATE TABLE u(id INTEGER PRIMARY KEY, e TEXT UNIQUE);\n"
+                   "CREATE INDEX ue ON u(e);\n");
     CHECK_INT(run("-c '.schema nope'", ""), 1);
     CHECK_INT(run("-c .help", ""), 0);
     CHECK(strstr(out, ".mode"));
