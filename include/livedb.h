@@ -976,10 +976,13 @@ LDB_API void ldb_receipt_free(ldb_receipt *r);
  * LOADING while some demand reachable from its current result is not yet
  * covered by a settled current request; READY when all is (always, for a
  * query over local tables only); ERROR when a request for it failed (msg:
- * the provider's message) until ldb_live_retry. A root's status covers
- * its child handles; a handle's covers its own bucket. Pending demand
- * hides nothing: rows are published as they arrive. Borrowed msg, valid
- * until the status changes.
+ * the provider's message) until ldb_live_retry. A failed query
+ * (ldb_live_error) is ERROR for good, with that error's message, over
+ * sources or not: its status callback is called when the commit that
+ * failed it publishes (or the next commit, when that one was cancelled).
+ * A root's status covers its child handles; a handle's covers its own
+ * bucket. Pending demand hides nothing: rows are published as they
+ * arrive. Borrowed msg, valid until the status changes.
  */
 #define LDB_STATUS_READY 0
 #define LDB_STATUS_LOADING 1

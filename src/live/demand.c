@@ -375,8 +375,16 @@ static const char *error_msg(const ldb_live *q)
     return q->status_msg ? q->status_msg : "loading failed (its message was lost: out of memory)";
 }
 
+/* A failed query (live_error) is ERROR whatever its demand says: it
+ * publishes nothing more, so its result is not ready and never will be. */
 int live_status(const ldb_live *q, const char **msg)
 {
+    const char *failed;
+    if (live_error(q, &failed) != LDB_OK) {
+        if (msg)
+            *msg = failed;
+        return LDB_STATUS_ERROR;
+    }
     if (msg)
         *msg = q->status == LDB_STATUS_ERROR ? error_msg(q) : NULL;
     return q->status;
@@ -390,14 +398,16 @@ void live_set_status_callback(ldb_live *q, ldb_status_fn fn, void *ctx)
 
 void live_notify_status(ldb_live *q)
 {
-    if (q->closing || q->notified == q->status)
+    const char *msg;
+    int status = live_status(q, &msg);
+    if (q->closing || q->notified == status)
         return;
-    q->notified = q->status;
+    q->notified = status;
     if (!q->sfn)
         return;
     struct live_registry *reg = q->reg;
     bool outer = reg->publishing;
     reg->publishing = true;
-    q->sfn(q->sctx, q, q->status, q->status == LDB_STATUS_ERROR ? error_msg(q) : NULL);
+    q->sfn(q->sctx, q, status, msg);
     reg->publishing = outer;
 }

@@ -213,28 +213,28 @@ static void rebuild(ldb_live *q)
 
 /* ---- commit hooks ------------------------------------------------------------------ */
 
+static void enqueue(struct live_registry *reg, ldb_live *q);
+
 static int on_commit_prepare(void *ctx, struct store *s, const struct delta *d)
 {
     (void)s;
     ldb_live *q = ctx;
     if (q->p->state != LIVE_OK || q->closing)
         return LDB_OK;
-    if (d->schema_changed) {
-        int rc = live_program_check_schema(q->p, &q->p->err);
-        if (rc == LDB_NOTFOUND)
-            rebuild(q); /* the rebuilt program has this commit's rows */
-        else if (rc)
-            live_fail(q->p, rc, q->p->err.msg);
-        if (rc)
-            return LDB_OK;
-    }
+    int rc = d->schema_changed ? live_program_check_schema(q->p, &q->p->err) : LDB_OK;
     bool touched;
-    if (live_program_apply(q->p, d, &touched) == LDB_OK && touched) {
+    if (rc == LDB_NOTFOUND)
+        rebuild(q); /* the rebuilt program has this commit's rows */
+    else if (rc)
+        live_fail(q->p, rc, q->p->err.msg);
+    else if (live_program_apply(q->p, d, &touched) == LDB_OK && touched) {
         if (q->holds) /* private until the hold ends: one net change */
             live_program_consolidate(q->p);
         else
             stage(q);
     }
+    if (q->p->state != LIVE_OK)
+        enqueue(q->reg, q); /* its status callback learns it at publication */
     return LDB_OK; /* a query's failure never cancels the commit */
 }
 
@@ -303,6 +303,8 @@ static void on_commit_finish(void *ctx, struct store *s, bool committed)
         trim_windows(q);
     }
     live_batch_drop(q); /* nothing to report, or the query failed */
+    if (q->p->state != LIVE_OK)
+        enqueue(q->reg, q); /* for its status callback */
 }
 
 /* No rollback hook: live queries consume only committed changes (and
@@ -410,12 +412,17 @@ static void on_published(void *ctx, struct store *s)
         if (!reg->pending_head)
             reg->pending_tail = NULL;
         q->pending = false;
-        if (!q->closing && q->p->state == LIVE_OK)
+        if (q->p->state != LIVE_OK) { /* failed in a commit: for its status callback */
+            live_batch_drop(q);
+            live_notify_status(q);
+            continue;
+        }
+        if (!q->closing)
             live_publish_batch(q);
         live_batch_drop(q);
         live_children_publish(q);
-        if (!q->closing)
-            trim_windows(q);
+        if (!q->closing && trim_windows(q))
+            live_notify_status(q);
     }
     reg->publishing = false;
     free_closed(reg);
@@ -438,6 +445,8 @@ static int deliver(ldb_live *q)
     live_children_publish(q);
     reg->publishing = false;
     int rc = q->closing ? LDB_ABORT : trim_windows(q);
+    if (rc && rc != LDB_ABORT)
+        live_notify_status(q);
     free_closed(reg);
     return rc;
 }

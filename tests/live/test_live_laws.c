@@ -678,6 +678,21 @@ static void rejections(void)
 
 /* ---- terminal error state ------------------------------------------------------------ */
 
+/* Status callbacks seen: how many, and the last status and message. */
+struct status_log {
+    int calls, last;
+    char msg[128];
+};
+
+static void log_status(void *ctx, ldb_live *q, int status, const char *msg)
+{
+    (void)q;
+    struct status_log *l = ctx;
+    l->calls++;
+    l->last = status;
+    snprintf(l->msg, sizeof l->msg, "%s", msg ? msg : "");
+}
+
 static void runtime_error_is_terminal(void)
 {
     ldb *db;
@@ -690,13 +705,23 @@ static void runtime_error_is_terminal(void)
     CHECK(ldb_live_open(db, "SELECT id, v * 4611686018427387904 FROM t", replica_apply, &rp,
                         &q) == LDB_OK);
     CHECK_INT(rp.batches, 1);
+    struct status_log sl = { 0 };
+    CHECK_INT(ldb_live_set_status_callback(q, log_status, &sl), LDB_OK);
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_READY);
     EXEC(db, "INSERT INTO t VALUES (2, 8)"); /* overflows in the projection */
     const char *msg = NULL;
     CHECK_INT(ldb_live_error(q, &msg), LDB_ERROR);
     CHECK(msg && strstr(msg, "overflow"));
     CHECK_INT(rp.batches, 1); /* nothing partial was published */
+    /* its status says so too (it will never be ready again), once */
+    CHECK_INT(ldb_live_status(q, &msg), LDB_STATUS_ERROR);
+    CHECK(msg && strstr(msg, "overflow"));
+    CHECK_INT(sl.calls, 1);
+    CHECK_INT(sl.last, LDB_STATUS_ERROR);
+    CHECK(strstr(sl.msg, "overflow"));
     EXEC(db, "INSERT INTO t VALUES (3, 0)"); /* the writer is not affected */
     CHECK_INT(rp.batches, 1);
+    CHECK_INT(sl.calls, 1);
     int64_t n = 0;
     ldb_stmt *s;
     CHECK(ldb_prepare(db, "SELECT count(*) FROM t", -1, &s, NULL) == LDB_OK);
@@ -745,10 +770,15 @@ static void window_moves(void)
     check_equal(db, &rp, "SELECT id, created FROM issues WHERE status = 'open' ORDER BY created "
                          "DESC, id LIMIT 10");
     /* the table is dropped: the query ends in an error, saying why */
+    struct status_log sl = { 0 };
+    CHECK_INT(ldb_live_set_status_callback(q, log_status, &sl), LDB_OK);
     EXEC(db, "DROP TABLE issues");
     const char *msg;
     CHECK_INT(ldb_live_error(q, &msg), LDB_ERROR);
     CHECK(msg && strstr(msg, "dropped"));
+    CHECK_INT(ldb_live_status(q, NULL), LDB_STATUS_ERROR);
+    CHECK_INT(sl.calls, 1);
+    CHECK(strstr(sl.msg, "dropped"));
     ldb_live_close(q);
     ldb_close(db);
 }
@@ -839,9 +869,11 @@ static void write_nomem(void)
     for (uint64_t n = 1; n < 100000; n++) {
         static struct replica rps[3];
         ldb_live *qs[3];
+        struct status_log sl[3] = { { 0 } };
         for (int i = 0; i < 3; i++) {
             memset(&rps[i], 0, sizeof rps[i]);
             CHECK(ldb_live_open(db, sqls[i], replica_apply, &rps[i], &qs[i]) == LDB_OK);
+            CHECK_INT(ldb_live_set_status_callback(qs[i], log_status, &sl[i]), LDB_OK);
         }
         mem_fail_at(n, 0);
         int rc = ldb_exec(db, "INSERT INTO t VALUES (10, 0, 2), (11, 9, 3)", NULL, NULL);
@@ -864,8 +896,14 @@ static void write_nomem(void)
                     check_equal(db, &rps[i], ordered[i]);
                 else
                     check_same_rows(db, &rps[i], ordered[i]);
+                CHECK_INT(ldb_live_status(qs[i], NULL), LDB_STATUS_READY);
+                CHECK_INT(sl[i].calls, 0);
             } else {
                 CHECK_INT(ldb_live_error(qs[i], NULL), LDB_NOMEM);
+                CHECK_INT(ldb_live_status(qs[i], NULL), LDB_STATUS_ERROR);
+                /* told at once when the write committed; at the next
+                 * commit when it was cancelled (no publication) */
+                CHECK_INT(sl[i].calls, rc == LDB_OK ? 1 : 0);
             }
             ldb_live_close(qs[i]);
         }
