@@ -694,13 +694,13 @@ typedef struct ldb_receipt ldb_receipt;
  * is attached (a durable database reopened, ldb_open) are visible at once
  * and owned by persisted retention until the source revalidates them:
  * the first dispatch point makes one grouped request for their keys
- * (ldb_request_keys). When it settles, each of those rows that no sync
- * write of the source touched meanwhile (from that request or any other)
- * is deleted, as gone at the source, and persisted retention ends: the
- * rows then stay only while demand owns them. A revalidation that fails
- * leaves the rows, still retained, until the source is detached or
- * stopped. Only for a single-column primary key: rows under a composite
- * key are not revalidated and stay until demand retires.
+ * (ldb_request_keys; for a composite primary key, the values of its
+ * first column: a superset of the rows). When it settles, each of those
+ * rows whose primary key no sync write of the source touched meanwhile
+ * (from that request or any other) is deleted, as gone at the source,
+ * and persisted retention ends: the rows then stay only while demand
+ * owns them. A revalidation that fails leaves the rows, still retained,
+ * until the source is detached or stopped.
  */
 #define LDB_SOURCE_RETAIN_OWNED 0x10
 

@@ -132,6 +132,16 @@ static int plan_for(ldb_source *s, ldb_live *q, const struct live_demand *d, str
     return LDB_OK;
 }
 
+/* Retention ends: the rows it held, and their map, go. */
+static void persist_end(ldb_source *s)
+{
+    s->persisted = NULL;
+    for (size_t i = 0; i < s->persist.len; i++)
+        row_release(s->persist.data[i].row);
+    vec_free(&s->persist);
+    hmap_free(&s->persist_keys);
+}
+
 /* Frees pl when nothing refers to it any more (law 13). */
 static void plan_maybe_free(struct src_plan *pl)
 {
@@ -142,7 +152,7 @@ static void plan_maybe_free(struct src_plan *pl)
     if (slot)
         hmap_del(&s->plans, slot);
     if (pl == s->persisted)
-        s->persisted = NULL;
+        persist_end(s);
     demand_free_plan(pl);
 }
 
@@ -608,8 +618,8 @@ bool demand_dispatch(struct src_registry *r)
 /*
  * A revalidation settled: each persisted row it did not bring back is
  * gone at the source (deleted at the next pump), and persisted retention
- * of its keys ends. A key whose copy for the list fails keeps its row
- * (retention ends all the same): a stale row, never a lost one.
+ * of its keys ends. A row the list has no room for stays (retention
+ * ends all the same): a stale row, never a lost one.
  */
 static void revalidation_settled(struct src_registry *r, ldb_request *req)
 {
@@ -618,10 +628,11 @@ static void revalidation_settled(struct src_registry *r, ldb_request *req)
         struct src_param *p = req->params_here.data[i];
         if (!p)
             continue;
-        value gone;
-        if (!p->revalidated && !pred_value_copy(&p->key, &gone) &&
-            vec_push(&s->persist_gone, gone))
-            value_release(&gone);
+        for (uint32_t at = p->persist_first; at; at = s->persist.data[at - 1].next) {
+            struct persist_row *pr = &s->persist.data[at - 1];
+            if (!pr->revalidated && !vec_push(&s->persist_gone, pr->row))
+                row_retain(pr->row);
+        }
         p->nowners = 0;
         param_retire(r, p);
     }
@@ -787,11 +798,35 @@ int demand_eager(ldb_source *s)
 
 static void plan_drop_params(struct src_registry *r, struct src_plan *pl);
 
+/* Lists row w under the param of its first key column's value. Room in
+ * persist and persist_keys is reserved. */
+static int persist_row_add(ldb_source *s, struct src_plan *pl, row *w)
+{
+    struct src_param *p;
+    int rc = param_for(s->reg, pl, &w->cols[pl->key_col], &p);
+    if (rc)
+        return rc;
+    p->nowners = 1; /* the retention owns it, as the source owns an eager load */
+    if ((rc = plan_fresh(s->reg, pl, p)))
+        return rc;
+    uint32_t i = (uint32_t)s->persist.len++;
+    s->persist.data[i] = (struct persist_row){ row_retain(w), p->persist_first, false };
+    p->persist_first = i + 1;
+    uint64_t *slot;
+    bool found;
+    hmap_put(&s->persist_keys, table_key_hash(s->table, w), NULL, NULL, &slot, &found);
+    *slot = i;
+    return LDB_OK;
+}
+
 int demand_persisted(ldb_source *s)
 {
     const struct schema *sc = table_schema(s->table);
-    if (!s->retain || table_count(s->table) == 0 || sc->npk != 1)
+    size_t n = table_count(s->table);
+    if (!s->retain || n == 0)
         return LDB_OK;
+    if (n > UINT32_MAX - 1)
+        return LDB_NOMEM;
     struct src_plan *pl = mem_calloc(1, sizeof *pl);
     uint64_t *slot;
     bool found;
@@ -801,7 +836,7 @@ int demand_persisted(ldb_source *s)
     }
     pl->src = s;
     pl->hash = hash_bytes(pl->ident, strlen(pl->ident), 0);
-    pl->key_col = (int32_t)sc->pk[0];
+    pl->key_col = (int32_t)sc->pk[0]; /* a superset of a composite key's rows */
     pl->key_coll = (uint8_t)sc->cols[sc->pk[0]].coll;
     pl->order_col = -1;
     hmap_init(&pl->params);
@@ -812,14 +847,12 @@ int demand_persisted(ldb_source *s)
     }
     *slot = (uintptr_t)pl;
     s->persisted = pl;
+    hmap_init(&s->persist_keys);
+    if (vec_reserve(&s->persist, n) || hmap_reserve(&s->persist_keys, (uint32_t)n))
+        rc = LDB_NOMEM;
     struct table_scan sc_rows = table_scan_begin(s->table);
-    for (row *w; rc == LDB_OK && (w = table_scan_next(&sc_rows));) {
-        struct src_param *p;
-        if ((rc = param_for(s->reg, pl, &w->cols[pl->key_col], &p)) == LDB_OK) {
-            p->nowners = 1; /* the retention owns it, as the source owns an eager load */
-            rc = plan_fresh(s->reg, pl, p);
-        }
-    }
+    for (row *w; rc == LDB_OK && (w = table_scan_next(&sc_rows));)
+        rc = persist_row_add(s, pl, w);
     if (rc) {
         plan_drop_params(s->reg, pl);
         vec_clear(&pl->fresh);
@@ -827,18 +860,30 @@ int demand_persisted(ldb_source *s)
             s->fresh_plans.len--; /* it was pushed last, by this call */
         hmap_del(&s->plans, hmap_get(&s->plans, pl->hash, plan_eq, pl->ident));
         demand_free_plan(pl);
-        s->persisted = NULL;
+        persist_end(s);
     }
     return rc;
 }
 
-void demand_revalidated(ldb_source *s, const value *vals)
+struct persist_probe {
+    const ldb_source *s;
+    const value *key;
+};
+
+static bool persist_eq(const void *probe, uint64_t val)
+{
+    const struct persist_probe *pp = probe;
+    return table_key_matches(pp->s->table, pp->key, pp->s->persist.data[val].row);
+}
+
+void demand_revalidated(ldb_source *s, const value *key)
 {
     if (!s->persisted)
         return;
-    struct src_param *p = demand_param_of(s->persisted, &vals[s->persisted->key_col]);
-    if (p)
-        p->revalidated = true;
+    struct persist_probe pp = { s, key };
+    uint64_t *slot = hmap_get(&s->persist_keys, table_key_hash_of(s->table, key), persist_eq, &pp);
+    if (slot)
+        s->persist.data[*slot].revalidated = true;
 }
 
 struct roots_ctx {
@@ -928,7 +973,7 @@ void demand_detach(ldb_source *s)
         demand_free_plan(pl);
     }
     hmap_clear(&s->plans);
-    s->persisted = NULL; /* freed with the plans: retention ends */
+    persist_end(s); /* its plan went with the others: retention ends */
     if (s->all) {
         plan_drop_params(r, s->all);
         demand_free_plan(s->all);

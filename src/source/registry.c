@@ -359,7 +359,7 @@ void src_detach(ldb_source *s)
     vec_free(&s->fresh_plans);
     vec_free(&s->releases);
     for (size_t i = 0; i < s->persist_gone.len; i++)
-        value_release(&s->persist_gone.data[i]);
+        row_release(s->persist_gone.data[i]);
     vec_free(&s->persist_gone);
     mem_free(s->name);
     mem_free(s);

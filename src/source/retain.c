@@ -133,14 +133,14 @@ static int sweep_persisted(struct src_registry *r, ldb_source *s)
     row_vec gone = VEC_INIT;
     int rc = LDB_OK;
     for (size_t i = 0; i < s->persist_gone.len && !rc; i++) {
-        row *w = table_lookup(s->table, &s->persist_gone.data[i]);
+        row *w = table_lookup_row(s->table, s->persist_gone.data[i]);
         if (w && !opt_find(r, s->table, w->cols) && !(rc = vec_push(&gone, w)))
             row_retain(w);
     }
     rc = delete_rows(r, s, &gone, rc);
     if (rc != LDB_NOMEM) { /* NOMEM: tried again at the next pump */
         for (size_t i = 0; i < s->persist_gone.len; i++)
-            value_release(&s->persist_gone.data[i]);
+            row_release(s->persist_gone.data[i]);
         s->persist_gone.len = 0;
     }
     return rc;

@@ -150,6 +150,13 @@ struct src_owner {
     struct src_owner *prev_in_param, *next_in_param;
 };
 
+/* A row held by persisted retention (ldb_source.persist). */
+struct persist_row {
+    row *row;                   /* the row at attach (a reference) */
+    uint32_t next;              /* the next one of its param, + 1 (0: none) */
+    bool revalidated;           /* a sync write of its key came since */
+};
+
 struct src_param {
     struct src_plan *plan;
     value key;                  /* owned; NULL for a root plan */
@@ -161,7 +168,7 @@ struct src_param {
     uint32_t nowners;
     struct src_owner *owners;
     struct src_order *ord;      /* an ordered plan's param (owned), or NULL */
-    bool revalidated;           /* persisted plan: its revalidation wrote the row */
+    uint32_t persist_first;     /* persisted plan: its first persist row, + 1 */
 };
 
 struct src_query {
@@ -192,11 +199,18 @@ struct ldb_source {
     VEC(ldb_request *) releases; /* acquisitions left by every param */
     ldb_request *eager;         /* EAGER: the request for every row */
     struct src_plan *all;       /* EAGER: the plan every point maps to */
-    /* Persisted retention (law 11): the rows the table held at attach, one
-     * param per key, owned until their revalidation settles; the keys it
-     * did not bring back, to delete at the next pump (retain.c). */
+    /* Persisted retention (law 11): the rows the table held at attach,
+     * owned through a plan on the first key column (one param per value;
+     * for a composite key its request is a superset) until their
+     * revalidation settles. Each such row is in persist (a reference),
+     * found by primary key through persist_keys and listed under its param;
+     * a sync write of its key marks it revalidated. At the param's
+     * settlement an unmarked one is gone at the source: its row goes to
+     * persist_gone (a reference), deleted at the next pump (retain.c). */
     struct src_plan *persisted;
-    VEC(value) persist_gone;
+    hmap persist_keys;          /* table key hash -> index in persist */
+    VEC(struct persist_row) persist;
+    VEC(row *) persist_gone;
     bool persist_retry;         /* its request could not be made: next dispatch */
     struct {                    /* a truncate's replay (law 9) */
         bool active;
@@ -359,15 +373,15 @@ void demand_free_plan(struct src_plan *pl);
 /* The EAGER source's one request. */
 int demand_eager(ldb_source *s);
 /* Persisted retention for the rows t holds at attach, under query-owned
- * retention: a key param for each, owned by the retention, requested
- * (grouped) at the next pump. Only for a single-column primary key;
- * LDB_NOMEM leaves nothing. */
+ * retention: a param for each value of the first key column, owned by the
+ * retention, requested (grouped) at the next pump. LDB_NOMEM leaves
+ * nothing. */
 int demand_persisted(ldb_source *s);
-/* A sync write of s applied to the row with vals's key: the source has
- * spoken for it, so a revalidation that settles later does not delete it
- * (whichever request or feed the write came from: a write after the
- * revalidation's snapshot is newer than it). */
-void demand_revalidated(ldb_source *s, const value *vals);
+/* A sync write of s applied to the row with primary key key[0..npk) (key
+ * order): the source has spoken for it, so a revalidation that settles
+ * later does not delete it (whichever request or feed the write came
+ * from: a write after the revalidation's snapshot is newer than it). */
+void demand_revalidated(ldb_source *s, const value *key);
 /* A truncate of s is about to apply: hold every query its demand serves. */
 int demand_replay_hold(ldb_source *s);
 /* It applied: every logical demand of s is acquired again. */

@@ -352,7 +352,7 @@ static int apply_op(ldb_source *s, struct sync_op *op, value *vals, uint64_t *wr
     value key[SCHEMA_MAX_KEY];
     for (uint32_t i = 0; i < sc->npk; i++)
         key[i] = vals[sc->pk[i]];
-    demand_revalidated(s, vals);
+    demand_revalidated(s, key);
     struct opt_key *k = opt_find(s->reg, tab, vals);
     if (k) /* under pending optimistic writes: the synced row changes beneath */
         return opt_sync_write(s->reg, k, op->kind, vals, msg, n);
