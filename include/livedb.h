@@ -1091,6 +1091,20 @@ typedef void (*ldb_mutation_fn)(void *ctx, ldb_optimistic *o);
 LDB_API int ldb_optimistic_commit(ldb *db, ldb_mutation_fn send, void *ctx,
                                   ldb_optimistic **out);
 
+/*
+ * Calls send(ctx, o) for each pending optimistic transaction of db, in
+ * commit order, under the rules of the mutation callback (o borrowed).
+ * For a program that sends again what its upstream may not have: after a
+ * reconnect, or after reopening a durable database, whose pending
+ * transactions are kept in the database itself (in the tables
+ * livedb_outbox and livedb_outbox_keys, which users can read but not
+ * write): they come back pending, with their rows visible and their
+ * synced rows kept for a rejection, and resolve as if the program had
+ * never stopped. Their handles are new (ldb_optimistic_id is the same).
+ * LDB_MISUSE for NULL db or send, or inside a callback; LDB_NOMEM.
+ */
+LDB_API int ldb_optimistic_pending(ldb *db, ldb_mutation_fn send, void *ctx);
+
 #define LDB_OPTIMISTIC_PENDING 0
 #define LDB_OPTIMISTIC_CONFIRMED 1
 #define LDB_OPTIMISTIC_REJECTED 2

@@ -11,11 +11,13 @@
  * maintained yet: it is dormant. Its rows stay readable, but every write
  * to the database is refused (db_dormant_refusal) until a registration
  * lets it be restored, because a write to one of its sources would leave
- * it stale without anyone noticing.
+ * it stale without anyone noticing. Pending optimistic transactions come
+ * back from the database's outbox tables (src/source/outbox.c).
  */
 #include "api/db_internal.h"
 
 #include "mv/mv.h"
+#include "source/source.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,9 +53,17 @@ static int restore_views(ldb *db)
     return rc;
 }
 
+/* The views, then the pending optimistic transactions (over the tables
+ * as recovered: their rows are already the visible ones). */
 int db_durable_open(ldb *db)
 {
-    return store_is_durable(db->store) ? restore_views(db) : LDB_OK;
+    if (!store_is_durable(db->store))
+        return LDB_OK;
+    int rc = restore_views(db);
+    char msg[256];
+    if (!rc && (rc = src_opt_restore(db->src, msg, sizeof msg)))
+        db_error(db, rc, NULL, -1, "%s", msg);
+    return rc;
 }
 
 const char *db_dormant_refusal(const ldb *db)

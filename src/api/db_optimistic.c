@@ -101,6 +101,30 @@ int ldb_optimistic_commit(ldb *db, ldb_mutation_fn send, void *ctx, ldb_optimist
     return rc;
 }
 
+int ldb_optimistic_pending(ldb *db, ldb_mutation_fn send, void *ctx)
+{
+    if (!db)
+        return LDB_MISUSE;
+    db_lock(db);
+    db_clear_error(db);
+    const char *why = send ? db_in_callback(db) : "send is NULL";
+    ldb_optimistic **hs = NULL;
+    size_t n = 0;
+    int rc = why ? db_error(db, LDB_MISUSE, NULL, -1, "ldb_optimistic_pending: %s", why)
+                 : src_opt_pending(db->src, &hs, &n);
+    if (rc == LDB_NOMEM)
+        db_error(db, rc, NULL, -1, "out of memory");
+    db->in_mutation++;
+    for (size_t i = 0; i < n; i++)
+        send(ctx, hs[i]);
+    db->in_mutation--;
+    for (size_t i = 0; i < n; i++)
+        ldb_optimistic_free(hs[i]);
+    mem_free(hs);
+    db_unlock(db); /* a dispatch point: resolutions made by send apply now */
+    return rc;
+}
+
 int ldb_set_resolved_callback(ldb *db, ldb_resolved_fn fn, void *ctx)
 {
     if (!db)

@@ -331,6 +331,8 @@ void src_opt_cancel(struct src_registry *r, struct opt_txn *x)
 {
     if (!x)
         return;
+    if (x->outboxed)
+        outbox_cancel(r);
     for (uint32_t i = 0; i < x->nmut; i++)
         if (x->muts[i].key && x->muts[i].key->chain.len == 0)
             key_remove(r, x->muts[i].key); /* made for x alone */
@@ -425,9 +427,12 @@ int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, siz
     x->h = h;
     rc = prepare_all(r, x, d);
     delta_free(d);
+    if (rc)
+        snprintf(msg, n, "out of memory");
+    else /* the id src_opt_install gives it */
+        rc = outbox_commit(r, x, r->opt.next_id + 1, msg, n);
     if (rc) {
         src_opt_cancel(r, x);
-        snprintf(msg, n, "out of memory");
         return rc;
     }
     *out = x;
@@ -812,7 +817,7 @@ int opt_settle(struct src_registry *r, char *msg, size_t n)
         if (rc)
             return rc;
     }
-    return LDB_OK;
+    return outbox_step(r, msg, n); /* the step as a durable database keeps it */
 }
 
 int opt_park(struct src_registry *r, struct table *t, row *old, const value *vals, int op,
@@ -958,6 +963,102 @@ int opt_resolve(struct src_registry *r, struct src_item *it)
     opt_step_end(r, !rc && !end);
     opt_notify(r);
     return rc ? rc : end;
+}
+
+/* ---- a durable database reopened (outbox.c) ---------------------------------------------- */
+
+int src_opt_restore(struct src_registry *r, char *msg, size_t n)
+{
+    return outbox_restore(r, msg, n);
+}
+
+int src_opt_pending(struct src_registry *r, ldb_optimistic ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!r->opt.head)
+        return LDB_OK;
+    ldb_optimistic **hs = mem_calloc(r->opt.st.pending, sizeof *hs);
+    if (!hs)
+        return LDB_NOMEM;
+    for (struct opt_txn *x = r->opt.head; x; x = x->next) {
+        ldb_optimistic_ref(x->h);
+        hs[(*n)++] = x->h;
+    }
+    *out = hs;
+    return LDB_OK;
+}
+
+int opt_restore_key(struct src_registry *r, struct table *t, row *keyrow, row *base,
+                    bool unknown, int64_t kid, struct opt_key **out)
+{
+    bool made;
+    int rc = key_get(r, t, keyrow->cols, out, &made);
+    if (!rc && !made)
+        rc = LDB_CORRUPT; /* two rows of the outbox for one key */
+    if (rc) {
+        row_release(keyrow);
+        row_release(base);
+        return rc;
+    }
+    (*out)->keyrow = keyrow;
+    (*out)->base = base;
+    (*out)->unknown = unknown;
+    (*out)->kid = kid;
+    return LDB_OK;
+}
+
+static int restored_pubmut(struct opt_pubmut *pm, const struct opt_restored_mut *m)
+{
+    struct change c = { m->before, m->after };
+    return pubmut_fill(pm, m->key->ot->t, &c);
+}
+
+int opt_restore_txn(struct src_registry *r, uint64_t id, struct opt_restored_mut *muts,
+                    uint32_t n)
+{
+    struct opt_txn *x = mem_calloc(1, sizeof *x);
+    ldb_optimistic *h = mem_calloc(1, sizeof *h);
+    int rc = x && h ? LDB_OK : LDB_NOMEM;
+    if (!rc) {
+        atomic_init(&h->refs, 1);
+        atomic_init(&h->state, LDB_OPTIMISTIC_PENDING);
+        atomic_init(&h->orphan, false);
+        h->reg = r;
+        h->home = pthread_self();
+        x->h = h;
+        h->muts = mem_calloc(n, sizeof *h->muts);
+        x->muts = mem_calloc(n, sizeof *x->muts);
+        rc = h->muts && x->muts ? LDB_OK : LDB_NOMEM;
+    }
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        rc = vec_reserve(&muts[i].key->chain, 1);
+        if (!rc)
+            rc = restored_pubmut(&h->muts[h->nmut++], &muts[i]);
+    }
+    for (uint32_t i = 0; x && x->muts && i < n; i++) { /* x owns the rows from here */
+        x->muts[i] = (struct opt_mut){ x, muts[i].key, (uint8_t)muts[i].kind, muts[i].before,
+                                       muts[i].after };
+        x->nmut = n;
+    }
+    if (!x || !x->muts) {
+        for (uint32_t i = 0; i < n; i++) {
+            row_release(muts[i].before);
+            row_release(muts[i].after);
+        }
+    }
+    if (rc) {
+        if (x)
+            txn_free(x);
+        if (h)
+            handle_unref(h);
+        return rc;
+    }
+    if (id > r->opt.next_id)
+        r->opt.next_id = id - 1;
+    ldb_optimistic *mine = src_opt_install(r, x); /* the id it gives is id */
+    handle_unref(mine); /* the program's reference: none here */
+    return LDB_OK;
 }
 
 void opt_free(struct src_registry *r)

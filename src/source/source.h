@@ -81,5 +81,12 @@ ldb_optimistic *src_opt_install(struct src_registry *r, struct opt_txn *x);
 void src_opt_cancel(struct src_registry *r, struct opt_txn *x);
 void src_set_resolved_callback(struct src_registry *r, ldb_resolved_fn fn, void *ctx);
 void src_opt_stats(const struct src_registry *r, ldb_optimistic_stats *out);
+/* A durable database reopened: its pending transactions, as its outbox
+ * tables keep them, pending again (outbox.c). LDB_CORRUPT or LDB_NOMEM
+ * with msg; the registry is then to be freed. */
+int src_opt_restore(struct src_registry *r, char *msg, size_t n);
+/* The pending transactions in commit order: *out (owned by the caller,
+ * mem_free) holds a reference to each (ldb_optimistic_free). */
+int src_opt_pending(struct src_registry *r, ldb_optimistic ***out, size_t *n);
 
 #endif

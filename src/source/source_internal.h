@@ -267,6 +267,7 @@ struct opt_txn {
     uint32_t nmut;
     struct opt_mut *muts;       /* owned */
     uint8_t fate;               /* enum opt_fate: decided in the step */
+    bool outboxed;              /* outbox_commit wrote it (not yet committed) */
     char *why;                  /* OPT_REJECT: the message (owned) */
 };
 
@@ -285,6 +286,7 @@ struct opt_key {
                                    by a commit not installed yet */
     bool touched, queued, synced, nset, nunknown;
     row *nbase;
+    int64_t kid;                /* its row in the outbox's keys (outbox.c), or 0 */
 };
 
 struct opt_table {
@@ -308,6 +310,7 @@ struct opt_layer {
     ldb_resolved_fn resolved;
     void *resolved_ctx;
     ldb_optimistic_stats st;    /* pending and rows kept current */
+    int64_t next_kid;           /* the outbox's last key id (outbox.c) */
 };
 
 /* A queued item: a sync transaction, a settlement, or a resolution. */
@@ -470,6 +473,34 @@ void opt_step_end(struct src_registry *r, bool ok);
 void opt_notify(struct src_registry *r);
 /* A queued resolution (item from the queue); LDB_NOMEM: queue it again. */
 int opt_resolve(struct src_registry *r, struct src_item *it);
+/* Reopening a durable database's pending layer (outbox.c): the overlaid
+ * key of t with keyrow's key, made with base and unknown (references
+ * passed in either way); LDB_CORRUPT if t has it already. */
+int opt_restore_key(struct src_registry *r, struct table *t, row *keyrow, row *base,
+                    bool unknown, int64_t kid, struct opt_key **out);
+/* A pending transaction id of n mutations (their rows: references
+ * passed in either way), appended to the pending list in commit order. */
+struct opt_restored_mut {
+    struct opt_key *key;
+    int kind;                   /* LDB_MUTATION_* */
+    row *before, *after;
+};
+int opt_restore_txn(struct src_registry *r, uint64_t id, struct opt_restored_mut *muts,
+                    uint32_t n);
+
+/* outbox.c: in a durable database the pending layer is kept in two
+ * tables of the database itself, written in the statements that change
+ * it, so that it is committed, logged and recovered with the rows it
+ * explains. outbox_commit: x's mutations and its new keys, in the open
+ * transaction (a savepoint the caller rolls back if storage does not
+ * commit). outbox_step: at the end of a step's recomputation, the bases
+ * it proposes and the transactions it resolves. outbox_restore: at open.
+ * In-memory databases have no outbox (all three do nothing). */
+int outbox_commit(struct src_registry *r, struct opt_txn *x, uint64_t id, char *msg, size_t n);
+/* Storage did not commit x: its outbox rows (and tables) go. */
+void outbox_cancel(struct src_registry *r);
+int outbox_step(struct src_registry *r, char *msg, size_t n);
+int outbox_restore(struct src_registry *r, char *msg, size_t n);
 /* The registry closes: pending transactions are dropped, handles orphaned. */
 void opt_free(struct src_registry *r);
 
