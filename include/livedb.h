@@ -737,9 +737,10 @@ typedef struct ldb_provider {
 /*
  * Attaches provider p (copied) with ctx to table, in mode
  * LDB_SOURCE_EAGER or LDB_SOURCE_ON_DEMAND. The table must have a declared
- * PRIMARY KEY (sync writes address rows by it), must not be read by a
- * materialized view, nor have a source already; live queries already
- * open over it keep reading it as it is. *out is borrowed: valid until
+ * PRIMARY KEY (sync writes address rows by it), must not have a source
+ * already, nor (ON_DEMAND) be read by a materialized view; live queries
+ * and materialized views already open over it keep reading it as it is
+ * (an EAGER source attached again after a durable database reopened). *out is borrowed: valid until
  * ldb_source_detach or ldb_close. LDB_NOTFOUND, LDB_MISUSE (no primary
  * key, already attached, a transaction or callback), LDB_NOMEM.
  */

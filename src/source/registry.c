@@ -253,8 +253,9 @@ int src_attach(struct src_registry *r, struct table *t, int mode, const ldb_prov
         why = "the table already has a source";
     else if (t->readonly)
         why = "the table is a materialized view's";
-    else if (mv_reads_table(r->env.mv, t))
-        why = "a materialized view reads it";
+    else if ((mode & ~LDB_SOURCE_RETAIN_OWNED) == LDB_SOURCE_ON_DEMAND &&
+             mv_reads_table(r->env.mv, t))
+        why = "a materialized view reads it (and cannot read an ON_DEMAND table)";
     else if (!table_declared_key(t))
         why = "the table has no declared PRIMARY KEY (sync writes address rows by it)";
     if (why) {
