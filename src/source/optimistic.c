@@ -1054,9 +1054,10 @@ int opt_restore_txn(struct src_registry *r, uint64_t id, struct opt_restored_mut
             handle_unref(h);
         return rc;
     }
-    if (id > r->opt.next_id)
-        r->opt.next_id = id - 1;
+    uint64_t next = r->opt.next_id;
+    r->opt.next_id = id - 1;
     ldb_optimistic *mine = src_opt_install(r, x); /* the id it gives is id */
+    r->opt.next_id = next > id ? next : id;
     handle_unref(mine); /* the program's reference: none here */
     return LDB_OK;
 }

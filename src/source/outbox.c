@@ -15,7 +15,9 @@
  *       of table tbl: a row with the key, its synced row (NULL: none) and
  *       whether a truncate voided that;
  *   livedb_outbox (id, seq, kid, kind, before, after): mutation seq of
- *       pending transaction id, on key kid.
+ *       pending transaction id, on key kid;
+ *   livedb_outbox_ids (name, last): the last transaction id given
+ *       ('transaction'), so that ids stay unique across reopens.
  *
  * Rows are ARRAYs of their table's declared columns. The tables are a
  * layer's own (read-only to users, like a materialized view's backing
@@ -37,11 +39,14 @@
 
 #define OUTBOX_KEYS "livedb_outbox_keys"
 #define OUTBOX_MUTS "livedb_outbox"
+#define OUTBOX_IDS "livedb_outbox_ids"
+#define LAST_TXN "transaction"
 /* Not a name SQL makes (a savepoint name is an identifier). */
 #define OUTBOX_SAVEPOINT "\x01outbox"
 
 enum { K_KID, K_TBL, K_KEYROW, K_BASE, K_UNKNOWN, K_NCOLS };
 enum { M_ID, M_SEQ, M_KID, M_KIND, M_BEFORE, M_AFTER, M_NCOLS };
+enum { I_NAME, I_LAST, I_NCOLS };
 
 static bool durable(const struct src_registry *r) { return store_is_durable(r->env.store); }
 
@@ -62,8 +67,9 @@ static int make_table(struct src_registry *r, const char *name, const struct col
     return rc;
 }
 
-/* Both tables, made if missing (in the open statement). */
-static int outbox_tables(struct src_registry *r, struct table **keys, struct table **muts)
+/* The three tables, made if missing (in the open statement). */
+static int outbox_tables(struct src_registry *r, struct table **keys, struct table **muts,
+                         struct table **ids)
 {
     static const struct column_def kc[K_NCOLS] = {
         { .name = "kid", .type = COL_INTEGER, .not_null = true },
@@ -80,18 +86,48 @@ static int outbox_tables(struct src_registry *r, struct table **keys, struct tab
         { .name = "before", .type = COL_ANY },
         { .name = "after", .type = COL_ANY },
     };
-    static const uint32_t kpk[] = { K_KID }, mpk[] = { M_ID, M_SEQ };
+    static const struct column_def ic[I_NCOLS] = {
+        { .name = "name", .type = COL_TEXT, .not_null = true },
+        { .name = "last", .type = COL_INTEGER, .not_null = true },
+    };
+    static const uint32_t kpk[] = { K_KID }, mpk[] = { M_ID, M_SEQ }, ipk[] = { I_NAME };
     int rc = LDB_OK;
     if (!outbox_table(r, OUTBOX_KEYS))
         rc = make_table(r, OUTBOX_KEYS, kc, K_NCOLS, kpk, 1);
     if (!rc && !outbox_table(r, OUTBOX_MUTS))
         rc = make_table(r, OUTBOX_MUTS, mc, M_NCOLS, mpk, 2);
+    if (!rc && !outbox_table(r, OUTBOX_IDS))
+        rc = make_table(r, OUTBOX_IDS, ic, I_NCOLS, ipk, 1);
     *keys = outbox_table(r, OUTBOX_KEYS);
     *muts = outbox_table(r, OUTBOX_MUTS);
-    if (!rc && (!*keys || !*muts))
-        rc = store_error(r->env.store, LDB_ERROR, "a table named %s or %s is in the way",
-                         OUTBOX_KEYS, OUTBOX_MUTS);
+    *ids = outbox_table(r, OUTBOX_IDS);
+    if (!rc && (!*keys || !*muts || !*ids))
+        rc = store_error(r->env.store, LDB_ERROR, "a table named %s, %s or %s is in the way",
+                         OUTBOX_KEYS, OUTBOX_MUTS, OUTBOX_IDS);
     return rc;
+}
+
+static value last_txn_name(void)
+{
+    value v;
+    value_text(&v, LAST_TXN, strlen(LAST_TXN)); /* inline: never allocates */
+    return v;
+}
+
+/* The last transaction id given, as the ids table says (0: none). */
+static int64_t last_txn(const struct table *ids)
+{
+    value name = last_txn_name();
+    const row *w = ids ? table_lookup(ids, &name) : NULL;
+    return w ? w->cols[I_LAST].h.u.i : 0;
+}
+
+static int set_last_txn(struct src_registry *r, struct table *ids, uint64_t id)
+{
+    value v[I_NCOLS] = { last_txn_name(), value_int((int64_t)id) };
+    row *w = table_lookup(ids, &v[I_NAME]);
+    return w ? table_update(r->env.store, ids, w, v, NULL)
+             : table_insert(r->env.store, ids, v, NULL);
 }
 
 /* The declared columns of w as an ARRAY (NULL for no row). */
@@ -141,8 +177,10 @@ static int put_mut(struct src_registry *r, struct table *muts, uint64_t id, uint
 
 static int commit_rows(struct src_registry *r, struct opt_txn *x, uint64_t id)
 {
-    struct table *keys, *muts;
-    int rc = outbox_tables(r, &keys, &muts);
+    struct table *keys, *muts, *ids;
+    int rc = outbox_tables(r, &keys, &muts, &ids);
+    if (!rc)
+        rc = set_last_txn(r, ids, id);
     for (uint32_t i = 0; !rc && i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
         if (!k->kid) { /* a key x overlays first */
@@ -157,8 +195,8 @@ static int commit_rows(struct src_registry *r, struct opt_txn *x, uint64_t id)
 
 int outbox_commit(struct src_registry *r, struct opt_txn *x, uint64_t id, char *msg, size_t n)
 {
-    if (!durable(r) || x->nmut == 0)
-        return LDB_OK;
+    if (!durable(r))
+        return LDB_OK; /* (one that wrote nothing too: its id is given) */
     struct store *st = r->env.store;
     int rc = store_savepoint(st, OUTBOX_SAVEPOINT);
     if (rc) {
@@ -394,6 +432,9 @@ static int restore_txns(struct src_registry *r, struct table *muts, const struct
 int outbox_restore(struct src_registry *r, char *msg, size_t n)
 {
     struct table *keys = outbox_table(r, OUTBOX_KEYS), *muts = outbox_table(r, OUTBOX_MUTS);
+    int64_t last = durable(r) ? last_txn(outbox_table(r, OUTBOX_IDS)) : 0;
+    if (last > 0)
+        r->opt.next_id = (uint64_t)last; /* the pending ones' ids are below it */
     if (!durable(r) || !keys || !muts || table_count(muts) == 0)
         return LDB_OK;
     size_t nkeys = table_count(keys);

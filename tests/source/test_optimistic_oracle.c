@@ -69,6 +69,14 @@
  * The generator never lets two synced rows collide, nor confirms a
  * transaction whose rows would collide with synced ones.
  *
+ * Case optimistic_durable runs the histories on a durable database and
+ * adds one step: the database is closed and reopened (cleanly, or from a
+ * copy of its files taken while it was open, as a crash leaves them), its
+ * sources attached again, its queries reopened, and the pending
+ * transactions taken back with ldb_optimistic_pending: nothing the model
+ * knows changes, and the checks after the step and every later one hold
+ * as if the program had never stopped.
+ *
  * LDB_SEED replays a run (the seed is printed), LDB_TRACE=1 prints every
  * action; LDB_LONG=1 runs 20 times as many steps, LDB_TEST_SCALE=k k
  * times as many.
@@ -81,8 +89,10 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NT 2
 #define NKEYS 10
@@ -178,6 +188,10 @@ struct world {
     bool reapplied[NKEYS + 1]; /* users rows this step re-applies */
     bool ambiguous;   /* a collision the contract does not decide */
     bool handles;     /* users get handles (else all NULL: no collisions) */
+    char *dir;        /* a durable world's directory, or NULL */
+    char path[300];   /* its database */
+    int reopens, crashes;
+    int rejected_before; /* rejections before the last reopen (stats count since) */
     /* what the history exercised (printed at its end) */
     int n_commit, n_empty, n_rollback, n_refused, n_sync, n_sync_confirm, n_confirm, n_reject,
         n_cascade, n_plain;
@@ -798,12 +812,59 @@ static void initial_rows(struct world *w, int tab)
         sync_commit(w, t);
 }
 
-static void world_open(struct world *w, uint64_t seed, int modes, bool handles)
+/* A durable database's files: the snapshot and the log. */
+static const char *const db_files[] = { "", "-wal" };
+
+/* Copies from+suffix to to+suffix for each of the files (a missing one
+ * stays missing), or removes them (to NULL). */
+static void files_copy(const char *from, const char *to)
+{
+    for (size_t i = 0; i < sizeof db_files / sizeof *db_files; i++) {
+        char src[400], dst[400];
+        snprintf(src, sizeof src, "%s%s", from, db_files[i]);
+        unlink(to ? (snprintf(dst, sizeof dst, "%s%s", to, db_files[i]), dst) : src);
+        FILE *in = to ? fopen(src, "rb") : NULL;
+        if (!in)
+            continue;
+        FILE *out = fopen(dst, "wb");
+        CHECK(out != NULL);
+        char buf[65536];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, in)) > 0;)
+            CHECK(fwrite(buf, 1, n, out) == n);
+        CHECK(fclose(out) == 0);
+        fclose(in);
+    }
+}
+
+static void attach(struct world *w, int tab)
+{
+    static const ldb_provider p = { .load_subset = settle_at_once };
+    CHECKF(ldb_source_attach(w->db, tdefs[tab].name, LDB_SOURCE_EAGER, &p, NULL,
+                             &w->src[tab]) == LDB_OK,
+           "attach %s: %s", tdefs[tab].name, ldb_errmsg(w->db));
+}
+
+/* A durable world's database at w->path; fsync is left out (a crash is
+ * a copy of the files, not a power loss). */
+static void open_db(struct world *w)
+{
+    int rc = ldb_open(w->dir ? w->path : NULL, &w->db);
+    CHECKF(rc == LDB_OK, "step %d: open %s: %s", w->step, w->dir ? w->path : ":memory:",
+           ldb_errmsg(NULL));
+    if (w->dir)
+        EXEC(w->db, "PRAGMA synchronous = OFF");
+}
+
+static void world_open(struct world *w, uint64_t seed, int modes, bool handles, bool durable)
 {
     memset(w, 0, sizeof *w);
     w->handles = handles;
     rng_seed(&w->r, seed);
-    CHECK_INT(ldb_open(NULL, &w->db), LDB_OK);
+    if (durable) {
+        CHECK((w->dir = strdup("/tmp/ldb_oracle_XXXXXX")) && mkdtemp(w->dir));
+        snprintf(w->path, sizeof w->path, "%s/a.ldb", w->dir);
+    }
+    open_db(w);
     CHECK_INT(sqlite3_open(":memory:", &w->sq), SQLITE_OK);
     const char *schema = "CREATE TABLE issues(id INTEGER PRIMARY KEY, owner INTEGER, status TEXT, "
                          "title TEXT, prio INTEGER);"
@@ -812,13 +873,10 @@ static void world_open(struct world *w, uint64_t seed, int modes, bool handles)
                          "CREATE TABLE notes(x INTEGER)";
     EXEC(w->db, schema);
     sq_exec(w, schema);
-    static const ldb_provider p = { .load_subset = settle_at_once };
     for (int tab = 0; tab < NT; tab++) {
         w->sourced[tab] = modes & (1 << tab);
         if (w->sourced[tab])
-            CHECKF(ldb_source_attach(w->db, tdefs[tab].name, LDB_SOURCE_EAGER, &p, NULL,
-                                     &w->src[tab]) == LDB_OK,
-                   "attach %s: %s", tdefs[tab].name, ldb_errmsg(w->db));
+            attach(w, tab);
         initial_rows(w, tab);
     }
     for (int i = 0; i < NMV; i++) {
@@ -842,6 +900,11 @@ static void world_close(struct world *w)
     }
     ldb_close(w->db);
     sqlite3_close(w->sq);
+    if (w->dir) {
+        files_copy(w->path, NULL);
+        CHECK(rmdir(w->dir) == 0);
+        free(w->dir);
+    }
 }
 
 /* ---- checks -------------------------------------------------------------------------- */
@@ -1044,6 +1107,7 @@ static void check_stats(struct world *w)
         }
     for (int i = 0; i < w->nall; i++)
         rejected += w->all[i]->state == LDB_OPTIMISTIC_REJECTED;
+    rejected -= w->rejected_before;
     CHECKF(st.pending == (uint64_t)w->npending && st.rows == (uint64_t)rows &&
                st.rejected == (uint64_t)rejected,
            "step %d: stats pending %llu rows %llu rejected %llu, model %d %d %d", w->step,
@@ -1738,10 +1802,87 @@ static void step_plain_write(struct world *w)
     free(b);
 }
 
+/* ---- a durable world reopens -------------------------------------------------------------- */
+
+static void take_back(void *ctx, ldb_optimistic *o)
+{
+    struct world *w = ctx;
+    for (int i = 0; i < w->npending; i++) {
+        struct otx *t = w->pending[i];
+        if (t->id != ldb_optimistic_id(o))
+            continue;
+        CHECKF(t->sent_h == NULL, "step %d: txn %llu handed back twice", w->step,
+               (unsigned long long)t->id);
+        ldb_optimistic_ref(o);
+        t->sent_h = o; /* marks it taken back; its handle below */
+        t->sent_count = i;
+        return;
+    }
+    CHECKF(false, "step %d: txn %llu came back, and the model has it resolved", w->step,
+           (unsigned long long)ldb_optimistic_id(o));
+}
+
+/* Every pending transaction came back once, in commit order, with its
+ * mutations; its new handle replaces the old one (orphaned by the close). */
+static void take_back_all(struct world *w)
+{
+    for (int i = 0; i < w->npending; i++)
+        w->pending[i]->sent_h = NULL;
+    CHECK_INT(ldb_optimistic_pending(w->db, take_back, w), LDB_OK);
+    for (int i = 0; i < w->npending; i++) {
+        struct otx *t = w->pending[i];
+        CHECKF(t->sent_h != NULL, "step %d: pending txn %llu did not come back", w->step,
+               (unsigned long long)t->id);
+        CHECKF(t->sent_count == i, "step %d: txn %llu came back out of order", w->step,
+               (unsigned long long)t->id);
+        ldb_optimistic_free(t->h);
+        t->h = t->sent_h;
+        t->sent_h = NULL; /* no stale pointer can match a later handle */
+        CHECK_INT(ldb_optimistic_state(t->h), LDB_OPTIMISTIC_PENDING);
+        check_mutations(w, t);
+    }
+}
+
+static void step_reopen(struct world *w)
+{
+    bool crash = rng_chance(&w->r, 1, 2);
+    trace(w, "reopen (%s)", crash ? "crash" : "close");
+    for (int i = 0; i < NQ; i++)
+        lq_free(&w->q[i]);
+    if (crash) { /* the files as they are now, under another name */
+        char next[300];
+        snprintf(next, sizeof next, "%s/%s", w->dir, w->crashes % 2 ? "a.ldb" : "b.ldb");
+        files_copy(w->path, next);
+        ldb_close(w->db);
+        files_copy(w->path, NULL);
+        snprintf(w->path, sizeof w->path, "%s", next);
+        w->crashes++;
+    } else {
+        ldb_close(w->db);
+    }
+    w->reopens++;
+    w->rejected_before = 0;
+    for (int i = 0; i < w->nall; i++)
+        w->rejected_before += w->all[i]->state == LDB_OPTIMISTIC_REJECTED;
+    open_db(w);
+    for (int tab = 0; tab < NT; tab++)
+        if (w->sourced[tab])
+            attach(w, tab);
+    CHECK_INT(ldb_set_resolved_callback(w->db, on_resolved, w), LDB_OK);
+    CHECK_INT(ldb_source_poll(w->db), LDB_OK);
+    take_back_all(w);
+    for (int i = 0; i < NQ; i++)
+        open_query(w, i);
+}
+
 /* ---- the history ------------------------------------------------------------------------ */
 
 static void one_step(struct world *w)
 {
+    if (w->dir && rng_chance(&w->r, 1, 20)) {
+        step_reopen(w);
+        return;
+    }
     int roll = (int)rng_below(&w->r, 100);
     if (w->npending < 3 && roll >= 58 && roll < 90 && rng_chance(&w->r, 1, 2))
         roll = 0; /* let the pending layer grow deeper before resolving it */
@@ -1767,11 +1908,11 @@ static void one_step(struct world *w)
         reopen_query(w);
 }
 
-static void history(uint64_t seed, int modes, int steps, bool handles)
+static void history(uint64_t seed, int modes, int steps, bool handles, bool durable)
 {
     struct world *w = calloc(1, sizeof *w);
     CHECK(w);
-    world_open(w, seed, modes, handles);
+    world_open(w, seed, modes, handles, durable);
     w->trace = getenv("LDB_TRACE") != NULL;
     static mtable before[NT];
     for (w->step = 1; w->step <= steps; w->step++) {
@@ -1797,11 +1938,13 @@ static void history(uint64_t seed, int modes, int steps, bool handles)
            "%d sync confirms, %d confirms, %d rejects, %d rejected on re-application, %d plain writes\n",
            w->n_commit, w->n_empty, w->n_rollback, w->n_refused, w->n_sync, w->n_sync_confirm,
            w->n_confirm, w->n_reject, w->n_cascade, w->n_plain);
+    if (w->dir)
+        printf("#      %d reopens (%d from a crash's files)\n", w->reopens, w->crashes);
     world_close(w);
     free(w);
 }
 
-static void histories(bool handles)
+static void histories(bool handles, bool durable)
 {
     uint64_t seed = test_seed();
     int steps = 600 * test_scale() * (getenv("LDB_LONG") ? 20 : 1);
@@ -1813,14 +1956,17 @@ static void histories(bool handles)
                modes[i] & 1 ? "sourced" : "local", modes[i] & 2 ? "sourced" : "local",
                (unsigned long long)hs);
         fflush(stdout);
-        history(hs, modes[i], steps, handles);
+        history(hs, modes[i], steps, handles, durable);
     }
 }
 
 /* Every handle NULL: no UNIQUE collision. */
-static void optimistic_oracle(void) { histories(false); }
+static void optimistic_oracle(void) { histories(false, false); }
 
 /* Handles drawn from a few values: re-applied rows collide. */
-static void optimistic_unique(void) { histories(true); }
+static void optimistic_unique(void) { histories(true, false); }
 
-TEST_MAIN(T(optimistic_oracle), T(optimistic_unique))
+/* On a durable database that closes and reopens (or crashes) meanwhile. */
+static void optimistic_durable(void) { histories(true, true); }
+
+TEST_MAIN(T(optimistic_oracle), T(optimistic_unique), T(optimistic_durable))
