@@ -1020,8 +1020,9 @@ int opt_restore_txn(struct src_registry *r, uint64_t id, struct opt_restored_mut
     struct opt_txn *x = mem_calloc(1, sizeof *x);
     ldb_optimistic *h = mem_calloc(1, sizeof *h);
     int rc = x && h ? LDB_OK : LDB_NOMEM;
+    if (h)
+        atomic_init(&h->refs, 1); /* handle_unref frees it on failure */
     if (!rc) {
-        atomic_init(&h->refs, 1);
         atomic_init(&h->state, LDB_OPTIMISTIC_PENDING);
         atomic_init(&h->orphan, false);
         h->reg = r;

@@ -8,10 +8,12 @@
  * the outbox; users cannot write the outbox; an in-memory database has
  * none. The random campaign is test_optimistic_oracle's optimistic_durable.
  */
+#include "base/file.h"
 #include "nomem.h"
 #include "storage/durable_util.h"
 #include "test_db.h"
 
+#include <errno.h>
 #include <sys/wait.h>
 
 static ldb *open_at(const char *path)
@@ -266,6 +268,51 @@ static void commit_nomem(void)
     durable_rmdir(dir);
 }
 
+/* A disk write that fails at an optimistic commit (each one in turn):
+ * the commit fails, the transaction stays open and unchanged, and after
+ * ROLLBACK and a reopen nothing of it is there; or the commit holds and
+ * comes back pending. */
+static void commit_disk_fault(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "d.ldb");
+    ldb_close(fixture(path));
+    bool done = false;
+    for (uint64_t n = 1; !done && n < 100; n++) {
+        ldb *db = open_at(path);
+        CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
+        EXEC(db, "UPDATE t SET name = 'x' WHERE id = 1");
+        ldb_optimistic *o = NULL;
+        file_fail_at(file_call_count() + n, 0, EIO);
+        int rc = ldb_optimistic_commit(db, NULL, NULL, &o);
+        done = file_failed_count() == 0;
+        file_fail_at(0, 0, 0);
+        if (rc) {
+            CHECKF(rc == LDB_IOERR, "n %llu: %d %s", (unsigned long long)n, rc, ldb_errmsg(db));
+            CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), "x\n");
+            EXEC(db, "ROLLBACK");
+        }
+        ldb_close(db);
+        db = open_at(path);
+        ldb_optimistic_stats st;
+        ldb_optimistic_stats_get(db, &st);
+        CHECKF(st.pending == (rc ? 0u : 1u), "n %llu: rc %d, %llu pending after reopen",
+               (unsigned long long)n, rc, (unsigned long long)st.pending);
+        CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), rc ? "one\n" : "x\n");
+        struct sent s = { .n = 0 };
+        CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
+        for (int i = 0; i < s.n; i++)
+            CHECK_INT(ldb_optimistic_reject(s.h[i], "undo"), LDB_OK);
+        CHECK_INT(ldb_source_poll(db), LDB_OK);
+        CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), "one\n");
+        sent_free(&s);
+        ldb_optimistic_free(o);
+        ldb_close(db);
+    }
+    CHECK(done);
+    durable_rmdir(dir);
+}
+
 /* Reopening with pending transactions under every allocation failure:
  * LDB_NOMEM and nothing changed, or everything back. */
 static void reopen_nomem(void)
@@ -329,4 +376,4 @@ static void outbox_is_the_layers(void)
 }
 
 TEST_MAIN(T(survive_close), T(survive_crash_with_sync_beneath), T(commit_nomem),
-          T(reopen_nomem), T(outbox_is_the_layers))
+          T(commit_disk_fault), T(reopen_nomem), T(outbox_is_the_layers))
