@@ -85,7 +85,10 @@ static int print_catalog(shell *sh, const char *sql, const char *name, const cha
 static int cmd_tables(shell *sh, int argc, char **argv)
 {
     int rows;
-    return print_catalog(sh, "SELECT name FROM livedb_schema WHERE type <> 'index' ORDER BY name",
+    /* tables without SQL are a layer's own (a durable database's outbox) */
+    return print_catalog(sh,
+                         "SELECT name FROM livedb_schema WHERE type <> 'index' AND sql IS NOT "
+                         "NULL ORDER BY name",
                          NULL, "", &rows);
 }
 
