@@ -31,6 +31,12 @@
  *     bench ratio.<workload>.opt_{confirm,reject}_vs_local.<n> <x> x
  *     bench ratio.<workload>.pending100_{confirm,reject}.<n> <x> x   (flat: ~1)
  *     bench opt_vs_tanstack_anchor <x> x
+ *     bench {memory,durable}.list.opt_{confirm,write,reject}.10000.<stat>
+ *     bench ratio.durable_vs_memory.list.opt_{write,confirm,reject}.10000 <x> x
+ * The last (section "durable") runs the list workload at 10k issues twice,
+ * in memory and in a durable database (PRAGMA synchronous = NORMAL, so the
+ * disk's sync is not timed): what keeping pending transactions in the
+ * database's outbox costs an optimistic write, confirmation and rejection.
  * The anchor is TanStack DB's optimistic insert shown in its live list,
  * ~55-58 us; the ratio takes 56 us against list.opt_insert at the first
  * size (the insert and its confirmation, more than TanStack's figure does).
@@ -42,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SEED 20261130u /* bench_live's: the same issues */
 #define PENDING 100
@@ -103,7 +110,7 @@ static void insert_issue(void *ctx, const struct bench_issue *r)
                                       strcmp(r->status, "open") == 0 };
 }
 
-static void make_world(struct world *w, int n)
+static void make_world(struct world *w, int n, const char *path)
 {
     memset(w, 0, sizeof *w);
     w->n = n;
@@ -112,8 +119,10 @@ static void make_world(struct world *w, int n)
     w->rng = SEED ^ 0x0b7;
     w->rows = calloc((size_t)n + 1, sizeof *w->rows);
     w->pending = calloc((size_t)n + 1, sizeof *w->pending);
-    if (!w->rows || !w->pending || ldb_open(NULL, &w->db) != LDB_OK)
+    if (!w->rows || !w->pending || ldb_open(path, &w->db) != LDB_OK)
         bench_die_db(NULL, "open");
+    if (path)
+        run(w->db, "PRAGMA synchronous = NORMAL");
     run(w->db, "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)");
     run(w->db, "CREATE TABLE issues(id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
                "priority INTEGER, created INTEGER, assignee INTEGER)");
@@ -361,9 +370,9 @@ static void print_stats(const char *prefix, const char *wl, const char *name, in
     bench_print(line, st->changes, "changes");
     if (!with_write)
         return;
-    snprintf(line, sizeof line, "%s.opt_write.%d.median", wl, n);
+    snprintf(line, sizeof line, "%s%s.opt_write.%d.median", prefix, wl, n);
     bench_print(line, st->write_median, "us");
-    snprintf(line, sizeof line, "%s.opt_write.%d.p95", wl, n);
+    snprintf(line, sizeof line, "%s%s.opt_write.%d.p95", prefix, wl, n);
     bench_print(line, st->write_p95, "us");
 }
 
@@ -455,7 +464,7 @@ static void run_size(int n, int reps, bool want[2], double *anchor)
         { .name = "join", .sql = join_sql, .local_case = "issue_title", .list = false },
     };
     struct world w;
-    make_world(&w, n);
+    make_world(&w, n, NULL);
     ldb_live *list = open_query(&w, &wls[0]);
     pick_keys(&w, list);
     close_query(list);
@@ -482,6 +491,43 @@ static void run_size(int n, int reps, bool want[2], double *anchor)
     free_world(&w);
 }
 
+/* The list workload's optimistic cases in memory and durable. */
+static void durable_compare(int reps)
+{
+    enum { N = 10000 };
+    char dir[] = "/tmp/ldb_bench_opt_XXXXXX", path[64];
+    if (!mkdtemp(dir))
+        bench_die_db(NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/b.ldb", dir);
+    struct workload wl = { .name = "list", .sql = list_sql, .list = true };
+    struct stats st[2][2];
+    for (int d = 0; d < 2; d++) {
+        struct world w;
+        make_world(&w, N, d ? path : NULL);
+        ldb_live *q = open_query(&w, &wl);
+        pick_keys(&w, q);
+        attach_source(&w);
+        st[d][0] = time_ops(&w, CONFIRM, true, reps);
+        st[d][1] = time_ops(&w, REJECT, true, reps);
+        close_query(q);
+        free_world(&w);
+        print_stats(d ? "durable." : "memory.", "list", "opt_confirm", N, &st[d][0], true);
+        print_stats(d ? "durable." : "memory.", "list", "opt_reject", N, &st[d][1], false);
+    }
+    bench_print("ratio.durable_vs_memory.list.opt_write.10000",
+                st[1][0].write_median / st[0][0].write_median, "x");
+    bench_print("ratio.durable_vs_memory.list.opt_confirm.10000", st[1][0].median / st[0][0].median,
+                "x");
+    bench_print("ratio.durable_vs_memory.list.opt_reject.10000", st[1][1].median / st[0][1].median,
+                "x");
+    char files[2][80];
+    snprintf(files[0], sizeof files[0], "%s", path);
+    snprintf(files[1], sizeof files[1], "%s-wal", path);
+    for (int i = 0; i < 2; i++)
+        unlink(files[i]);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     int rc = bench_init(argc, argv);
@@ -496,5 +542,7 @@ int main(int argc, char **argv)
         run_size(sizes[s], reps, want, &anchor);
     if (anchor > 0)
         bench_print("opt_vs_tanstack_anchor", anchor / TANSTACK_US, "x");
+    if (bench_selected(argc, argv, "durable"))
+        durable_compare(reps);
     return 0;
 }
