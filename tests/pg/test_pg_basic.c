@@ -1031,6 +1031,89 @@ static void resume_named_slot(const char *publication)
 static void named_slot_resumes(void) { resume_named_slot("program_pub"); }
 static void named_slot_own_publication_resumes(void) { resume_named_slot(NULL); }
 
+/* The mutation callback of a program that resends what reopening gave
+ * back: ldb_pg_send, keeping a reference to each handle. */
+struct resent {
+    ldb_pg *pg;
+    ldb_optimistic *h[4];
+    int n;
+};
+
+static void resend(void *ctx, ldb_optimistic *o)
+{
+    struct resent *r = ctx;
+    CHECK(r->n < 4);
+    ldb_optimistic_ref(o);
+    r->h[r->n++] = o;
+    ldb_pg_send(r->pg, o);
+}
+
+/* A durable database closed with optimistic writes never sent (the
+ * program was offline): reopened, they are pending again, and sent with
+ * ldb_optimistic_pending one is confirmed by the server and the other
+ * rejected, whose rows go back to the server's. */
+static void durable_pending_resent(void)
+{
+    fixture f = start();
+    ldb_pg_close(f.pg);
+    ldb_close(f.db);
+    char dir[] = "/tmp/ldb_pg_durable_XXXXXX", path[80];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/app.ldb", dir);
+    CHECK_INT(ldb_open(path, &f.db), LDB_OK);
+    ldb_pg_config cfg = {.conninfo = pgu_conninfo(), .slot = "durable_app"};
+    f.pg = pgu_open(f.db, &cfg);
+    setup_acct(&f);
+    ldb_live *q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    ldb_live_close(q);
+    ldb_optimistic *o[2];
+    const char *sql[2] = { "UPDATE acct SET qty = 9 WHERE id = 1; INSERT INTO acct VALUES (6, 'six', 6)",
+                           "UPDATE acct SET qty = -1 WHERE id = 3" }; /* breaks the CHECK */
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(ldb_optimistic_begin(f.db), LDB_OK);
+        EXEC(f.db, sql[i]);
+        CHECK_INT(ldb_optimistic_commit(f.db, NULL, NULL, &o[i]), LDB_OK); /* not sent */
+    }
+    uint64_t ids[2] = { ldb_optimistic_id(o[0]), ldb_optimistic_id(o[1]) };
+    ldb_optimistic_free(o[0]);
+    ldb_optimistic_free(o[1]);
+    ldb_pg_close(f.pg);
+    ldb_close(f.db);
+
+    CHECK_INT(ldb_open(path, &f.db), LDB_OK);
+    CHECK_INT(ldb_int(f.db, "SELECT qty FROM acct WHERE id = 1"), 9);
+    CHECK_INT(ldb_int(f.db, "SELECT qty FROM acct WHERE id = 3"), -1);
+    f.pg = pgu_open(f.db, &cfg);
+    attach(&f, "acct", LDB_SOURCE_ON_DEMAND);
+    q = live(&f, "SELECT * FROM acct WHERE id < 10", NULL, NULL);
+    struct resent r = { .pg = f.pg, .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(f.db, resend, &r), LDB_OK);
+    CHECK_INT(r.n, 2);
+    pgu_sync(f.pg);
+    for (int i = 0; i < 2; i++)
+        CHECK_INT(ldb_optimistic_id(r.h[i]), ids[i]);
+    CHECKF(ldb_optimistic_state(r.h[0]) == LDB_OPTIMISTIC_CONFIRMED, "state %d: %s",
+           ldb_optimistic_state(r.h[0]),
+           ldb_optimistic_error(r.h[0]) ? ldb_optimistic_error(r.h[0]) : "");
+    CHECK_INT(ldb_optimistic_state(r.h[1]), LDB_OPTIMISTIC_REJECTED);
+    CHECK(strstr(ldb_optimistic_error(r.h[1]), "check constraint") != NULL);
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 1"), 9);
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 6"), 6);
+    CHECK_INT(pg_int(f.c, "SELECT qty FROM acct WHERE id = 3"), 3);
+    CHECK_INT(ldb_int(f.db, "SELECT qty FROM acct WHERE id = 3"), 3);
+    check_live(q, f.c, "SELECT * FROM acct WHERE id < 10");
+    ldb_optimistic_stats os;
+    ldb_optimistic_stats_get(f.db, &os);
+    CHECK_INT(os.pending, 0);
+    for (int i = 0; i < r.n; i++)
+        ldb_optimistic_free(r.h[i]);
+    ldb_live_close(q);
+    stop(&f);
+    char cmd[120];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 struct states {
     int reconnecting, connected;
 };
@@ -1443,4 +1526,5 @@ TEST_MAIN(T(attach_types), T(attach_composite_key), T(attach_refusals), T(demand
           T(loads_race_stream), T(demand_children),
           T(load_error_and_retry), T(backends_terminated), T(slot_dropped),
           T(eager_commits_and_two_programs),
-          T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback))
+          T(named_slot_resumes), T(named_slot_own_publication_resumes), T(reconnect_after_restart), T(open_errors), T(poll_in_callback),
+          T(durable_pending_resent))
