@@ -20,40 +20,12 @@
 
 /* ---- reading results -------------------------------------------------------------- */
 
-struct text {
-    char buf[4096];
-    size_t len;
-};
-
-static int append_row(void *ctx, const ldb_row *r)
-{
-    struct text *t = ctx;
-    for (int i = 0; i < ldb_row_columns(r); i++) {
-        char v[256];
-        ldb_row_format(r, i, v, sizeof v);
-        t->len += (size_t)snprintf(t->buf + t->len, sizeof t->buf - t->len, "%s%s",
-                                   i ? "," : (t->len ? ";" : ""), v);
-    }
-    return 0;
-}
-
-/* The rows of sql as "a,b;c,d" (sql should order them). */
-static const char *rows_of(ldb *db, const char *sql)
-{
-    static struct text t;
-    t.len = 0;
-    t.buf[0] = 0;
-    int rc = ldb_exec(db, sql, append_row, &t);
-    CHECKF(rc == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-    return t.buf;
-}
-
 static const char *live_rows(ldb_live *q)
 {
-    static struct text t;
+    static struct test_rows t;
     t.len = 0;
     t.buf[0] = 0;
-    CHECK_INT(ldb_live_read(q, append_row, &t), LDB_OK);
+    CHECK_INT(ldb_live_read(q, test_rows_append, &t), LDB_OK);
     return t.buf;
 }
 
@@ -157,14 +129,14 @@ static void visible_at_once_and_reject_restores(void)
     watch_open(db, &w, ALL);
     ldb_optimistic *o = optimistic(db, "UPDATE t SET a = 11 WHERE id = 1; "
                                        "DELETE FROM t WHERE id = 2; INSERT INTO t VALUES (3, 30, 'z')");
-    CHECK_STR(rows_of(db, ALL), "1,11,x;3,30,z");
+    CHECK_STR(sql_rows(db, ALL), "1,11,x;3,30,z");
     CHECK_STR(live_rows(w.q), "1,11,x;3,30,z");
     CHECK_INT(w.batches, 1);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_PENDING);
     CHECK_INT(ldb_optimistic_reject(o, "server said no"), LDB_OK);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_REJECTED);
     CHECK_STR(ldb_optimistic_error(o), "server said no");
-    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,y");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x;2,20,y");
     CHECK_STR(live_rows(w.q), "1,10,x;2,20,y");
     CHECK_INT(w.batches, 2); /* the reject is one commit */
     CHECK_INT(w.changes, 6);
@@ -213,9 +185,9 @@ static void integer_key_change_is_a_row_change(void)
     CHECK_INT(ldb_optimistic_kind(o, del), LDB_MUTATION_DELETE);
     CHECK_INT(ldb_optimistic_kind(o, 1 - del), LDB_MUTATION_INSERT);
     CHECK_INT(ldb_value_int64(ldb_optimistic_after(o, 1 - del, 0)), 8);
-    CHECK_STR(rows_of(db, "SELECT id, a FROM t ORDER BY id"), "1,10;8,30");
+    CHECK_STR(sql_rows(db, "SELECT id, a FROM t ORDER BY id"), "1,10;8,30");
     CHECK_INT(ldb_optimistic_reject(o, "no"), LDB_OK);
-    CHECK_STR(rows_of(db, "SELECT id, a FROM t ORDER BY id"), "1,10;3,30");
+    CHECK_STR(sql_rows(db, "SELECT id, a FROM t ORDER BY id"), "1,10;3,30");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -242,7 +214,7 @@ static void sourced_table_needs_optimistic_mode(void)
     CHECK(strstr(ldb_errmsg(db), "a source loads it") != NULL);
     CHECK_FAILS(db, "DELETE FROM t WHERE id = 99", LDB_ERROR); /* even matching nothing */
     ldb_optimistic *o = optimistic(db, "UPDATE t SET a = 1 WHERE id = 1");
-    CHECK_STR(rows_of(db, ALL), "1,1,x;2,20,x;3,30,x");
+    CHECK_STR(sql_rows(db, ALL), "1,1,x;2,20,x;3,30,x");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -293,11 +265,11 @@ static void accept_as_written_makes_rows_synced(void)
     ldb_optimistic *o = optimistic(db, "UPDATE t SET b = 'mine' WHERE id = 2");
     CHECK_INT(ldb_optimistic_confirm(o), LDB_OK);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
-    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,mine;3,30,x");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x;2,20,mine;3,30,x");
     /* a second resolution of a resolved transaction changes nothing */
     CHECK_INT(ldb_optimistic_reject(o, "late"), LDB_OK);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_CONFIRMED);
-    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,mine;3,30,x");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x;2,20,mine;3,30,x");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -378,7 +350,7 @@ static void sync_delete_rejects_pending_update(void)
     CHECK_INT(sync_row(s, LDB_MUTATION_DELETE, 2, 0, NULL, NULL), LDB_RECEIPT_APPLIED);
     CHECK_INT(ldb_optimistic_state(a), LDB_OPTIMISTIC_REJECTED);
     CHECK_INT(ldb_optimistic_state(b), LDB_OPTIMISTIC_PENDING); /* deleting a gone row applies */
-    CHECK_STR(rows_of(db, ALL), "3,30,x");
+    CHECK_STR(sql_rows(db, ALL), "3,30,x");
     ldb_optimistic_free(a);
     ldb_optimistic_free(b);
     ldb_close(db);
@@ -402,7 +374,7 @@ static void reapplied_unique_conflict_rejects(void)
     ldb_receipt_free(rc);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_REJECTED);
     CHECK(strstr(ldb_optimistic_error(o), "UNIQUE") != NULL);
-    CHECK_STR(rows_of(db, "SELECT id, email FROM u ORDER BY id"), "2,x@y");
+    CHECK_STR(sql_rows(db, "SELECT id, email FROM u ORDER BY id"), "2,x@y");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -419,12 +391,12 @@ static void truncate_keeps_pending_rows(void)
     CHECK_INT(ldb_sync_commit(t, &rc), LDB_OK);
     CHECK_INT(ldb_receipt_state(rc), LDB_RECEIPT_APPLIED);
     ldb_receipt_free(rc);
-    CHECK_STR(rows_of(db, ALL), "2,7,x");
+    CHECK_STR(sql_rows(db, ALL), "2,7,x");
     /* the reload brings the row back under the pending write */
     CHECK_INT(sync_row(s, 0, 2, 20, "reloaded", NULL), LDB_RECEIPT_APPLIED);
-    CHECK_STR(rows_of(db, ALL), "2,7,reloaded");
+    CHECK_STR(sql_rows(db, ALL), "2,7,reloaded");
     CHECK_INT(ldb_optimistic_reject(o, NULL), LDB_OK);
-    CHECK_STR(rows_of(db, ALL), "2,20,reloaded");
+    CHECK_STR(sql_rows(db, ALL), "2,20,reloaded");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -441,7 +413,7 @@ static void ordinary_writes_wait_for_pending(void)
     CHECK_FAILS(db, "INSERT INTO t VALUES (3, 30, 'z')", LDB_ERROR); /* o2 still pending */
     CHECK_INT(ldb_optimistic_confirm(o2), LDB_OK);
     EXEC(db, "INSERT INTO t VALUES (3, 30, 'z')");
-    CHECK_STR(rows_of(db, ALL), "1,11,x;2,20,y;3,30,z");
+    CHECK_STR(sql_rows(db, ALL), "1,11,x;2,20,y;3,30,z");
     ldb_optimistic_free(o);
     ldb_optimistic_free(o2);
     ldb_close(db);
@@ -456,7 +428,7 @@ static void transaction_control(void)
     EXEC(db, "INSERT INTO t VALUES (1, 1, 'a')");
     CHECK_FAILS(db, "COMMIT", LDB_MISUSE);
     EXEC(db, "ROLLBACK");
-    CHECK_STR(rows_of(db, ALL), "");
+    CHECK_STR(sql_rows(db, ALL), "");
     CHECK_INT(ldb_optimistic_commit(db, NULL, NULL, NULL), LDB_MISUSE);
     /* DDL: refused at commit, the transaction stays open */
     CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
@@ -492,7 +464,7 @@ static void send_and_misbehave(void *ctx, ldb_optimistic *o)
     s->rc_write = ldb_exec(s->db, "INSERT INTO t VALUES (50, 1, 'w')", NULL, NULL);
     s->rc_poll = ldb_source_poll(s->db);
     s->rc_begin = ldb_optimistic_begin(s->db);
-    CHECK_STR(rows_of(s->db, "SELECT a FROM t WHERE id = 1"), "11"); /* reads see it */
+    CHECK_STR(sql_rows(s->db, "SELECT a FROM t WHERE id = 1"), "11"); /* reads see it */
     CHECK_INT(ldb_optimistic_reject(o, "refused upstream"), LDB_OK);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_PENDING); /* applied on return */
     s->seen = o;
@@ -514,7 +486,7 @@ static void mutation_callback_rules(void)
     CHECK_INT(s.rc_poll, LDB_MISUSE);
     CHECK_INT(s.rc_begin, LDB_MISUSE);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_REJECTED);
-    CHECK_STR(rows_of(db, ALL), "1,10,x");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -525,12 +497,12 @@ static void views_follow_the_visible_state(void)
     EXEC(db, "INSERT INTO t VALUES (1, 10, 'x'), (2, 20, 'x'), (3, 30, 'y')");
     EXEC(db, "CREATE MATERIALIZED VIEW mv AS SELECT b, count(*) AS n, sum(a) AS s FROM t GROUP BY b");
     ldb_optimistic *o = optimistic(db, "UPDATE t SET b = 'y' WHERE id = 1");
-    CHECK_STR(rows_of(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,1,20;y,2,40");
+    CHECK_STR(sql_rows(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,1,20;y,2,40");
     ldb_optimistic *o2 = optimistic(db, "DELETE FROM t WHERE id = 3");
     CHECK_INT(ldb_optimistic_reject(o, NULL), LDB_OK);
-    CHECK_STR(rows_of(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,2,30");
+    CHECK_STR(sql_rows(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,2,30");
     CHECK_INT(ldb_optimistic_reject(o2, NULL), LDB_OK);
-    CHECK_STR(rows_of(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,2,30;y,1,30");
+    CHECK_STR(sql_rows(db, "SELECT b, n, s FROM mv ORDER BY b"), "x,2,30;y,1,30");
     ldb_optimistic_free(o);
     ldb_optimistic_free(o2);
     ldb_close(db);
@@ -554,7 +526,7 @@ static void resolution_from_another_thread(void)
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_PENDING);
     CHECK_INT(ldb_source_poll(db), LDB_OK);
     CHECK_INT(ldb_optimistic_state(o), LDB_OPTIMISTIC_REJECTED);
-    CHECK_STR(rows_of(db, ALL), "1,10,x");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x");
     ldb_optimistic_free(o);
     ldb_close(db);
 }
@@ -589,7 +561,7 @@ static void resolution_callback_reenters(void)
     CHECK_INT(ldb_optimistic_reject(a, NULL), LDB_OK);
     CHECK_INT(ldb_optimistic_state(b), LDB_OPTIMISTIC_REJECTED);
     CHECK_INT(c.calls, 2);
-    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,y");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x;2,20,y");
     ldb_optimistic_free(a);
     ldb_optimistic_free(b);
     ldb_close(db);
@@ -728,8 +700,8 @@ static void detached_member_drops_transaction(void)
     CHECK_INT(ldb_source_detach(c.other), LDB_OK);
     CHECK_INT(ldb_receipt_state(c.rc), LDB_RECEIPT_ABORTED);
     CHECK_INT(ldb_source_poll(db), LDB_OK);
-    CHECK_STR(rows_of(db, ALL), "1,10,x;2,20,x;3,30,x");
-    CHECK_STR(rows_of(db, "SELECT count(*) FROM u"), "0");
+    CHECK_STR(sql_rows(db, ALL), "1,10,x;2,20,x;3,30,x");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM u"), "0");
     ldb_receipt_free(c.rc);
     ldb_close(db);
 }
@@ -828,7 +800,7 @@ static void work_is_per_key(void)
     CHECK_INT(st.pending, 0);
     CHECK_INT(st.rows, 0);
     CHECK_INT(st.confirmed + st.rejected, (uint64_t)w.nh);
-    CHECK_STR(rows_of(w.db, "SELECT count(*) FROM t"), "2000");
+    CHECK_STR(sql_rows(w.db, "SELECT count(*) FROM t"), "2000");
     for (int i = 0; i < w.nh; i++)
         ldb_optimistic_free(w.h[i]);
     ldb_close(w.db);
@@ -867,21 +839,21 @@ static void sweep(nomem_step step, bool unique, const char *want_after)
         ldb_optimistic *p;
         ldb *db = sweep_fixture(unique, &s, &p);
         char before[4096];
-        snprintf(before, sizeof before, "%s", rows_of(db, ALL));
+        snprintf(before, sizeof before, "%s", sql_rows(db, ALL));
         mem_fail_at(n, 0);
         int rc = step(db, s, p);
         bool failed = mem_failed_count() > 0;
         mem_fail_at(0, 0);
         if (!failed) {
             CHECK_INT(rc, LDB_OK);
-            CHECK_STR(rows_of(db, ALL), want_after);
+            CHECK_STR(sql_rows(db, ALL), want_after);
             ldb_optimistic_free(p);
             ldb_close(db);
             break;
         }
         CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "run %" PRIu64 ": rc %d", n, rc);
         if (rc == LDB_NOMEM && ldb_optimistic_state(p) == LDB_OPTIMISTIC_PENDING)
-            CHECK_STR(rows_of(db, ALL), before);
+            CHECK_STR(sql_rows(db, ALL), before);
         const char *err = store_check(db->store);
         CHECKF(!err, "run %" PRIu64 ": %s", n, err ? err : "");
         ldb_optimistic_free(p);

@@ -24,35 +24,6 @@ static ldb *open_at(const char *path)
     return db;
 }
 
-struct text {
-    char buf[2048];
-    size_t len;
-};
-
-static int append_row(void *ctx, const ldb_row *r)
-{
-    struct text *t = ctx;
-    for (int i = 0; i < ldb_row_columns(r); i++) {
-        char v[256];
-        ldb_row_format(r, i, v, sizeof v);
-        t->len += (size_t)snprintf(t->buf + t->len, sizeof t->buf - t->len, "%s%s", i ? "|" : "",
-                                   v);
-    }
-    t->len += (size_t)snprintf(t->buf + t->len, sizeof t->buf - t->len, "\n");
-    return 0;
-}
-
-/* The rows of sql (which orders them) as lines "a|b|c". */
-static const char *rows(ldb *db, const char *sql)
-{
-    static struct text t;
-    t.len = 0;
-    t.buf[0] = 0;
-    int rc = ldb_exec(db, sql, append_row, &t);
-    CHECKF(rc == LDB_OK, "%s: %s", sql, ldb_errmsg(db));
-    return t.buf;
-}
-
 struct sent {
     ldb_optimistic *h[8];
     int n;
@@ -110,15 +81,15 @@ static void survive_close(void)
                                        "INSERT INTO t VALUES (4, 'four', 4)");
     ldb_optimistic *c = commit_sql(db, "UPDATE t SET n = 30 WHERE id = 3");
     uint64_t ids[3] = { ldb_optimistic_id(a), ldb_optimistic_id(b), ldb_optimistic_id(c) };
-    const char *visible = "1|uno|1\n3|three|30\n4|four|4\n";
-    CHECK_STR(rows(db, T_ROWS), visible);
+    const char *visible = "1,uno,1;3,three,30;4,four,4";
+    CHECK_STR(sql_rows(db, T_ROWS), visible);
     ldb_optimistic_free(a);
     ldb_optimistic_free(b);
     ldb_optimistic_free(c);
     ldb_close(db);
 
     db = open_at(path);
-    CHECK_STR(rows(db, T_ROWS), visible);
+    CHECK_STR(sql_rows(db, T_ROWS), visible);
     ldb_optimistic_stats st;
     ldb_optimistic_stats_get(db, &st);
     CHECK_INT(st.pending, 3);
@@ -141,16 +112,16 @@ static void survive_close(void)
     CHECK_INT(ldb_exec(db, "UPDATE t SET n = 0 WHERE id = 3", NULL, NULL), LDB_ERROR);
     CHECK_INT(ldb_optimistic_reject(s.h[1], "no"), LDB_OK);
     CHECK_INT(ldb_source_poll(db), LDB_OK);
-    CHECK_STR(rows(db, T_ROWS), "1|uno|1\n2|two|2\n3|three|30\n");
+    CHECK_STR(sql_rows(db, T_ROWS), "1,uno,1;2,two,2;3,three,30");
     CHECK_INT(ldb_optimistic_confirm(s.h[0]), LDB_OK);
     CHECK_INT(ldb_optimistic_confirm(s.h[2]), LDB_OK);
     CHECK_INT(ldb_source_poll(db), LDB_OK);
     CHECK_INT(ldb_optimistic_state(s.h[1]), LDB_OPTIMISTIC_REJECTED);
     ldb_optimistic_stats_get(db, &st);
     CHECK_INT(st.pending, 0);
-    CHECK_STR(rows(db, "SELECT count(*) FROM livedb_outbox"), "0\n");
-    CHECK_STR(rows(db, "SELECT count(*) FROM livedb_outbox_keys"), "0\n");
-    CHECK_STR(rows(db, "SELECT name FROM names ORDER BY name"), "three\ntwo\nuno\n");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM livedb_outbox"), "0");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM livedb_outbox_keys"), "0");
+    CHECK_STR(sql_rows(db, "SELECT name FROM names ORDER BY name"), "three;two;uno");
     sent_free(&s);
     EXEC(db, "UPDATE t SET n = 0 WHERE id = 3"); /* nothing pending: plain writes again */
     ldb_close(db);
@@ -208,7 +179,7 @@ static void survive_crash_with_sync_beneath(void)
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
     db = open_at(path);
     /* the pending update folds over the server's row: its column only */
-    CHECK_STR(rows(db, T_ROWS), "1|one|1\n2|mine|20\n");
+    CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;2,mine,20");
     struct sent s = { .n = 0 };
     CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
     CHECK_INT(s.n, 1);
@@ -216,7 +187,7 @@ static void survive_crash_with_sync_beneath(void)
     CHECK_INT(ldb_live_open(db, T_ROWS, nop_row, NULL, &q), LDB_OK);
     CHECK_INT(ldb_optimistic_reject(s.h[0], "no"), LDB_OK);
     CHECK_INT(ldb_source_poll(db), LDB_OK);
-    CHECK_STR(rows(db, T_ROWS), "1|one|1\n2|theirs|20\n3|three'|33\n");
+    CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;2,theirs,20;3,three',33");
     CHECK_INT(ldb_live_count(q), 3);
     ldb_live_close(q);
     sent_free(&s);
@@ -244,11 +215,11 @@ static void commit_nomem(void)
         mem_fail_at(0, 0);
         if (rc) {
             CHECKF(rc == LDB_NOMEM, "n %llu: %d %s", (unsigned long long)n, rc, ldb_errmsg(db));
-            CHECK_STR(rows(db, "SELECT name FROM t WHERE id IN (1, 9) ORDER BY id"), "x\nnine\n");
+            CHECK_STR(sql_rows(db, "SELECT name FROM t WHERE id IN (1, 9) ORDER BY id"), "x;nine");
             EXEC(db, "ROLLBACK");
-            CHECK_STR(rows(db, T_ROWS), "1|one|1\n2|two|2\n3|three|3\n");
-            CHECKF(!strstr(rows(db, "SELECT name FROM livedb_schema"), "outbox") ||
-                       strcmp(rows(db, "SELECT count(*) FROM livedb_outbox"), "0\n") == 0,
+            CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;2,two,2;3,three,3");
+            CHECKF(!strstr(sql_rows(db, "SELECT name FROM livedb_schema"), "outbox") ||
+                       strcmp(sql_rows(db, "SELECT count(*) FROM livedb_outbox"), "0") == 0,
                    "n %llu: outbox rows after a failed commit", (unsigned long long)n);
             continue;
         }
@@ -259,7 +230,7 @@ static void commit_nomem(void)
         CHECKF(s.n == 1, "n %llu: %d pending after reopen", (unsigned long long)n, s.n);
         CHECK_INT(ldb_optimistic_reject(s.h[0], "undo"), LDB_OK);
         CHECK_INT(ldb_source_poll(db), LDB_OK);
-        CHECK_STR(rows(db, T_ROWS), "1|one|1\n2|two|2\n3|three|3\n");
+        CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;2,two,2;3,three,3");
         sent_free(&s);
         ldb_optimistic_free(o);
     }
@@ -289,7 +260,7 @@ static void commit_disk_fault(void)
         file_fail_at(0, 0, 0);
         if (rc) {
             CHECKF(rc == LDB_IOERR, "n %llu: %d %s", (unsigned long long)n, rc, ldb_errmsg(db));
-            CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), "x\n");
+            CHECK_STR(sql_rows(db, "SELECT name FROM t WHERE id = 1"), "x");
             EXEC(db, "ROLLBACK");
         }
         ldb_close(db);
@@ -298,13 +269,13 @@ static void commit_disk_fault(void)
         ldb_optimistic_stats_get(db, &st);
         CHECKF(st.pending == (rc ? 0u : 1u), "n %llu: rc %d, %llu pending after reopen",
                (unsigned long long)n, rc, (unsigned long long)st.pending);
-        CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), rc ? "one\n" : "x\n");
+        CHECK_STR(sql_rows(db, "SELECT name FROM t WHERE id = 1"), rc ? "one" : "x");
         struct sent s = { .n = 0 };
         CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
         for (int i = 0; i < s.n; i++)
             CHECK_INT(ldb_optimistic_reject(s.h[i], "undo"), LDB_OK);
         CHECK_INT(ldb_source_poll(db), LDB_OK);
-        CHECK_STR(rows(db, "SELECT name FROM t WHERE id = 1"), "one\n");
+        CHECK_STR(sql_rows(db, "SELECT name FROM t WHERE id = 1"), "one");
         sent_free(&s);
         ldb_optimistic_free(o);
         ldb_close(db);
@@ -351,7 +322,7 @@ static void outbox_is_the_layers(void)
     durable_path(path, sizeof path, dir, "w.ldb");
     ldb *db = fixture(path);
     ldb_optimistic *o = commit_sql(db, "UPDATE t SET n = 5 WHERE id = 1");
-    CHECK_STR(rows(db, "SELECT id, seq, kind FROM livedb_outbox"), "1|0|2\n");
+    CHECK_STR(sql_rows(db, "SELECT id, seq, kind FROM livedb_outbox"), "1,0,2");
     CHECK_INT(ldb_exec(db, "DELETE FROM livedb_outbox", NULL, NULL), LDB_ERROR);
     CHECK_INT(ldb_exec(db, "DROP TABLE livedb_outbox_keys", NULL, NULL), LDB_ERROR);
     CHECK_INT(ldb_exec(db, "INSERT INTO livedb_outbox_keys VALUES (9, 't', NULL, NULL, 0)", NULL,
@@ -364,8 +335,8 @@ static void outbox_is_the_layers(void)
     CHECK_INT(ldb_open(NULL, &db), LDB_OK);
     EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)");
     ldb_optimistic_free(commit_sql(db, "INSERT INTO t VALUES (1, 1)"));
-    CHECK_STR(rows(db, "SELECT count(*) FROM livedb_schema WHERE name LIKE 'livedb_outbox%'"),
-              "0\n");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM livedb_schema WHERE name LIKE 'livedb_outbox%'"),
+              "0");
     struct sent s = { .n = 0 };
     CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK); /* in memory too */
     CHECK_INT(s.n, 1);
