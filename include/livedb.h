@@ -128,7 +128,10 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * short was never acknowledged). Materialized views are maintained again
  * at once; one whose body calls a function or aggregate the program has
  * not registered yet stays readable, and writes to the database are
- * refused (naming it) until the program registers it.
+ * refused (naming it) until the program registers it: SQL writes,
+ * ldb_source_attach and ldb_source_poll fail, and queued confirmations
+ * and rejections wait. Pending optimistic transactions come back pending
+ * (ldb_optimistic_pending).
  *
  * Durability (PRAGMA synchronous, per handle, default FULL):
  * - FULL (2): COMMIT returns after the log reached the disk: a committed

@@ -25,11 +25,12 @@ int db_sources_open(ldb *db)
     return src_registry_new(&env, &db->src);
 }
 
-/* Whether the dispatch point may run now. */
+/* Whether the dispatch point may run now. While a view is dormant its
+ * queue waits (a confirmation or rejection would write tables it reads). */
 static bool can_dispatch(ldb *db)
 {
     return db->nactive == 0 && !store_in_transaction(db->store) &&
-           !live_in_callback(db->live) && !src_in_provider(db->src);
+           !live_in_callback(db->live) && !src_in_provider(db->src) && !db_dormant_refusal(db);
 }
 
 bool db_dispatch_wanted(const ldb *db) { return db->src && src_pump_wanted(db->src); }
@@ -76,6 +77,9 @@ int ldb_source_attach(ldb *db, const char *table, int mode, const ldb_provider *
     } else if (!t) {
         rc = db_error(db, table ? LDB_NOTFOUND : LDB_MISUSE, NULL, -1, "no such table: %s",
                       table ? table : "(NULL)");
+    } else if (db_dormant_refusal(db)) { /* its sync writes would leave the view stale */
+        rc = db_error(db, LDB_ERROR, NULL, -1, "%s; register it before attaching a source",
+                      db_dormant_refusal(db));
     } else {
         char msg[256];
         rc = src_attach(db->src, t, mode, p, ctx, out, msg, sizeof msg);
@@ -135,6 +139,9 @@ int ldb_source_poll(ldb *db)
     int rc = LDB_OK;
     if (db_mutation_refusal(db))
         rc = db_error(db, LDB_MISUSE, NULL, -1, "ldb_source_poll: %s", db_mutation_refusal(db));
+    else if (db_dormant_refusal(db))
+        rc = db_error(db, LDB_ERROR, NULL, -1, "ldb_source_poll: %s; register it first",
+                      db_dormant_refusal(db));
     else if (db->depth > 1 || !can_dispatch(db))
         rc = db_error(db, LDB_MISUSE, NULL, -1,
                       "ldb_source_poll: not allowed inside a callback, a transaction or a "

@@ -318,6 +318,25 @@ static int sumsq_final(void *ctx, const void *state, ldb_result *out)
 static const ldb_aggregate sumsq = { .flags = LDB_DETERMINISTIC, .state_size = sizeof(int64_t), .step = sumsq_step,
                                      .finalize = sumsq_final };
 
+static int never_settle(void *ctx, ldb_request *req)
+{
+    (void)ctx, (void)req;
+    return LDB_OK;
+}
+
+struct pending {
+    ldb_optimistic *h;
+    int n;
+};
+
+static void take_pending(void *ctx, ldb_optimistic *o)
+{
+    struct pending *p = ctx;
+    ldb_optimistic_ref(o);
+    p->h = o;
+    p->n++;
+}
+
 static void dormant_view(void)
 {
     char *dir = durable_tmpdir(), path[300];
@@ -327,14 +346,34 @@ static void dormant_view(void)
     EXEC(db, "CREATE TABLE x(g INTEGER, v INTEGER, PRIMARY KEY (g, v))");
     EXEC(db, "INSERT INTO x VALUES (1, 2), (1, 3), (2, 4)");
     EXEC(db, "CREATE MATERIALIZED VIEW sq AS SELECT g, sumsq(v) AS s FROM x GROUP BY g");
+    CHECK_INT(ldb_optimistic_begin(db), LDB_OK); /* pending at the close */
+    EXEC(db, "INSERT INTO x VALUES (3, 1)");
+    CHECK_INT(ldb_optimistic_commit(db, NULL, NULL, NULL), LDB_OK);
     ldb_close(db);
     db = open_at(path);
     char *q = durable_query(db, "SELECT * FROM sq");
-    CHECK_STR(q, "2:1|2:13|\n2:2|2:16|\n");
+    CHECK_STR(q, "2:1|2:13|\n2:2|2:16|\n2:3|2:1|\n");
     free(q);
     CHECK_FAILS(db, "INSERT INTO x VALUES (2, 5)", LDB_ERROR);
     CHECKF(strstr(ldb_errmsg(db), "materialized view sq") != NULL, "%s", ldb_errmsg(db));
+    /* nor may a source's sync writes or a pending transaction's
+     * resolution change x meanwhile: attach is refused, and the
+     * resolution waits */
+    static const ldb_provider none = { .load_subset = never_settle };
+    ldb_source *src;
+    CHECK_INT(ldb_source_attach(db, "x", LDB_SOURCE_EAGER, &none, NULL, &src), LDB_ERROR);
+    CHECKF(strstr(ldb_errmsg(db), "materialized view sq") != NULL, "%s", ldb_errmsg(db));
+    struct pending p = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(db, take_pending, &p), LDB_OK);
+    CHECK_INT(p.n, 1);
+    CHECK_INT(ldb_optimistic_reject(p.h, "undo"), LDB_OK);
+    CHECK_INT(ldb_source_poll(db), LDB_ERROR);
+    CHECK_INT(ldb_optimistic_state(p.h), LDB_OPTIMISTIC_PENDING);
+    CHECK_INT(dur_query_int(db, "SELECT count(*) FROM x"), 4);
     CHECK_INT(ldb_create_aggregate(db, "sumsq", 1, &sumsq), LDB_OK);
+    CHECK_INT(ldb_source_poll(db), LDB_OK); /* the rejection applies now */
+    CHECK_INT(ldb_optimistic_state(p.h), LDB_OPTIMISTIC_REJECTED);
+    ldb_optimistic_free(p.h);
     EXEC(db, "INSERT INTO x VALUES (2, 5)");
     q = durable_query(db, "SELECT * FROM sq");
     CHECK_STR(q, "2:1|2:13|\n2:2|2:41|\n");
