@@ -144,6 +144,12 @@ LDB_API int ldb_pg_sync(ldb_pg *pg, int timeout_ms);
  * (ldb_sync_confirm); a server error (constraint, permission,
  * serialization) rejects it with the server's message; a connection lost
  * before the outcome is known is settled by a fence after reconnecting.
+ * After a durable database is reopened, ldb_optimistic_pending(db,
+ * ldb_pg_send, pg) sends its pending transactions again. One the server
+ * had applied before the program stopped is then applied twice: an
+ * INSERT fails on its key and the transaction is rejected, while the
+ * rows, as the stream brings them, are the server's (at least once, not
+ * exactly once: no idempotency key is kept on the server).
  */
 LDB_API void ldb_pg_send(void *pg, ldb_optimistic *o);
 
