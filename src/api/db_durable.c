@@ -151,12 +151,8 @@ int db_durable_pragma(ldb_stmt *s, bool *handled)
         store_set_checkpoint_threshold(db->store, (uint64_t)n);
         return LDB_OK;
     }
-    if (strcasecmp(name, "wal_checkpoint") == 0) {
-        if (store_in_transaction(db->store))
-            return db_error(db, LDB_MISUSE, NULL, -1, "cannot checkpoint inside a transaction");
-        int rc = store_checkpoint(db->store);
-        return rc ? db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store)) : LDB_OK;
-    }
+    if (strcasecmp(name, "wal_checkpoint") == 0) /* reads no setting: not refused before */
+        return ldb_checkpoint(db);
     *handled = false;
     return LDB_OK;
 }
