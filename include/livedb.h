@@ -141,7 +141,8 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  *   power loss may damage the files.
  * A checkpoint is written when the log grows past PRAGMA
  * checkpoint_threshold bytes (default 16 MiB; 0: never), at ldb_close,
- * and by ldb_checkpoint; the log then starts over.
+ * and by ldb_checkpoint or PRAGMA wal_checkpoint (the same call); the log
+ * then starts over.
  *
  * Disk errors. A COMMIT whose log write or sync fails returns LDB_IOERR
  * or LDB_FULL and commits nothing: an explicit transaction stays open
@@ -153,8 +154,10 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * the log keeps everything) and is tried again after another threshold of
  * log; ldb_checkpoint reports its failures.
  *
- * One handle per file: a second ldb_open of the same path, in this
- * process or another, gets LDB_BUSY until the first closes.
+ * One handle per file: a second ldb_open of the same path (or of a
+ * symbolic link to it: the files are named after the link's target), in
+ * this process or another, gets LDB_BUSY until the first closes. An empty
+ * path is LDB_CANTOPEN.
  *
  * On LDB_OK the caller owns *out and must ldb_close it. On failure *out is
  * NULL, the files are left as they were, and ldb_errmsg(NULL) tells why on

@@ -55,9 +55,16 @@ int file_sync_dir(const char *path);
 int file_remove(const char *path);
 /* Whether path exists (a stat that succeeds). */
 bool file_exists(const char *path);
+/* path with every symbolic link resolved (malloc'd: free() it), also
+ * when the last link points to a file not made yet; NULL when path does
+ * not resolve (it does not exist). A file opened through a link must be
+ * named as its target, so that files named after it (a log, a lock, a
+ * rename over it) are the target's too. */
+char *file_resolve(const char *path);
 
 /* livedb.h code for an errno value: LDB_FULL (ENOSPC, EDQUOT, EFBIG),
- * LDB_CANTOPEN (EACCES, EPERM, EROFS, ENOENT, ENOTDIR, EISDIR),
+ * LDB_CANTOPEN (EACCES, EPERM, EROFS, ENOENT, ENOTDIR, EISDIR,
+ * ENAMETOOLONG, ELOOP),
  * LDB_BUSY (EWOULDBLOCK), LDB_NOMEM (ENOMEM), else LDB_IOERR. */
 int file_code(int err);
 

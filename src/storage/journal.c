@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHECKPOINT_CHUNK (1u << 20)
@@ -231,16 +232,24 @@ static int reset_log(struct store *s, struct journal *j)
     return LDB_OK;
 }
 
+/* The files are named after the file path resolves to: two paths to one
+ * database (a symbolic link) must find the same log, and so its lock. */
 static int set_paths(struct journal *j, const char *path)
 {
+    char *real = file_resolve(path);
+    if (real)
+        path = real;
     size_t n = strlen(path);
     j->path = mem_strndup(path, n);
     j->wal_path = mem_alloc(n + 5);
     j->tmp_path = mem_alloc(n + 5);
-    if (!j->path || !j->wal_path || !j->tmp_path)
+    if (!j->path || !j->wal_path || !j->tmp_path) {
+        free(real);
         return LDB_NOMEM;
+    }
     snprintf(j->wal_path, n + 5, "%s-wal", path);
     snprintf(j->tmp_path, n + 5, "%s.tmp", path);
+    free(real);
     return LDB_OK;
 }
 
@@ -591,6 +600,10 @@ int store_open_file(const char *path, struct store **out, char *err, size_t errl
 {
     struct store *s;
     *out = NULL;
+    if (!*path) { /* no file: open("") fails, but "-wal" would be made */
+        snprintf(err, errlen, "cannot open a database at an empty path");
+        return LDB_CANTOPEN;
+    }
     if (store_open(&s)) {
         snprintf(err, errlen, "out of memory");
         return LDB_NOMEM;
