@@ -1,0 +1,262 @@
+/*
+ * test_durable_redteam.c - durable databases at their edges, each case a
+ * defect found by probing them (named in its comment) or a probe that
+ * held: catalog changes under the same names in one transaction, odd
+ * names, views over views, a plain view under a materialized view,
+ * checkpoints asked for from callbacks, symbolic links and paths that
+ * cannot be opened. Each reopen goes through the log alone and then
+ * through a checkpoint (reopen_both).
+ */
+#include "durable_util.h"
+
+#include "storage/journal.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sys/wait.h>
+
+static ldb *open_at(const char *path)
+{
+    ldb *db;
+    int rc = ldb_open(path, &db);
+    CHECKF(rc == LDB_OK, "open %s: %d %s", path, rc, ldb_errmsg(NULL));
+    return db;
+}
+
+/* Reopens from the log alone, then from a checkpoint; storage must hold
+ * the same both times. */
+static ldb *reopen_both(ldb *db, const char *path)
+{
+    char *before = durable_dump(db);
+    store_keep_files(db->store);
+    ldb_close(db);
+    db = open_at(path);
+    char *after = durable_dump(db);
+    CHECK_STR(after, before);
+    free(after);
+    ldb_close(db);
+    db = open_at(path);
+    after = durable_dump(db);
+    CHECK_STR(after, before);
+    free(after);
+    free(before);
+    return db;
+}
+
+static void same_names_one_txn(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "n.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "PRAGMA checkpoint_threshold = 0");
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)");
+    EXEC(db, "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    EXEC(db, "CREATE INDEX ti ON t(v)");
+    EXEC(db, "CREATE MATERIALIZED VIEW mv AS SELECT v, count(*) AS n FROM t GROUP BY v");
+    EXEC(db, "BEGIN");
+    EXEC(db, "DROP MATERIALIZED VIEW mv");
+    EXEC(db, "DROP INDEX ti");
+    EXEC(db, "DROP TABLE t");
+    EXEC(db, "CREATE TABLE t(v TEXT PRIMARY KEY, k INTEGER)");
+    EXEC(db, "CREATE INDEX ti ON t(k DESC)");
+    EXEC(db, "INSERT INTO t VALUES ('x', 5), ('y', 6)");
+    EXEC(db, "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE k > 5");
+    EXEC(db, "COMMIT");
+    db = reopen_both(db, path);
+    EXEC(db, "INSERT INTO t VALUES ('z', 7)");
+    dur_check_view(db, "mv", "SELECT k, v FROM t WHERE k > 5");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+static void odd_names(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "q.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE \"we\"\"ird ☃\"(\"c\"\"ol\" TEXT PRIMARY KEY, \"ü\" INTEGER)");
+    EXEC(db, "INSERT INTO \"we\"\"ird ☃\" VALUES ('a', NULL), ('b', NULL)");
+    EXEC(db, "CREATE INDEX \"i x\" ON \"we\"\"ird ☃\"(\"ü\")");
+    EXEC(db, "CREATE MATERIALIZED VIEW \"m v\" AS SELECT \"ü\", count(*) AS n FROM \"we\"\"ird ☃\" GROUP BY \"ü\"");
+    EXEC(db, "CREATE TABLE e(x)");
+    EXEC(db, "CREATE TABLE nulls(a, b, c)");
+    EXEC(db, "INSERT INTO nulls VALUES (NULL, NULL, NULL), (NULL, NULL, NULL)");
+    db = reopen_both(db, path);
+    EXEC(db, "INSERT INTO \"we\"\"ird ☃\" VALUES ('c', 1)");
+    dur_check_view(db, "\"m v\"", "SELECT \"ü\", count(*) AS n FROM \"we\"\"ird ☃\" GROUP BY \"ü\"");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+static void views_over_views(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "v.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, g INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 1), (2, 1), (3, 2)");
+    EXEC(db, "CREATE VIEW v1 AS SELECT g, k FROM t WHERE k > 1");
+    EXEC(db, "CREATE VIEW v2 AS SELECT g FROM v1");
+    EXEC(db, "CREATE MATERIALIZED VIEW m1 AS SELECT g, count(*) AS n FROM v2 GROUP BY g");
+    EXEC(db, "CREATE MATERIALIZED VIEW m2 AS SELECT n FROM m1 WHERE n > 0");
+    db = reopen_both(db, path);
+    EXEC(db, "INSERT INTO t VALUES (4, 2)");
+    dur_check_view(db, "m1", "SELECT g, count(*) AS n FROM t WHERE k > 1 GROUP BY g");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+/* A plain view a materialized view's body names cannot be dropped: the
+ * body is bound again from its text at every open, and without the view
+ * (found: DROP VIEW succeeded) the reopened database refused every write
+ * ("materialized view m cannot be maintained: no such table: v"), or with
+ * a new view of that name it would follow a different body. */
+static void view_under_materialized_view(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "d.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, g INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 1), (2, 2)");
+    EXEC(db, "CREATE VIEW v AS SELECT g FROM t");
+    EXEC(db, "CREATE VIEW over_v AS SELECT g FROM v WHERE g > 1");
+    EXEC(db, "CREATE MATERIALIZED VIEW m AS SELECT g FROM over_v");
+    CHECK_FAILS(db, "DROP VIEW over_v", LDB_ERROR);
+    CHECKF(strstr(ldb_errmsg(db), "materialized view m reads it") != NULL, "%s", ldb_errmsg(db));
+    CHECK_FAILS(db, "DROP VIEW v", LDB_ERROR); /* named by a view the body expands */
+    EXEC(db, "BEGIN");
+    CHECK_FAILS(db, "DROP VIEW v", LDB_ERROR);
+    EXEC(db, "COMMIT");
+    db = reopen_both(db, path);
+    EXEC(db, "INSERT INTO t VALUES (3, 3)"); /* the view is maintained: writes go on */
+    dur_check_view(db, "m", "SELECT g FROM t WHERE g > 1");
+    EXEC(db, "DROP MATERIALIZED VIEW m");
+    EXEC(db, "DROP VIEW over_v"); /* nothing reads them any more */
+    EXEC(db, "DROP VIEW v");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+/* ---- checkpoints from callbacks ---------------------------------------------------- */
+
+struct reentry {
+    ldb *db;
+    int calls;
+    int pragma_rc, api_rc; /* the last call's results */
+};
+
+static void checkpoint_both(struct reentry *r)
+{
+    r->calls++;
+    r->pragma_rc = ldb_exec(r->db, "PRAGMA wal_checkpoint", NULL, NULL);
+    r->api_rc = ldb_checkpoint(r->db);
+}
+
+static void checkpoint_on_change(void *ctx, ldb_live *q, const ldb_change *c, size_t n)
+{
+    (void)q, (void)c, (void)n;
+    checkpoint_both(ctx);
+}
+
+static void checkpoint_on_send(void *ctx, ldb_optimistic *o)
+{
+    (void)o;
+    checkpoint_both(ctx);
+}
+
+/* PRAGMA wal_checkpoint is ldb_checkpoint: refused inside a live query or
+ * mutation callback like it (found: the PRAGMA, which reads no setting,
+ * passed the callbacks' refusal of PRAGMA writes and checkpointed). */
+static void checkpoint_in_callbacks(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "c.ldb");
+    ldb *db = open_at(path);
+    struct reentry r = { db, 0, -1, -1 };
+    EXEC(db, "PRAGMA checkpoint_threshold = 0");
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (0, 0)");
+    ldb_live *q;
+    CHECK_INT(ldb_live_open(db, "SELECT * FROM t", checkpoint_on_change, &r, &q), LDB_OK);
+    EXEC(db, "INSERT INTO t VALUES (1, 1)");
+    CHECK_INT(r.calls, 2); /* the first batch, then the insert */
+    CHECK_INT(r.api_rc, LDB_MISUSE);
+    CHECK_INT(r.pragma_rc, LDB_MISUSE);
+    ldb_live_close(q);
+    r.calls = 0;
+    CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
+    EXEC(db, "INSERT INTO t VALUES (2, 2)");
+    CHECK_FAILS(db, "PRAGMA wal_checkpoint", LDB_MISUSE); /* a transaction */
+    ldb_optimistic *o = NULL;
+    CHECK_INT(ldb_optimistic_commit(db, checkpoint_on_send, &r, &o), LDB_OK);
+    CHECK_INT(r.calls, 1);
+    CHECK_INT(r.api_rc, LDB_MISUSE);
+    CHECK_INT(r.pragma_rc, LDB_MISUSE);
+    ldb_optimistic_free(o);
+    EXEC(db, "PRAGMA wal_checkpoint"); /* outside them: a checkpoint */
+    char wal[320];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    CHECK_INT(dur_size(wal), JOURNAL_HEADER);
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+/* ---- paths ---------------------------------------------------------------------------- */
+
+/* A database opened through a symbolic link is its target's: one handle
+ * (found: the link got its own log and lock, both handles committed, and
+ * the link's checkpoint replaced the link by a file: each kept half of
+ * the writes). */
+static void symlink_is_target(void)
+{
+    char *dir = durable_tmpdir(), path[300], link[300];
+    durable_path(path, sizeof path, dir, "real.ldb");
+    durable_path(link, sizeof link, dir, "link.ldb");
+    CHECK(symlink("real.ldb", link) == 0);
+    ldb *db = open_at(link), *db2 = NULL; /* made through the link */
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY)");
+    EXEC(db, "INSERT INTO t VALUES (1)");
+    CHECK_INT(ldb_open(path, &db2), LDB_BUSY);
+    ldb_close(db);
+    db = open_at(path);
+    CHECK_INT(ldb_open(link, &db2), LDB_BUSY);
+    CHECK(db2 == NULL);
+    EXEC(db, "INSERT INTO t VALUES (2)");
+    ldb_close(db);
+    struct stat st;
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode)); /* still a link */
+    db = open_at(link);
+    char *q = durable_query(db, "SELECT k FROM t");
+    CHECK_STR(q, "2:1|\n2:2|\n");
+    free(q);
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+/* An empty path names no file (found: it opened, with its log made as
+ * "-wal" in the working directory and no checkpoint possible); a path too
+ * long, or a loop of links, cannot be opened (they were LDB_IOERR). */
+static void unusable_paths(void)
+{
+    ldb *db = NULL;
+    CHECK_INT(ldb_open("", &db), LDB_CANTOPEN);
+    CHECK(db == NULL && !file_exists("-wal"));
+    CHECKF(strstr(ldb_errmsg(NULL), "empty path") != NULL, "%s", ldb_errmsg(NULL));
+    char *dir = durable_tmpdir(), path[300], other[300];
+    char *big = malloc(PATH_MAX + 100);
+    CHECK(big);
+    int n = snprintf(big, PATH_MAX + 100, "%s/", dir);
+    memset(big + n, 'a', (size_t)(PATH_MAX + 50 - n));
+    big[PATH_MAX + 50] = '\0';
+    CHECK_INT(ldb_open(big, &db), LDB_CANTOPEN);
+    free(big);
+    durable_path(path, sizeof path, dir, "a.ldb");
+    durable_path(other, sizeof other, dir, "b.ldb");
+    CHECK(symlink("b.ldb", path) == 0 && symlink("a.ldb", other) == 0);
+    CHECK_INT(ldb_open(path, &db), LDB_CANTOPEN);
+    CHECK(db == NULL);
+    durable_rmdir(dir);
+}
+
+TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view),
+          T(checkpoint_in_callbacks), T(symlink_is_target), T(unusable_paths))
