@@ -112,6 +112,13 @@ int file_lock(struct file *f)
     return 0;
 }
 
+bool file_is_at(struct file *f, const char *path)
+{
+    struct stat mine, named;
+    return fstat(f->fd, &mine) == 0 && stat(path, &named) == 0 && mine.st_dev == named.st_dev &&
+           mine.st_ino == named.st_ino;
+}
+
 int file_size(struct file *f, uint64_t *out)
 {
     struct stat st;

@@ -35,6 +35,9 @@ void file_close(struct file *f);
  * when another open file description holds it, in this process or
  * another. */
 int file_lock(struct file *f);
+/* Whether path names f's file still (it was not removed or replaced
+ * since f was opened): a lock taken on a removed file guards nothing. */
+bool file_is_at(struct file *f, const char *path);
 int file_size(struct file *f, uint64_t *out);
 /* Reads exactly n bytes at off; EIO (and *got, the bytes read) when the
  * file ends first. */

@@ -265,15 +265,32 @@ static void journal_free(struct journal *j)
     mem_free(j);
 }
 
-/* Opens (making it if need be) and locks the log. A log this call made
- * is removed again if the open fails. */
+/* Opens (making it if need be) and locks the log; *made when this call
+ * made it, so that a failed open removes it again. Only a log this call
+ * locked is its own to remove: another open may have made it first. And
+ * the lock must be on the file the path names: an open that fails
+ * removes the log it made before it lets the lock go, so the file
+ * locked next may be gone; then the path is opened again. */
 static int open_log(struct store *s, struct journal *j, bool *made)
 {
-    *made = !file_exists(j->wal_path);
-    int err = file_open(&j->wal, j->wal_path, true);
-    if (!err && (err = file_lock(&j->wal)) == EWOULDBLOCK)
-        return store_error(s, LDB_BUSY, "database %s is open in another handle", j->path);
-    return err ? io_error(s, err, "open", j->wal_path) : LDB_OK;
+    for (int tries = 0;; tries++) {
+        *made = !file_exists(j->wal_path);
+        int err = file_open(&j->wal, j->wal_path, true);
+        if (!err)
+            err = file_lock(&j->wal);
+        if (err == EWOULDBLOCK) {
+            *made = false;
+            return store_error(s, LDB_BUSY, "database %s is open in another handle", j->path);
+        }
+        if (err)
+            return io_error(s, err, "open", j->wal_path);
+        if (file_is_at(&j->wal, j->wal_path))
+            return LDB_OK;
+        file_close(&j->wal);
+        if (tries == 8) /* removed under us again and again */
+            return store_error(s, LDB_BUSY, "database %s is being opened by another handle",
+                               j->path);
+    }
 }
 
 int journal_open(struct store *s, const char *path)
