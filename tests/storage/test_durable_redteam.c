@@ -4,7 +4,7 @@
  * held: catalog changes under the same names in one transaction, odd
  * names, views over views, a plain view under a materialized view,
  * checkpoints asked for from callbacks, symbolic links and paths that
- * cannot be opened. Each reopen goes through the log alone and then
+ * cannot be opened, two threads opening a new database at once. Each reopen goes through the log alone and then
  * through a checkpoint (reopen_both).
  */
 #include "durable_util.h"
@@ -258,5 +258,60 @@ static void unusable_paths(void)
     durable_rmdir(dir);
 }
 
+/* ---- two opens at once ---------------------------------------------------------------- */
+
+struct opener {
+    pthread_barrier_t *start;
+    const char *path;
+    ldb *db;
+    int rc;
+};
+
+static void *open_on_cue(void *arg)
+{
+    struct opener *o = arg;
+    pthread_barrier_wait(o->start);
+    o->rc = ldb_open(o->path, &o->db);
+    return NULL;
+}
+
+/* Two threads open a new database at once: one gets it, the other
+ * LDB_BUSY, and the winner's log is the file on disk (found: the loser
+ * had seen no log, so it removed "the log it made" on its way out; the
+ * winner then committed to a removed file, a crash lost every commit,
+ * and the next open made a new log and got a second handle). */
+static void racing_opens(void)
+{
+    char *dir = durable_tmpdir();
+    for (int i = 0; i < 30; i++) {
+        char path[300], name[32], wal[320];
+        snprintf(name, sizeof name, "race%d.ldb", i);
+        durable_path(path, sizeof path, dir, name);
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        pthread_barrier_t start;
+        CHECK(pthread_barrier_init(&start, NULL, 2) == 0);
+        struct opener a = { &start, path, NULL, -1 }, b = { &start, path, NULL, -1 };
+        pthread_t ta, tb;
+        CHECK(pthread_create(&ta, NULL, open_on_cue, &a) == 0);
+        CHECK(pthread_create(&tb, NULL, open_on_cue, &b) == 0);
+        CHECK(pthread_join(ta, NULL) == 0 && pthread_join(tb, NULL) == 0);
+        pthread_barrier_destroy(&start);
+        CHECKF((a.rc == LDB_OK && b.rc == LDB_BUSY) || (a.rc == LDB_BUSY && b.rc == LDB_OK),
+               "round %d: %d and %d", i, a.rc, b.rc);
+        ldb *db = a.rc == LDB_OK ? a.db : b.db, *again = NULL;
+        CHECKF(file_exists(wal), "round %d: the open database's log is gone", i);
+        CHECK_INT(ldb_open(path, &again), LDB_BUSY);
+        EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY)");
+        EXEC(db, "INSERT INTO t VALUES (1)");
+        store_keep_files(db->store); /* a crash: only the log has it */
+        ldb_close(db);
+        db = open_at(path);
+        CHECK_INT(dur_query_int(db, "SELECT count(*) FROM t"), 1);
+        ldb_close(db);
+    }
+    durable_rmdir(dir);
+}
+
 TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view),
-          T(checkpoint_in_callbacks), T(symlink_is_target), T(unusable_paths))
+          T(checkpoint_in_callbacks), T(symlink_is_target), T(unusable_paths),
+          T(racing_opens))
