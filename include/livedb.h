@@ -181,8 +181,9 @@ LDB_API int ldb_checkpoint(ldb *db);
 /*
  * Closes db and frees everything it owns, including prepared statements and
  * live queries not yet finalized/closed (their handles become invalid).
- * NULL is a no-op. From inside a live query callback of db it does
- * nothing but record LDB_MISUSE (ldb_errcode): db stays open.
+ * NULL is a no-op. From inside a live query, provider, mutation or
+ * aggregate callback of db it does nothing but record LDB_MISUSE
+ * (ldb_errcode): db stays open.
  */
 LDB_API void ldb_close(ldb *db);
 

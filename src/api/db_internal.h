@@ -58,6 +58,7 @@ struct ldb {
     struct pragma_table pragmas;
     bool optimistic;           /* the open transaction is optimistic */
     uint32_t in_mutation;      /* inside a mutation callback (ldb_mutation_fn) */
+    uint32_t in_aggregate;     /* inside a user aggregate's callback */
     uint32_t dormant;          /* recovered views not maintained yet (db_durable.c) */
     char dormant_why[300];     /* why the first of them is not */
 };
