@@ -201,6 +201,57 @@ static void checkpoint_in_callbacks(void)
     durable_rmdir(dir);
 }
 
+/* An aggregate that tries to close its database at every call. */
+static int close_step(void *ctx, void *state, const ldb_row *args)
+{
+    struct reentry *r = ctx;
+    r->calls++;
+    ldb_close(r->db);
+    r->api_rc = ldb_errcode(r->db);
+    *(int64_t *)state += ldb_row_int64(args, 0);
+    return LDB_OK;
+}
+
+static int close_final(void *ctx, const void *state, ldb_result *out)
+{
+    (void)ctx;
+    ldb_result_int64(out, *(const int64_t *)state);
+    return LDB_OK;
+}
+
+/* ldb_close from an aggregate's callback records LDB_MISUSE and leaves
+ * the database open (found: it freed the database under the running
+ * statement, which then spun on freed memory). */
+static void close_in_aggregate(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "a.ldb");
+    ldb *db = open_at(path);
+    struct reentry r = { db, 0, -1, -1 };
+    ldb_aggregate addup = { .flags = LDB_DETERMINISTIC, .state_size = sizeof(int64_t),
+                            .ctx = &r, .step = close_step, .finalize = close_final };
+    CHECK_INT(ldb_create_aggregate(db, "addup", 1, &addup), LDB_OK);
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, g INTEGER, v INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 1, 10), (2, 1, 20), (3, 2, 5)");
+    CHECK_INT(dur_query_int(db, "SELECT addup(v) FROM t"), 35);
+    CHECK(r.calls > 0);
+    CHECK_INT(r.api_rc, LDB_MISUSE);
+    r.calls = 0;
+    EXEC(db, "CREATE MATERIALIZED VIEW m AS SELECT g, addup(v) AS s FROM t GROUP BY g");
+    EXEC(db, "INSERT INTO t VALUES (4, 2, 1)");
+    CHECK(r.calls > 0);
+    CHECK_INT(r.api_rc, LDB_MISUSE);
+    dur_check_view(db, "m", "SELECT g, sum(v) FROM t GROUP BY g");
+    ldb_close(db);
+    db = open_at(path); /* the view waits for its aggregate, then goes on */
+    CHECK_INT(ldb_create_aggregate(db, "addup", 1, &addup), LDB_OK);
+    r.db = db;
+    EXEC(db, "DELETE FROM t WHERE k = 1");
+    dur_check_view(db, "m", "SELECT g, sum(v) FROM t GROUP BY g");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
 /* ---- paths ---------------------------------------------------------------------------- */
 
 /* A database opened through a symbolic link is its target's: one handle
@@ -313,5 +364,5 @@ static void racing_opens(void)
 }
 
 TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view),
-          T(checkpoint_in_callbacks), T(symlink_is_target), T(unusable_paths),
+          T(checkpoint_in_callbacks), T(close_in_aggregate), T(symlink_is_target), T(unusable_paths),
           T(racing_opens))
