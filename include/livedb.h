@@ -128,7 +128,9 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * short was never acknowledged). Materialized views are maintained again
  * at once; one whose body calls a function or aggregate the program has
  * not registered yet stays readable, and writes to the database are
- * refused (naming it) until the program registers it.
+ * refused (naming it) until the program registers it or drops the view
+ * (DROP MATERIALIZED VIEW of it, or of another view, outside a
+ * transaction: the only writes taken meanwhile).
  *
  * Durability (PRAGMA synchronous, per handle, default FULL):
  * - FULL (2): COMMIT returns after the log reached the disk: a committed
