@@ -252,6 +252,47 @@ static void close_in_aggregate(void)
     durable_rmdir(dir);
 }
 
+/* A dormant view (its aggregate not registered after a reopen) can be
+ * dropped, outside a transaction, when a maintained view does not read
+ * it (found: the drop was refused like any write, so a program without
+ * the aggregate had a database that refused every write for good). */
+static void drop_dormant_view(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "dd.ldb");
+    ldb *db = open_at(path);
+    struct reentry r = { db, 0, -1, -1 };
+    ldb_aggregate addup = { .flags = LDB_DETERMINISTIC, .state_size = sizeof(int64_t),
+                            .ctx = &r, .step = close_step, .finalize = close_final };
+    CHECK_INT(ldb_create_aggregate(db, "addup", 1, &addup), LDB_OK);
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER)");
+    EXEC(db, "INSERT INTO t VALUES (1, 10)");
+    EXEC(db, "CREATE MATERIALIZED VIEW sums AS SELECT addup(v) AS s FROM t");
+    EXEC(db, "CREATE MATERIALIZED VIEW reads_sums AS SELECT s FROM sums");
+    EXEC(db, "CREATE MATERIALIZED VIEW other AS SELECT addup(k) AS s FROM t");
+    ldb_close(db);
+    db = open_at(path);
+    CHECK_FAILS(db, "INSERT INTO t VALUES (2, 20)", LDB_ERROR); /* dormant */
+    CHECK_FAILS(db, "DROP MATERIALIZED VIEW sums", LDB_ERROR); /* reads_sums reads it */
+    CHECKF(strstr(ldb_errmsg(db), "reads_sums") != NULL, "%s", ldb_errmsg(db));
+    EXEC(db, "DROP MATERIALIZED VIEW reads_sums");
+    EXEC(db, "BEGIN");
+    CHECK_FAILS(db, "DROP MATERIALIZED VIEW sums", LDB_ERROR);
+    EXEC(db, "ROLLBACK");
+    EXEC(db, "DROP MATERIALIZED VIEW sums");
+    CHECK_FAILS(db, "INSERT INTO t VALUES (2, 20)", LDB_ERROR); /* other is dormant still */
+    CHECKF(strstr(ldb_errmsg(db), "other") != NULL, "%s", ldb_errmsg(db));
+    EXEC(db, "DROP MATERIALIZED VIEW other");
+    EXEC(db, "INSERT INTO t VALUES (2, 20)");
+    ldb_close(db);
+    db = open_at(path);
+    CHECK_FAILS(db, "SELECT * FROM sums", LDB_ERROR);
+    CHECK_INT(dur_query_int(db, "SELECT count(*) FROM t"), 2);
+    EXEC(db, "INSERT INTO t VALUES (3, 30)");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
 /* ---- paths ---------------------------------------------------------------------------- */
 
 /* A database opened through a symbolic link is its target's: one handle
@@ -364,5 +405,5 @@ static void racing_opens(void)
 }
 
 TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view),
-          T(checkpoint_in_callbacks), T(close_in_aggregate), T(symlink_is_target), T(unusable_paths),
+          T(checkpoint_in_callbacks), T(close_in_aggregate), T(drop_dormant_view), T(symlink_is_target), T(unusable_paths),
           T(racing_opens))
