@@ -278,10 +278,10 @@ static int open_log(struct store *s, struct journal *j, bool *made)
         int err = file_open(&j->wal, j->wal_path, true);
         if (!err)
             err = file_lock(&j->wal);
-        if (err == EWOULDBLOCK) {
+        if (err)
             *made = false;
+        if (err == EWOULDBLOCK)
             return store_error(s, LDB_BUSY, "database %s is open in another handle", j->path);
-        }
         if (err)
             return io_error(s, err, "open", j->wal_path);
         if (file_is_at(&j->wal, j->wal_path))
