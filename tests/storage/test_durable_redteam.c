@@ -1,11 +1,13 @@
 /*
  * test_durable_redteam.c - durable databases at their edges, each case a
- * defect found by probing them (named in its comment) or a probe that
- * held: catalog changes under the same names in one transaction, odd
- * names, views over views, a plain view under a materialized view,
- * checkpoints asked for from callbacks, symbolic links and paths that
- * cannot be opened, two threads opening a new database at once. Each reopen goes through the log alone and then
- * through a checkpoint (reopen_both).
+ * defect found by probing them (named in its comment: "found") or a probe
+ * that held: catalog changes under the same names in one transaction,
+ * odd names, views over views, a plain view under a materialized view,
+ * savepoints and failed statements before a crash, checkpoints and
+ * ldb_close asked for from callbacks, dropping dormant views, symbolic
+ * links and paths that cannot be opened, two threads opening a new
+ * database at once. Reopens go through the log alone and then through a
+ * checkpoint (reopen_both).
  */
 #include "durable_util.h"
 
@@ -133,6 +135,57 @@ static void view_under_materialized_view(void)
     EXEC(db, "DROP MATERIALIZED VIEW m");
     EXEC(db, "DROP VIEW over_v"); /* nothing reads them any more */
     EXEC(db, "DROP VIEW v");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+/* Savepoints rolled back, failed statements and a transaction still
+ * open when the files are copied (a crash): the copy opens as exactly
+ * what was committed, and its views are maintained from there (held). */
+static void savepoints_then_crash(void)
+{
+    char *dir = durable_tmpdir(), path[300], copy[300];
+    durable_path(path, sizeof path, dir, "k.ldb");
+    durable_path(copy, sizeof copy, dir, "copy.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "PRAGMA checkpoint_threshold = 0");
+    EXEC(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT UNIQUE, n INTEGER NOT NULL)");
+    EXEC(db, "CREATE TABLE h(x)");
+    EXEC(db, "CREATE MATERIALIZED VIEW m AS SELECT n, count(*) AS c FROM t GROUP BY n");
+    EXEC(db, "CREATE MATERIALIZED VIEW m2 AS SELECT t.k, h.x FROM t JOIN h ON h.x = t.n");
+    EXEC(db, "BEGIN");
+    EXEC(db, "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1)");
+    EXEC(db, "INSERT INTO h VALUES (1), (2)");
+    EXEC(db, "SAVEPOINT s1");
+    EXEC(db, "INSERT INTO t VALUES (3, 'c', 2)");
+    EXEC(db, "DELETE FROM h");
+    EXEC(db, "SAVEPOINT s2");
+    EXEC(db, "UPDATE t SET n = 5");
+    EXEC(db, "CREATE TABLE inner_t(y)");
+    EXEC(db, "ROLLBACK TO s1");
+    EXEC(db, "INSERT INTO t VALUES (4, 'd', 3)");
+    CHECK_FAILS(db, "INSERT INTO t VALUES (5, 'e', 3), (6, 'a', 3)", LDB_CONSTRAINT);
+    CHECK_FAILS(db, "UPDATE t SET n = NULL WHERE k = 4", LDB_CONSTRAINT);
+    EXEC(db, "RELEASE s1");
+    EXEC(db, "COMMIT");
+    EXEC(db, "SAVEPOINT open_one");
+    EXEC(db, "INSERT INTO t VALUES (9, 'h', 1)");
+    struct dur_files fs = dur_files_read(path); /* the crash */
+    dur_files_write(copy, &fs);
+    dur_files_free(&fs);
+    EXEC(db, "ROLLBACK TO open_one");
+    EXEC(db, "RELEASE open_one");
+    char *committed = durable_dump(db);
+    ldb *c = open_at(copy);
+    char *recovered = durable_dump(c);
+    CHECK_STR(recovered, committed);
+    free(committed);
+    free(recovered);
+    EXEC(c, "INSERT INTO t VALUES (10, 'z', 1)");
+    EXEC(c, "INSERT INTO h VALUES (1)");
+    dur_check_view(c, "m", "SELECT n, count(*) AS c FROM t GROUP BY n");
+    dur_check_view(c, "m2", "SELECT t.k, h.x FROM t JOIN h ON h.x = t.n");
+    ldb_close(c);
     ldb_close(db);
     durable_rmdir(dir);
 }
@@ -404,6 +457,6 @@ static void racing_opens(void)
     durable_rmdir(dir);
 }
 
-TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view),
+TEST_MAIN(T(same_names_one_txn), T(odd_names), T(views_over_views), T(view_under_materialized_view), T(savepoints_then_crash),
           T(checkpoint_in_callbacks), T(close_in_aggregate), T(drop_dormant_view), T(symlink_is_target), T(unusable_paths),
           T(racing_opens))
