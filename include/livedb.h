@@ -128,7 +128,9 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * short was never acknowledged). Materialized views are maintained again
  * at once; one whose body calls a function or aggregate the program has
  * not registered yet stays readable, and writes to the database are
- * refused (naming it) until the program registers it: SQL writes,
+ * refused (naming it) until the program registers it or drops the view
+ * (DROP MATERIALIZED VIEW of it, or of another view, outside a
+ * transaction: the only writes taken meanwhile): SQL writes,
  * ldb_source_attach and ldb_source_poll fail, and queued confirmations
  * and rejections wait. Pending optimistic transactions come back pending
  * (ldb_optimistic_pending).
@@ -144,7 +146,8 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  *   power loss may damage the files.
  * A checkpoint is written when the log grows past PRAGMA
  * checkpoint_threshold bytes (default 16 MiB; 0: never), at ldb_close,
- * and by ldb_checkpoint; the log then starts over.
+ * and by ldb_checkpoint or PRAGMA wal_checkpoint (the same call); the log
+ * then starts over.
  *
  * Disk errors. A COMMIT whose log write or sync fails returns LDB_IOERR
  * or LDB_FULL and commits nothing: an explicit transaction stays open
@@ -156,8 +159,10 @@ typedef struct ldb_value ldb_value; /* a value in a row or inside an ARRAY
  * the log keeps everything) and is tried again after another threshold of
  * log; ldb_checkpoint reports its failures.
  *
- * One handle per file: a second ldb_open of the same path, in this
- * process or another, gets LDB_BUSY until the first closes.
+ * One handle per file: a second ldb_open of the same path (or of a
+ * symbolic link to it: the files are named after the link's target), in
+ * this process or another, gets LDB_BUSY until the first closes. An empty
+ * path is LDB_CANTOPEN.
  *
  * On LDB_OK the caller owns *out and must ldb_close it. On failure *out is
  * NULL, the files are left as they were, and ldb_errmsg(NULL) tells why on
@@ -181,8 +186,9 @@ LDB_API int ldb_checkpoint(ldb *db);
 /*
  * Closes db and frees everything it owns, including prepared statements and
  * live queries not yet finalized/closed (their handles become invalid).
- * NULL is a no-op. From inside a live query callback of db it does
- * nothing but record LDB_MISUSE (ldb_errcode): db stays open.
+ * NULL is a no-op. From inside a live query, provider, mutation or
+ * aggregate callback of db it does nothing but record LDB_MISUSE
+ * (ldb_errcode): db stays open.
  */
 LDB_API void ldb_close(ldb *db);
 

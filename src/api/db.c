@@ -276,11 +276,12 @@ void ldb_close(ldb *db)
     if (!db)
         return;
     db_lock(db);
-    if (live_in_callback(db->live) || src_in_provider(db->src) || db->in_mutation) {
+    if (live_in_callback(db->live) || src_in_provider(db->src) || db->in_mutation ||
+        db->in_aggregate) {
         /* the callback's caller still uses db */
         db_error(db, LDB_MISUSE, NULL, -1,
-                 "ldb_close cannot be called from inside a live query or provider callback; "
-                 "the database stays open");
+                 "ldb_close cannot be called from inside a live query, provider, mutation or "
+                 "aggregate callback; the database stays open");
         db_unlock(db);
         return;
     }

@@ -28,6 +28,7 @@ struct udaf {
     struct agg_def agg;
     ldb_aggregate user;
     char *name;                /* lower case */
+    ldb *db;                   /* its calls count in db->in_aggregate */
 };
 
 struct ldb_result {
@@ -80,22 +81,29 @@ static int u_step(agg_inst *ai, void *st, const value *args, int64_t w)
     struct ldb_row tuple = { args, u->agg.nargs };
     int (*fn)(void *, void *, const ldb_row *) = w > 0 ? u->user.step : u->user.inverse;
     int rc = fn ? LDB_OK : LDB_MISUSE;
+    u->db->in_aggregate++;
     for (int64_t k = w > 0 ? w : -w; k > 0 && rc == LDB_OK; k--)
         rc = fn(u->user.ctx, st, &tuple);
+    u->db->in_aggregate--;
     return rc;
 }
 
 static int u_merge(agg_inst *ai, void *st, const void *other)
 {
     const struct udaf *u = udaf_of(ai);
-    return u->user.merge(u->user.ctx, st, other);
+    u->db->in_aggregate++;
+    int rc = u->user.merge(u->user.ctx, st, other);
+    u->db->in_aggregate--;
+    return rc;
 }
 
 static int u_finalize(agg_inst *ai, const void *st, value *out)
 {
     const struct udaf *u = udaf_of(ai);
     ldb_result r = { value_null() };
+    u->db->in_aggregate++;
     int rc = u->user.finalize(u->user.ctx, st, &r);
+    u->db->in_aggregate--;
     if (rc) {
         value_release(&r.v);
         return rc;
@@ -107,8 +115,11 @@ static int u_finalize(agg_inst *ai, const void *st, value *out)
 static void u_destroy(agg_inst *ai, void *st)
 {
     const struct udaf *u = udaf_of(ai);
-    if (u->user.destroy)
-        u->user.destroy(u->user.ctx, st);
+    if (!u->user.destroy)
+        return;
+    u->db->in_aggregate++;
+    u->user.destroy(u->user.ctx, st);
+    u->db->in_aggregate--;
 }
 
 static size_t u_heap(const agg_inst *ai, const void *st) { return 0; }
@@ -120,7 +131,9 @@ static int u_combine(const agg_inst *ai, int64_t count, const isum *sum, value *
     if (!isum_to_int64(sum, &s))
         return LDB_RANGE;
     ldb_result r = { value_null() };
+    u->db->in_aggregate++;
     int rc = u->user.decompose(u->user.ctx, count, s, &r);
+    u->db->in_aggregate--;
     if (rc) {
         value_release(&r.v);
         return rc;
@@ -171,6 +184,7 @@ static int create_aggregate(ldb *db, const char *name, int nargs, const ldb_aggr
     for (char *c = lower; *c; c++)
         *c = (char)tolower((unsigned char)*c);
     u->name = lower;
+    u->db = db;
     u->user = *def;
     fill_defs(u, nargs);
     db->funcs.defs.data[db->funcs.defs.len++] = &u->fn;

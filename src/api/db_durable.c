@@ -77,6 +77,52 @@ void db_durable_registered(ldb *db)
         restore_views(db); /* a view still dormant keeps refusing writes */
 }
 
+/* A materialized view's table while some view is dormant, outside a
+ * transaction (a rollback would bring a view back after its dormancy was
+ * counted again), or NULL. */
+static struct table *view_to_drop(ldb *db, const char *name)
+{
+    struct table *t = db->dormant && !store_in_transaction(db->store)
+                          ? store_find_table(db->store, name)
+                          : NULL;
+    return t && table_is_view_store(t) && table_sql(t) && !table_is_view(t) ? t : NULL;
+}
+
+/* Dropping a view leaves no view stale, so it is the one write a dormant
+ * database takes: the way out for a program that will never register
+ * what a view needs (it had a database that refused every write for
+ * good). A dormant view's table is dropped here (the store still refuses
+ * when a maintained view reads it), a maintained view by drop. */
+int db_drop_while_dormant(ldb_stmt *s, int (*drop)(ldb_stmt *), bool *handled)
+{
+    ldb *db = s->db;
+    const ast_stmt *st = s->ast->stmt;
+    struct table *t = view_to_drop(db, st->u.drop.name.name.str);
+    *handled = t != NULL;
+    if (!t)
+        return LDB_OK;
+    bool maintained = mv_backing_name(db->mv, t) != NULL;
+    uint32_t dormant = db->dormant;
+    db->dormant = 0;
+    int rc = db_write_begin(db);
+    db->dormant = dormant;
+    if (rc)
+        return rc;
+    if (maintained) {
+        rc = drop(s);
+    } else {
+        store_enter_internal(db->store);
+        rc = store_drop_table(db->store, t);
+        store_leave_internal(db->store);
+        if (rc)
+            db_error(db, rc, s->ast, st->u.drop.name.name.off, "%s", store_errmsg(db->store));
+    }
+    int end = db_write_end(db, rc);
+    if (!rc && !end)
+        restore_views(db); /* counts the views still dormant */
+    return rc ? rc : end;
+}
+
 int ldb_checkpoint(ldb *db)
 {
     if (!db)
@@ -161,12 +207,8 @@ int db_durable_pragma(ldb_stmt *s, bool *handled)
         store_set_checkpoint_threshold(db->store, (uint64_t)n);
         return LDB_OK;
     }
-    if (strcasecmp(name, "wal_checkpoint") == 0) {
-        if (store_in_transaction(db->store))
-            return db_error(db, LDB_MISUSE, NULL, -1, "cannot checkpoint inside a transaction");
-        int rc = store_checkpoint(db->store);
-        return rc ? db_error(db, rc, NULL, -1, "%s", store_errmsg(db->store)) : LDB_OK;
-    }
+    if (strcasecmp(name, "wal_checkpoint") == 0) /* reads no setting: not refused before */
+        return ldb_checkpoint(db);
     *handled = false;
     return LDB_OK;
 }

@@ -58,6 +58,7 @@ struct ldb {
     struct pragma_table pragmas;
     bool optimistic;           /* the open transaction is optimistic */
     uint32_t in_mutation;      /* inside a mutation callback (ldb_mutation_fn) */
+    uint32_t in_aggregate;     /* inside a user aggregate's callback */
     uint32_t dormant;          /* recovered views not maintained yet (db_durable.c) */
     char dormant_why[300];     /* why the first of them is not */
 };
@@ -191,6 +192,10 @@ int db_durable_open(ldb *db);
 const char *db_dormant_refusal(const ldb *db);
 /* After a registration (ldb_create_aggregate): retries dormant views. */
 void db_durable_registered(ldb *db);
+/* DROP MATERIALIZED VIEW while views are dormant, outside a transaction:
+ * the one write a dormant database takes (drop runs a maintained view's).
+ * *handled when s ran here. */
+int db_drop_while_dormant(ldb_stmt *s, int (*drop)(ldb_stmt *), bool *handled);
 /* PRAGMA synchronous, checkpoint_threshold, wal_checkpoint: *handled
  * when s is one of them; returns LDB_OK or an error (set on db). */
 int db_durable_pragma(ldb_stmt *s, bool *handled);

@@ -85,7 +85,11 @@ int db_run_mv(ldb_stmt *s)
     const ast_stmt *st = s->ast->stmt;
     if (st->kind == AST_STMT_EXPLAIN_VIEW)
         return explain(s);
-    int rc = db_write_begin(s->db);
+    bool handled = false;
+    int rc = st->kind == AST_STMT_DROP ? db_drop_while_dormant(s, drop, &handled) : LDB_OK;
+    if (handled)
+        return rc ? rc : LDB_DONE;
+    rc = db_write_begin(s->db);
     if (rc)
         return rc;
     rc = st->kind == AST_STMT_DROP ? drop(s) : create(s);

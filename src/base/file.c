@@ -13,6 +13,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -67,6 +68,7 @@ int file_code(int err)
     case 0: return LDB_OK;
     case ENOSPC: case EDQUOT: case EFBIG: return LDB_FULL;
     case EACCES: case EPERM: case EROFS: case ENOENT: case ENOTDIR: case EISDIR:
+    case ENAMETOOLONG: case ELOOP:
         return LDB_CANTOPEN;
     case EWOULDBLOCK: return LDB_BUSY;
     case ENOMEM: return LDB_NOMEM;
@@ -108,6 +110,13 @@ int file_lock(struct file *f)
         if (errno != EINTR)
             return errno == EWOULDBLOCK ? fail(EWOULDBLOCK) : last_error();
     return 0;
+}
+
+bool file_is_at(struct file *f, const char *path)
+{
+    struct stat mine, named;
+    return fstat(f->fd, &mine) == 0 && stat(path, &named) == 0 && mine.st_dev == named.st_dev &&
+           mine.st_ino == named.st_ino;
 }
 
 int file_size(struct file *f, uint64_t *out)
@@ -241,3 +250,24 @@ bool file_exists(const char *path)
     struct stat st;
     return stat(path, &st) == 0;
 }
+
+/* A link whose target does not exist yet resolves to that target, so a
+ * database made through it is made at the target. hops: links followed. */
+static char *resolve_at(const char *path, int hops)
+{
+    char *real = realpath(path, NULL);
+    if (real || errno != ENOENT || hops == 16)
+        return real;
+    char target[PATH_MAX], joined[2 * PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0) /* not a link: the file to make, when a link named it */
+        return hops ? strdup(path) : NULL;
+    target[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    if (target[0] == '/' || !slash)
+        return resolve_at(target, hops + 1);
+    snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, target);
+    return resolve_at(joined, hops + 1);
+}
+
+char *file_resolve(const char *path) { return resolve_at(path, 0); }

@@ -35,6 +35,9 @@ void file_close(struct file *f);
  * when another open file description holds it, in this process or
  * another. */
 int file_lock(struct file *f);
+/* Whether path names f's file still (it was not removed or replaced
+ * since f was opened): a lock taken on a removed file guards nothing. */
+bool file_is_at(struct file *f, const char *path);
 int file_size(struct file *f, uint64_t *out);
 /* Reads exactly n bytes at off; EIO (and *got, the bytes read) when the
  * file ends first. */
@@ -55,9 +58,16 @@ int file_sync_dir(const char *path);
 int file_remove(const char *path);
 /* Whether path exists (a stat that succeeds). */
 bool file_exists(const char *path);
+/* path with every symbolic link resolved (malloc'd: free() it), also
+ * when the last link points to a file not made yet; NULL when path does
+ * not resolve (it does not exist). A file opened through a link must be
+ * named as its target, so that files named after it (a log, a lock, a
+ * rename over it) are the target's too. */
+char *file_resolve(const char *path);
 
 /* livedb.h code for an errno value: LDB_FULL (ENOSPC, EDQUOT, EFBIG),
- * LDB_CANTOPEN (EACCES, EPERM, EROFS, ENOENT, ENOTDIR, EISDIR),
+ * LDB_CANTOPEN (EACCES, EPERM, EROFS, ENOENT, ENOTDIR, EISDIR,
+ * ENAMETOOLONG, ELOOP),
  * LDB_BUSY (EWOULDBLOCK), LDB_NOMEM (ENOMEM), else LDB_IOERR. */
 int file_code(int err);
 

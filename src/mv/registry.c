@@ -307,9 +307,21 @@ static bool reads(const struct mv_view *v, const struct table *t)
     return false;
 }
 
+/* Whether v's body expands the plain view t. Its rows come from t's
+ * tables (reads), but its text names t: a durable database binds that
+ * text again at every open, and without t the view could not be
+ * maintained (every write refused), or would follow a new t's body. */
+static bool expands(const struct mv_view *v, const struct table *t)
+{
+    for (size_t i = 0; i < v->views.len; i++)
+        if (name_eq(v->views.data[i]->stmt->u.create_view.name.name.str, table_name(t)))
+            return true;
+    return false;
+}
+
 /* DROP TABLE / DROP VIEW (and DROP MATERIALIZED VIEW, reg->dropping):
- * a backing table goes only with its view, a source only without its
- * readers. */
+ * a backing table goes only with its view, a source or a plain view its
+ * body names only without its readers. */
 static int on_check_drop(void *ctx, struct store *s, struct table *t)
 {
     struct mv_registry *reg = ctx;
@@ -321,7 +333,7 @@ static int on_check_drop(void *ctx, struct store *s, struct table *t)
             return store_error(s, LDB_ERROR,
                                "%s is a materialized view: use DROP MATERIALIZED VIEW %s",
                                v->name, v->name);
-        if (reads(v, t))
+        if (reads(v, t) || expands(v, t))
             return store_error(s, LDB_ERROR, "cannot drop %s: materialized view %s reads it",
                                table_name(t), v->name);
     }

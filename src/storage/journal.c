@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHECKPOINT_CHUNK (1u << 20)
@@ -231,16 +232,24 @@ static int reset_log(struct store *s, struct journal *j)
     return LDB_OK;
 }
 
+/* The files are named after the file path resolves to: two paths to one
+ * database (a symbolic link) must find the same log, and so its lock. */
 static int set_paths(struct journal *j, const char *path)
 {
+    char *real = file_resolve(path);
+    if (real)
+        path = real;
     size_t n = strlen(path);
     j->path = mem_strndup(path, n);
     j->wal_path = mem_alloc(n + 5);
     j->tmp_path = mem_alloc(n + 5);
-    if (!j->path || !j->wal_path || !j->tmp_path)
+    if (!j->path || !j->wal_path || !j->tmp_path) {
+        free(real);
         return LDB_NOMEM;
+    }
     snprintf(j->wal_path, n + 5, "%s-wal", path);
     snprintf(j->tmp_path, n + 5, "%s.tmp", path);
+    free(real);
     return LDB_OK;
 }
 
@@ -256,15 +265,32 @@ static void journal_free(struct journal *j)
     mem_free(j);
 }
 
-/* Opens (making it if need be) and locks the log. A log this call made
- * is removed again if the open fails. */
+/* Opens (making it if need be) and locks the log; *made when this call
+ * made it, so that a failed open removes it again. Only a log this call
+ * locked is its own to remove: another open may have made it first. And
+ * the lock must be on the file the path names: an open that fails
+ * removes the log it made before it lets the lock go, so the file
+ * locked next may be gone; then the path is opened again. */
 static int open_log(struct store *s, struct journal *j, bool *made)
 {
-    *made = !file_exists(j->wal_path);
-    int err = file_open(&j->wal, j->wal_path, true);
-    if (!err && (err = file_lock(&j->wal)) == EWOULDBLOCK)
-        return store_error(s, LDB_BUSY, "database %s is open in another handle", j->path);
-    return err ? io_error(s, err, "open", j->wal_path) : LDB_OK;
+    for (int tries = 0;; tries++) {
+        *made = !file_exists(j->wal_path);
+        int err = file_open(&j->wal, j->wal_path, true);
+        if (!err)
+            err = file_lock(&j->wal);
+        if (err)
+            *made = false;
+        if (err == EWOULDBLOCK)
+            return store_error(s, LDB_BUSY, "database %s is open in another handle", j->path);
+        if (err)
+            return io_error(s, err, "open", j->wal_path);
+        if (file_is_at(&j->wal, j->wal_path))
+            return LDB_OK;
+        file_close(&j->wal);
+        if (tries == 8) /* removed under us again and again */
+            return store_error(s, LDB_BUSY, "database %s is being opened by another handle",
+                               j->path);
+    }
 }
 
 int journal_open(struct store *s, const char *path)
@@ -591,6 +617,10 @@ int store_open_file(const char *path, struct store **out, char *err, size_t errl
 {
     struct store *s;
     *out = NULL;
+    if (!*path) { /* no file: open("") fails, but "-wal" would be made */
+        snprintf(err, errlen, "cannot open a database at an empty path");
+        return LDB_CANTOPEN;
+    }
     if (store_open(&s)) {
         snprintf(err, errlen, "out of memory");
         return LDB_NOMEM;
