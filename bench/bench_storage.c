@@ -160,7 +160,7 @@ static void ours_open(struct ours *o, size_t n, int nidx)
         { "e", COL_TEXT, LDB_COLL_BINARY, false, false, { { 0 } } },
     };
     static const uint32_t pk[1] = { 0 };
-    struct table_def def = { "t", cols, 6, pk, 1, NULL, 0, NULL, false };
+    struct table_def def = { "t", cols, 6, pk, 1, NULL, 0, NULL, false, false };
     must(store_stmt_begin(o->s), "begin");
     must(store_create_table(o->s, &def, &o->t), store_errmsg(o->s));
     rng_state = DATA_SEED;

@@ -74,8 +74,9 @@ static int parse(struct mv_view *v, const char *sql, uint32_t len, struct eval_e
 
 static int bind(struct mv_view *v, struct plan **out, struct eval_error *err)
 {
-    struct bind_env env = { v->reg->store, &v->pa, err, &v->views, v->reg->funcs, false };
     const ast_create_view *cv = definition(v);
+    struct bind_env env = { v->reg->store, &v->pa, err, &v->views, v->reg->funcs, false,
+                            !cv->temp };
     int rc = bind_query(&env, v->ast, cv->select, out);
     if (rc)
         return rc;
@@ -277,7 +278,8 @@ static int make_backing(struct mv_view *v, struct eval_error *err)
         cols[j].coll = l->colls[j];
         cols[j].dflt = value_null();
     }
-    struct table_def def = { v->name, cols, l->ncols, l->pk, l->npk, NULL, 0, v->ast->sql, false };
+    struct table_def def = { v->name, cols, l->ncols, l->pk, l->npk, NULL, 0,
+                             v->ast->sql, false, definition(v)->temp };
     struct table_opts o = { l->hidden, true };
     int rc = store_create_table_opts(v->reg->store, &def, &o, &v->backing);
     mem_free(cols);

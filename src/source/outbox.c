@@ -25,7 +25,8 @@
  * its transaction. Invariant between steps: the keys table holds exactly
  * the overlaid keys with a chain (kid, base, unknown as the layer has
  * them) and the mutations table exactly the pending transactions'
- * mutations. In-memory databases have no outbox.
+ * mutations (but those of TEMP tables, which end with the handle). In-memory
+ * databases have no outbox.
  */
 #include "source/source_internal.h"
 
@@ -183,6 +184,8 @@ static int commit_rows(struct src_registry *r, struct opt_txn *x, uint64_t id)
         rc = set_last_txn(r, ids, id);
     for (uint32_t i = 0; !rc && i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
+        if (k->ot->t->temp)
+            continue; /* its table ends with the handle, and so does the mutation */
         if (!k->kid) { /* a key x overlays first */
             k->kid = ++r->opt.next_kid;
             rc = put_key(r, keys, k);
@@ -266,6 +269,8 @@ static int step_key(struct src_registry *r, struct table *keys, struct opt_key *
 static int step_txn(struct src_registry *r, struct table *muts, const struct opt_txn *x)
 {
     for (uint32_t i = 0; i < x->nmut; i++) {
+        if (!x->muts[i].key->kid)
+            continue; /* a TEMP table's: not in the outbox */
         value key[2] = { value_int((int64_t)x->h->id), value_int(i) };
         row *w = table_lookup(muts, key);
         int rc = w ? table_delete(r->env.store, muts, w)
@@ -374,7 +379,8 @@ static int mut_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* Transaction of rows ws[0..n) (its mutations, seq 0..n-1). */
+/* Transaction of rows ws[0..n) (its mutations in seq order; a TEMP
+ * table's left gaps). */
 static int restore_txn(struct src_registry *r, row **ws, uint32_t n, const struct kid_map *map,
                        size_t nkeys, struct opt_restored_mut *muts)
 {
@@ -385,8 +391,8 @@ static int restore_txn(struct src_registry *r, row **ws, uint32_t n, const struc
         const struct kid_map *km = bsearch(&probe, map, nkeys, sizeof *map, kid_cmp);
         int64_t kind = ws[i]->cols[M_KIND].h.u.i;
         muts[i] = (struct opt_restored_mut){ km ? km->k : NULL, (int)kind, NULL, NULL };
-        if (!km || ws[i]->cols[M_SEQ].h.u.i != i || kind < LDB_MUTATION_INSERT ||
-            kind > LDB_MUTATION_DELETE)
+        bool in_order = i == 0 || ws[i]->cols[M_SEQ].h.u.i > ws[i - 1]->cols[M_SEQ].h.u.i;
+        if (!km || !in_order || kind < LDB_MUTATION_INSERT || kind > LDB_MUTATION_DELETE)
             rc = LDB_CORRUPT;
         if (!rc)
             rc = array_row(&ws[i]->cols[M_BEFORE], km->k->ot->t, &muts[i].before);

@@ -42,6 +42,8 @@ struct bind_env {
     const struct func_registry *funcs; /* registered functions, or NULL */
     bool live;                /* a live query's statement: LIVE (query) may be a
                                * result column of its outermost SELECT */
+    bool lasting;             /* a view that is not TEMP: it may read no TEMP
+                               * table or view (gone when the handle closes) */
 };
 
 /* ON CONFLICT ... DO NOTHING | DO UPDATE of an INSERT. Expressions of

@@ -350,6 +350,11 @@ struct plan *bind_named(binder *b, const ast_qname *q, const char *alias)
         bind_error(b, LDB_ERROR, q->name.off, "no such table: %s", name);
         return NULL;
     }
+    if (t->temp && b->env->lasting) {
+        bind_error(b, LDB_ERROR, q->name.off, "a view that is not TEMP cannot read TEMP %s %s",
+                   table_is_view(t) ? "view" : "table", name);
+        return NULL;
+    }
     if (table_is_view(t))
         return bind_view(b, t, q->name.off);
     return bind_table_scan(b, t, alias ? alias : name);

@@ -263,7 +263,8 @@ static int describe_columns(struct table_build *tb, const ast_create_table *ct)
     return LDB_OK;
 }
 
-static int create_described(struct table_build *tb, const char *name, struct table **out)
+static int create_described(struct table_build *tb, const char *name, bool temp,
+                            struct table **out)
 {
     struct unique_def *uniques = mem_calloc(tb->nuniques + 1, sizeof *uniques);
     if (!uniques)
@@ -271,7 +272,7 @@ static int create_described(struct table_build *tb, const char *name, struct tab
     for (uint32_t i = 0, at = 0; i < tb->nuniques; at += tb->unique_len[i++])
         uniques[i] = (struct unique_def){ tb->unique_cols + at, tb->unique_len[i] };
     struct table_def def = { name, tb->cols, tb->ncols, tb->pk, tb->npk,
-                             uniques, tb->nuniques, tb->ast->sql, true };
+                             uniques, tb->nuniques, tb->ast->sql, true, temp };
     int rc = store_create_table(tb->e->store, &def, out);
     mem_free(uniques);
     return rc ? store_failed(tb->e, rc, tb->ast->stmt->off) : LDB_OK;
@@ -397,7 +398,7 @@ static int create_table(const struct ddl_env *e, const sql_ast *ast)
         rc = describe_columns(&tb, ct);
     }
     if (rc == LDB_OK)
-        rc = create_described(&tb, ct->name.name.str, &t);
+        rc = create_described(&tb, ct->name.name.str, ct->temp, &t);
     if (rc == LDB_OK && p)
         rc = fill_from_query(&tb, p, t);
     free_names(names, tb.ncols);
@@ -417,13 +418,14 @@ static int create_view(const struct ddl_env *e, const sql_ast *ast)
     char **names = NULL;
     struct plan *p;
     struct table *t;
+    tb.sb.env.lasting = !cv->temp;
     int rc = bind_query(&tb.sb.env, ast, cv->select, &p);
     if (rc == LDB_OK && cv->cols.n && cv->cols.n != p->ncols)
         rc = fail(e, LDB_ERROR, cv->name.name.off, "expected %u columns for view %s but got %u",
                   cv->cols.n, cv->name.name.str, p->ncols);
     if (rc == LDB_OK)
         rc = describe_query(&tb, p, &cv->cols, &names);
-    if (rc == LDB_OK && (rc = create_described(&tb, cv->name.name.str, &t)) == LDB_OK)
+    if (rc == LDB_OK && (rc = create_described(&tb, cv->name.name.str, cv->temp, &t)) == LDB_OK)
         table_set_readonly(t, true);
     free_names(names, tb.ncols);
     table_build_free(&tb);

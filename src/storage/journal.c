@@ -386,6 +386,8 @@ static int encode_transaction(struct store *s, struct journal *j)
     sb_put(&j->rec, "\0\0\0\0\0\0\0\0", JOURNAL_RECORD_HEAD);
     for (size_t i = 0; i < s->undo.len && rc == LDB_OK; i++) {
         const struct undo_entry *e = &s->undo.data[i];
+        if (e->t && e->t->temp)
+            continue; /* TEMP tables, their rows and indexes are not logged */
         encode_entry(s, e, &cur);
         bool rowid = e->kind == UNDO_INSERT || e->kind == UNDO_UPDATE || e->kind == UNDO_ROWID;
         size_t k = touched.len;
@@ -429,6 +431,8 @@ int journal_commit(struct store *s)
         return rc;
     if ((rc = encode_transaction(s, j)))
         return store_error(s, rc, "out of memory");
+    if (j->rec.len == JOURNAL_RECORD_HEAD)
+        return LDB_OK; /* it wrote TEMP tables only */
     unsigned char *p = (unsigned char *)j->rec.p;
     size_t len = j->rec.len - JOURNAL_RECORD_HEAD;
     if (len > UINT32_MAX)
@@ -569,7 +573,8 @@ static int write_snapshot(struct store *s, struct journal *j, uint64_t gen)
     if (!w.err)
         w.err = file_write_at(&w.f, h, JOURNAL_HEADER, 0);
     for (size_t i = 0; i < s->tables.len && !w.err && !sb_error(&w.sb); i++)
-        snap_table(&w, s->tables.data[i]);
+        if (!s->tables.data[i]->temp) /* TEMP tables end with the handle */
+            snap_table(&w, s->tables.data[i]);
     snap_flush(&w, true);
     int rc = sb_error(&w.sb) ? store_error(s, LDB_NOMEM, "out of memory") : LDB_OK;
     put_u64le(tail, w.body);

@@ -173,7 +173,8 @@ static int create_table(struct replay *r)
     struct table *made = NULL;
     if (rc == LDB_OK) {
         t->def = (struct table_def){ t->name, t->cols, t->def.ncols, t->pk, t->def.npk,
-                                     t->uniques, t->def.nuniques, t->sql, (t->flags & 4) != 0 };
+                                     t->uniques, t->def.nuniques, t->sql, (t->flags & 4) != 0,
+                                     false };
         struct table_opts o = { t->hidden, (t->flags & 2) != 0 };
         if ((rc = store_stmt_begin(r->s)) == LDB_OK)
             rc = in_statement(r, store_create_table_opts(r->s, &t->def, &o, &made));

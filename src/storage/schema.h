@@ -83,6 +83,8 @@ struct table_def {
     bool key_index;                   /* a key of several columns also gets an
                                          automatic ordered index, so that its
                                          leading columns can be sought */
+    bool temp;                        /* TEMP: never written to a durable
+                                         database's files */
 };
 
 /* ---- what the store keeps ------------------------------------------------ */

@@ -213,6 +213,7 @@ static int new_table(struct store *s, const struct table_def *def,
     if (opts)
         apply_opts(&t->schema, def, opts);
     t->key_nulls = opts && opts->key_nulls;
+    t->temp = def->temp;
     bool failed = false;
     t->name = dup_opt(def->name, &failed);
     t->sql = dup_opt(def->sql, &failed);

@@ -64,6 +64,8 @@ struct table {
     uint64_t changes;          /* rows linked, relinked and unlinked, ever */
     struct column_stats *stats; /* per column, made on first use; or NULL */
     bool key_nulls;            /* made with table_opts.key_nulls */
+    bool temp;                 /* TEMP (table_def.temp): not logged, not in
+                                  snapshots; gone at close */
 };
 
 /* table_distinct_estimate's figure for one column. */

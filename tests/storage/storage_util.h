@@ -40,7 +40,7 @@ static inline struct table *make_table(struct store *s, const char *name,
                                        const struct column_def *cols, uint32_t ncols,
                                        const uint32_t *pk, uint32_t npk)
 {
-    struct table_def def = { name, cols, ncols, pk, npk, NULL, 0, NULL, false };
+    struct table_def def = { name, cols, ncols, pk, npk, NULL, 0, NULL, false, false };
     struct table *t = NULL;
     CHECK(store_stmt_begin(s) == LDB_OK);
     int rc = store_create_table(s, &def, &t);

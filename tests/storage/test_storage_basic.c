@@ -237,7 +237,7 @@ static void unique_constraints(void)
     static const uint32_t ub[2] = { 1, 2 };
     struct unique_def u[1] = { { ub, 2 } };
     static const uint32_t pk[1] = { 0 };
-    struct table_def def = { "u", cols, 3, pk, 1, u, 1, "CREATE TABLE u(...)", false };
+    struct table_def def = { "u", cols, 3, pk, 1, u, 1, "CREATE TABLE u(...)", false, false };
     struct table *t;
     CHECK(store_stmt_begin(s) == LDB_OK);
     CHECK(store_create_table(s, &def, &t) == LDB_OK);
@@ -306,12 +306,12 @@ static void catalog(void)
     struct table *t = people(s);
     CHECK(store_find_table(s, "T") == t);
     struct column_def cols[1] = { COL("x", COL_ANY) };
-    struct table_def def = { "t", cols, 1, NULL, 0, NULL, 0, NULL, false };
+    struct table_def def = { "t", cols, 1, NULL, 0, NULL, 0, NULL, false, false };
     CHECK(store_stmt_begin(s) == LDB_OK);
     CHECK(store_create_table(s, &def, NULL) == LDB_ERROR);
     CHECK_STR(store_errmsg(s), "table t already exists");
     struct column_def dup[2] = { COL("x", COL_ANY), COL("X", COL_ANY) };
-    struct table_def def2 = { "d", dup, 2, NULL, 0, NULL, 0, NULL, false };
+    struct table_def def2 = { "d", dup, 2, NULL, 0, NULL, 0, NULL, false, false };
     CHECK(store_create_table(s, &def2, NULL) == LDB_ERROR);
     CHECK_STR(store_errmsg(s), "duplicate column name: X");
     CHECK(store_stmt_end(s, LDB_ERROR) == LDB_ERROR);

@@ -321,7 +321,7 @@ static void create_tables(struct world *w)
     c1[2].coll = LDB_COLL_NOCASE;
     static const uint32_t pk1[1] = { 0 }, ucol[1] = { 4 };
     struct unique_def u = { ucol, 1 };
-    struct table_def d1 = { "t1", c1, 5, pk1, 1, &u, 1, NULL, false };
+    struct table_def d1 = { "t1", c1, 5, pk1, 1, &u, 1, NULL, false, false };
     CHECK(store_stmt_begin(w->s) == LDB_OK);
     CHECK(store_create_table(w->s, &d1, &w->t[T1]) == LDB_OK);
     CHECK(store_stmt_end(w->s, LDB_OK) == LDB_OK);

@@ -132,7 +132,7 @@ static void setup(struct fixture *f, int rows)
                                 COL("y", COL_TEXT), COL("u", COL_INTEGER) };
     static const uint32_t pk[1] = { 0 }, ucols[1] = { 3 };
     struct unique_def u = { ucols, 1 };
-    struct table_def da = { "a", ca, 4, pk, 1, &u, 1, NULL, false };
+    struct table_def da = { "a", ca, 4, pk, 1, &u, 1, NULL, false, false };
     CHECK(store_stmt_begin(f->s) == LDB_OK);
     CHECK(store_create_table(f->s, &da, &f->a) == LDB_OK);
     CHECK(store_stmt_end(f->s, LDB_OK) == LDB_OK);
@@ -271,7 +271,7 @@ static int create_table_body(struct fixture *f)
     struct column_def c[2] = { COL("p", COL_TEXT), COL("q", COL_ANY) };
     static const uint32_t u[1] = { 1 };
     struct unique_def ud = { u, 1 };
-    struct table_def d = { "c", c, 2, NULL, 0, &ud, 1, "CREATE TABLE c(p TEXT, q UNIQUE)", false };
+    struct table_def d = { "c", c, 2, NULL, 0, &ud, 1, "CREATE TABLE c(p TEXT, q UNIQUE)", false, false };
     return store_create_table(f->s, &d, NULL);
 }
 static int op_create_table(struct fixture *f) { return in_statement(f, create_table_body); }
