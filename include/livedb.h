@@ -195,7 +195,8 @@ LDB_API void ldb_close(ldb *db);
 /* Result code and English message of the last failed call on db (LDB_OK
  * and "not an error" after a success). The message is borrowed until the
  * next call on db. ldb_errmsg(NULL) is the message of this thread's last
- * failed ldb_open (borrowed until its next ldb_open). */
+ * ldb_open: why it failed (borrowed until its next ldb_open), or "not an
+ * error" after a success. */
 LDB_API int ldb_errcode(ldb *db);
 LDB_API const char *ldb_errmsg(ldb *db);
 /* Byte offset into the SQL text of the last SQL error, or -1. */

@@ -86,8 +86,8 @@ static _Thread_local char open_errmsg[512];
 
 const char *ldb_errmsg(ldb *db)
 {
-    if (!db)
-        return open_errmsg[0] ? open_errmsg : ldb_errstr(LDB_MISUSE);
+    if (!db) /* the thread's last ldb_open: it failed, or it did not */
+        return open_errmsg[0] ? open_errmsg : ldb_errstr(LDB_OK);
     db_lock(db);
     const char *msg = db->errcode == LDB_OK ? ldb_errstr(LDB_OK) : db->errmsg;
     db_unlock(db);

@@ -538,6 +538,7 @@ static void open_errors(void)
     CHECKF(strstr(ldb_errmsg(NULL), "not a livedb database") != NULL, "%s", ldb_errmsg(NULL));
     CHECK_INT(ldb_open(dir, &db2), LDB_CANTOPEN); /* a directory */
     CHECK(ldb_open(":memory:", &db2) == LDB_OK);
+    CHECK_STR(ldb_errmsg(NULL), "not an error"); /* this open did not fail */
     CHECK_INT(ldb_checkpoint(db2), LDB_OK);
     ldb_close(db2);
     durable_rmdir(dir);
