@@ -115,6 +115,18 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
+char *sb_extend(strbuf *sb, size_t n)
+{
+    if (sb->fixed && !sb->err)
+        sb->err = LDB_NOMEM;
+    if (sb->fixed || !sb_room(sb, n))
+        return NULL;
+    char *at = sb->p + sb->len;
+    sb->len += n;
+    sb->p[sb->len] = '\0';
+    return at;
+}
+
 void sb_truncate(strbuf *sb, size_t len)
 {
     if (len < sb->len) {

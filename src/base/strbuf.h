@@ -37,6 +37,11 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
 void sb_vprintf(strbuf *sb, const char *fmt, va_list ap);
 /* Drops the last n bytes (n <= len). */
 void sb_truncate(strbuf *sb, size_t len);
+/* n more bytes at the end of a growable builder, for the caller to write
+ * in place (then sb_truncate to what it wrote): one room check for many
+ * small appends. NULL after a failed allocation, or for a fixed builder
+ * (whose appends may not be written in place; an error then too). */
+char *sb_extend(strbuf *sb, size_t n);
 static inline int sb_error(const strbuf *sb) { return sb->err; }
 /* The contents ("" when empty); borrowed, valid until the next append. */
 const char *sb_str(const strbuf *sb);

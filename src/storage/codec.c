@@ -78,22 +78,20 @@ uint64_t get_u64le(const unsigned char *p)
 
 /* ---- encoding ------------------------------------------------------------------ */
 
+static unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
 void enc_varint(strbuf *sb, uint64_t v)
 {
     unsigned char b[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        b[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    b[n++] = (unsigned char)v;
-    sb_put(sb, b, n);
-}
-
-static void enc_bytes(strbuf *sb, const char *p, size_t n)
-{
-    enc_varint(sb, n);
-    sb_put(sb, p, n);
+    sb_put(sb, b, (size_t)(put_varint(b, v) - b));
 }
 
 void enc_str(strbuf *sb, const char *s)
@@ -107,32 +105,78 @@ void enc_str(strbuf *sb, const char *s)
     sb_put(sb, s, n);
 }
 
-void enc_value(strbuf *sb, const value *v)
+/* Room one scalar value's encoding may take (0: an ARRAY or a RECORD). */
+static size_t scalar_room(const value *v)
+{
+    size_t n;
+    switch (value_type(v)) {
+    case LDB_INTEGER: return 11;
+    case LDB_REAL: return 9;
+    case LDB_TEXT:
+    case LDB_BLOB: value_bytes(v, &n); return 11 + n;
+    case LDB_ARRAY:
+    case LDB_RECORD: return 0;
+    default: return 2;
+    }
+}
+
+/* Writes scalar v at p, which has scalar_room(v) bytes; returns the end. */
+static unsigned char *put_scalar(unsigned char *p, const value *v)
 {
     enum ldb_type t = value_type(v);
-    sb_putc(sb, (char)t);
+    *p++ = (unsigned char)t;
     switch (t) {
     case LDB_INTEGER: {
         uint64_t u = (uint64_t)v->h.u.i;
-        enc_varint(sb, (u << 1) ^ (uint64_t)-(int64_t)(u >> 63));
-        break;
+        return put_varint(p, (u << 1) ^ (uint64_t)-(int64_t)(u >> 63));
     }
     case LDB_REAL: {
-        unsigned char b[8];
         uint64_t u;
         memcpy(&u, &v->h.u.r, 8);
-        put_u64le(b, u);
-        sb_put(sb, b, 8);
-        break;
+        put_u64le(p, u);
+        return p + 8;
     }
-    case LDB_BOOLEAN: sb_putc(sb, (char)v->h.u.i); break;
+    case LDB_BOOLEAN: *p++ = (unsigned char)v->h.u.i; return p;
     case LDB_TEXT:
     case LDB_BLOB: {
         size_t n;
-        const char *p = value_bytes(v, &n);
-        enc_bytes(sb, p, n);
-        break;
+        const char *s = value_bytes(v, &n);
+        p = put_varint(p, n);
+        memcpy(p, s, n);
+        return p + n;
     }
+    default: return p;
+    }
+}
+
+/* Scalars vals[0..n) in room reserved once; false when one is not a
+ * scalar (nothing written). */
+static bool put_scalars(strbuf *sb, const value *vals, uint32_t n)
+{
+    size_t room = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t r = scalar_room(&vals[i]);
+        if (!r)
+            return false;
+        room += r;
+    }
+    size_t at = sb->len;
+    unsigned char *p = (unsigned char *)sb_extend(sb, room);
+    if (!p)
+        return true; /* the error is the builder's */
+    for (uint32_t i = 0; i < n; i++)
+        p = put_scalar(p, &vals[i]);
+    sb_truncate(sb, at + (size_t)((char *)p - (sb->p + at)));
+    return true;
+}
+
+void enc_value(strbuf *sb, const value *v)
+{
+    if (put_scalars(sb, v, 1))
+        return;
+    enum ldb_type t = value_type(v);
+    sb_putc(sb, (char)t);
+    switch (t) {
     case LDB_ARRAY: {
         enc_varint(sb, value_len(v));
         value_iter it;
@@ -243,7 +287,7 @@ void enc_row(strbuf *sb, enum journal_op op, const struct table *t, const row *o
     sb_putc(sb, (char)op);
     if (old)
         enc_key(sb, t, old);
-    if (new_row)
+    if (new_row && !put_scalars(sb, new_row->cols, new_row->ncols))
         for (uint32_t i = 0; i < new_row->ncols; i++)
             enc_value(sb, &new_row->cols[i]);
 }

@@ -18,7 +18,7 @@
 #include "storage/journal.h"
 
 #include "base/mem.h"
-#include "base/ptrmap.h"
+#include "base/hsort.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -496,17 +496,58 @@ static struct table_index *lead_index(const struct table *t)
     return NULL;
 }
 
-static void snap_row(struct snap_writer *w, struct table *t, row *r, ptrmap *ord, uint64_t i)
+/* The lead order's ordinal of each row, for the other ordered indexes:
+ * (row address, ordinal) pairs sorted by address, merged with each
+ * index's (row address, position) pairs sorted the same way. Sequential
+ * radix passes instead of a hash lookup, a cache miss, per row. Keys are
+ * addresses less the lowest, over 8 (rows are aligned), so that the sort
+ * passes only over the bits they use. */
+struct snap_order {
+    struct hkey *lead, *tmp;    /* n pairs each (lead: sorted, after snap_rows) */
+    size_t n;
+    uintptr_t base;
+    unsigned bits;
+};
+
+static void snap_row(struct snap_writer *w, struct table *t, row *r, struct snap_order *ord,
+                     uint64_t i)
 {
     enc_row(&w->sb, OP_INSERT, t, NULL, r);
-    if (ord && ptrmap_put(ord, r, i))
-        w->sb.err = LDB_NOMEM;
+    if (ord)
+        ord->lead[i] = (struct hkey){ (uintptr_t)r, i };
     snap_flush(w, false);
 }
 
-/* The rows, in the lead index's order (or the table's); ord maps each to
- * its ordinal when other ordered indexes need it. */
-static void snap_rows(struct snap_writer *w, struct table *t, ptrmap *ord)
+static uint64_t order_key(const struct snap_order *ord, const row *r)
+{
+    return ((uintptr_t)r - ord->base) >> 3;
+}
+
+/* Sorts the lead pairs by address (after snap_rows filled them). */
+static void order_sort_lead(struct snap_order *ord)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t i = 0; i < ord->n; i++) {
+        lo = ord->lead[i].hash < lo ? ord->lead[i].hash : lo;
+        hi = ord->lead[i].hash > hi ? ord->lead[i].hash : hi;
+    }
+    ord->base = ord->n ? lo : 0;
+    uint64_t span = ord->n ? (hi - lo) >> 3 : 0;
+    ord->bits = 1;
+    while (ord->bits < 61 && span >> ord->bits)
+        ord->bits++;
+    for (size_t i = 0; i < ord->n; i++)
+        ord->lead[i].hash = order_key(ord, (const row *)(uintptr_t)ord->lead[i].hash);
+    struct hkey *sorted = hsort_field(ord->lead, ord->tmp, ord->n, 0, ord->bits);
+    if (sorted != ord->lead) { /* keep lead as the sorted one */
+        ord->tmp = ord->lead;
+        ord->lead = sorted;
+    }
+}
+
+/* The rows, in the lead index's order (or the table's); ord (when other
+ * ordered indexes need it) gets each one's ordinal. */
+static void snap_rows(struct snap_writer *w, struct table *t, struct snap_order *ord)
 {
     struct table_index *lead = lead_index(t);
     uint64_t i = 0;
@@ -515,15 +556,44 @@ static void snap_rows(struct snap_writer *w, struct table *t, ptrmap *ord)
         for (bool on = index_first(lead, &c); on && !w->err && !sb_error(&w->sb);
              on = index_next(&c))
             snap_row(w, t, index_cursor_row(&c), ord, i++);
-        return;
+    } else {
+        struct table_scan sc = table_scan_begin(t);
+        for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);)
+            snap_row(w, t, r, ord, i++);
     }
-    struct table_scan sc = table_scan_begin(t);
-    for (row *r; (r = table_scan_next(&sc)) && !w->err && !sb_error(&w->sb);)
-        snap_row(w, t, r, ord, i++);
+    if (ord && !w->err && !sb_error(&w->sb))
+        order_sort_lead(ord);
+}
+
+/* The lead ordinals of ix's rows, in ix's order, into out (ix's rows are
+ * some of the lead's: a partial index has fewer). */
+static int index_ordinals(struct table_index *ix, struct snap_order *ord, uint64_t *out,
+                          size_t *m)
+{
+    struct hkey *pairs = mem_alloc((ord->n ? ord->n : 1) * sizeof *pairs);
+    if (!pairs)
+        return LDB_NOMEM;
+    size_t n = 0;
+    struct index_cursor c;
+    for (bool on = index_first(ix, &c); on && n < ord->n; on = index_next(&c), n++)
+        pairs[n] = (struct hkey){ order_key(ord, index_cursor_row(&c)), n };
+    struct hkey *sorted = hsort_field(pairs, ord->tmp, n, 0, ord->bits);
+    int rc = LDB_OK;
+    for (size_t i = 0, j = 0; i < n && !rc; i++) {
+        while (j < ord->n && ord->lead[j].hash < sorted[i].hash)
+            j++;
+        if (j == ord->n || ord->lead[j].hash != sorted[i].hash)
+            rc = LDB_CORRUPT; /* a row of ix that the table does not hold */
+        else
+            out[sorted[i].idx] = ord->lead[j].idx;
+    }
+    *m = n;
+    mem_free(pairs);
+    return rc;
 }
 
 static void snap_index(struct snap_writer *w, struct table_index *ix, size_t pos, bool lead,
-                       const ptrmap *ord)
+                       struct snap_order *ord)
 {
     sb_putc(&w->sb, ix->kind == INDEX_ORDERED ? OP_INDEX_ORDER : OP_INDEX_FILL);
     enc_varint(&w->sb, pos);
@@ -532,11 +602,16 @@ static void snap_index(struct snap_writer *w, struct table_index *ix, size_t pos
     sb_putc(&w->sb, lead ? 0 : 1);
     if (lead)
         return;
-    struct index_cursor c;
-    for (bool on = index_first(ix, &c); on && !w->err && !sb_error(&w->sb); on = index_next(&c)) {
-        enc_varint(&w->sb, *ptrmap_get(ord, index_cursor_row(&c)));
+    uint64_t *ords = mem_alloc((ord->n ? ord->n : 1) * sizeof *ords);
+    size_t m = 0;
+    int rc = ords ? index_ordinals(ix, ord, ords, &m) : LDB_NOMEM;
+    if (rc)
+        w->sb.err = LDB_NOMEM; /* (a corrupt index cannot be: the store's own) */
+    for (size_t i = 0; !rc && i < m && !w->err && !sb_error(&w->sb); i++) {
+        enc_varint(&w->sb, ords[i]);
         snap_flush(w, false);
     }
+    mem_free(ords);
 }
 
 static void snap_table(struct snap_writer *w, struct table *t)
@@ -553,12 +628,21 @@ static void snap_table(struct snap_writer *w, struct table *t)
     enc_table(&w->sb, t, &cur);
     enc_rowid(&w->sb, t);
     sb_putc(&w->sb, OP_BULK_BEGIN);
-    ptrmap ord = PTRMAP_INIT;
-    snap_rows(w, t, nordered > 1 ? &ord : NULL);
+    struct snap_order ord = { NULL, NULL, table_count(t), 0, 0 };
+    if (nordered > 1) {
+        size_t bytes = (ord.n ? ord.n : 1) * sizeof(struct hkey);
+        ord.lead = mem_alloc(bytes);
+        ord.tmp = mem_alloc(bytes);
+        if (!ord.lead || !ord.tmp)
+            w->sb.err = LDB_NOMEM;
+    }
+    if (!sb_error(&w->sb))
+        snap_rows(w, t, nordered > 1 ? &ord : NULL);
     for (size_t i = 0; i < t->indexes.len && !w->err && !sb_error(&w->sb); i++)
         snap_index(w, t->indexes.data[i], i, t->indexes.data[i] == lead, &ord);
     sb_putc(&w->sb, OP_BULK_END);
-    ptrmap_free(&ord);
+    mem_free(ord.lead);
+    mem_free(ord.tmp);
 }
 
 /* Writes the snapshot of generation gen to the temporary file. */

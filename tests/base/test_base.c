@@ -322,6 +322,24 @@ static void vec_and_strbuf(void)
     mem_fail_at(0, 0);
     CHECK_INT(sb_error(&sb), LDB_NOMEM);
     CHECK(sb_take(&sb, NULL) == NULL);
+
+    /* sb_extend: room written in place, then cut to what was written */
+    sb_puts(&sb, "ab");
+    char *at = sb_extend(&sb, 100);
+    CHECK(at == sb.p + 2 && sb.len == 102);
+    memcpy(at, "cde", 3);
+    sb_truncate(&sb, 5);
+    CHECK_STR(sb_str(&sb), "abcde");
+    mem_fail_at(1, 0);
+    CHECK(sb_extend(&sb, 1 << 20) == NULL);
+    mem_fail_at(0, 0);
+    CHECK_INT(sb_error(&sb), LDB_NOMEM);
+    sb_free(&sb);
+    char fixed[8];
+    strbuf fb;
+    sb_init_fixed(&fb, fixed, sizeof fixed);
+    CHECK(sb_extend(&fb, 2) == NULL); /* not in place in the caller's buffer */
+    CHECK_INT(sb_error(&fb), LDB_NOMEM);
     CHECK_INT(mem_live(), live0);
 }
 
