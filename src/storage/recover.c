@@ -26,7 +26,9 @@ struct replay {
     struct dec d;
     struct table *cur;
     struct table *bulk;        /* between BULK_BEGIN and BULK_END: its rows */
-    VEC(row *) rows;           /* ...in the order they came (borrowed) */
+    VEC(row *) rows;           /* ...in the order they came: references until
+                                  linked, all at once (then borrowed) */
+    bool linked;
 };
 
 static int corrupt(struct replay *r, const char *what)
@@ -295,9 +297,10 @@ static int link_row(struct replay *r, row *old)
     if (rc)
         return rc;
     if (!old && r->bulk == r->cur) {
-        rc = vec_reserve(&r->rows, 1);
-        if (rc == LDB_OK && (rc = table_link_unindexed(r->cur, x, &conflict)) == LDB_OK)
-            r->rows.data[r->rows.len++] = x;
+        if ((rc = vec_reserve(&r->rows, 1)) == LDB_OK) {
+            r->rows.data[r->rows.len++] = x; /* linked with the others */
+            return LDB_OK;
+        }
     } else {
         rc = old ? table_relink(r->cur, old, x, &conflict, &where)
                  : table_link(r->cur, x, &conflict, &where);
@@ -346,26 +349,54 @@ static int bulk_begin(struct replay *r)
         return corrupt(r, "a bulk load of a table that is not empty");
     r->bulk = r->cur;
     r->rows.len = 0;
+    r->linked = false;
     return LDB_OK;
+}
+
+/* The bulk's rows into its key table, once they all came (before the
+ * first index is built). */
+static int bulk_link(struct replay *r)
+{
+    if (r->linked)
+        return LDB_OK;
+    row *conflict;
+    int rc = table_link_unindexed(r->bulk, r->rows.data, r->rows.len, &conflict);
+    if (rc)
+        return rc == LDB_NOMEM ? rc : corrupt(r, "a row conflicts with a stored one");
+    r->linked = true;
+    return LDB_OK;
+}
+
+/* The bulk's rows not linked (a failed load): the replay's to release. */
+static void bulk_drop(struct replay *r)
+{
+    for (size_t i = 0; r->bulk && !r->linked && i < r->rows.len; i++)
+        row_release(r->rows.data[i]);
+    r->rows.len = 0;
 }
 
 /* The index at the position that follows, if it is the bulk table's and
  * still empty. */
-static struct table_index *bulk_index(struct replay *r)
+static struct table_index *bulk_index(struct replay *r, int *rc)
 {
     uint64_t i = dec_varint(&r->d);
     struct table *t = r->bulk;
+    *rc = LDB_OK;
     if (!t || i >= t->indexes.len || index_count(t->indexes.data[i]) != 0)
         return NULL;
-    return t->indexes.data[i];
+    *rc = bulk_link(r);
+    return *rc ? NULL : t->indexes.data[i];
 }
 
 /* Builds an ordered index from the bulk's rows in their order (mode 0) or
  * in the order of the ordinals that follow (mode 1). */
 static int index_order(struct replay *r)
 {
-    struct table_index *ix = bulk_index(r);
+    int rc;
+    struct table_index *ix = bulk_index(r, &rc);
     uint8_t mode = dec_byte(&r->d);
+    if (rc)
+        return rc;
     if (!ix || ix->kind != INDEX_ORDERED || mode > 1)
         return corrupt(r, "an index order names no index of the table");
     size_t n = r->rows.len;
@@ -377,7 +408,7 @@ static int index_order(struct replay *r)
         order[i] = k < n ? r->rows.data[k] : r->rows.data[0];
         r->d.bad |= k >= n;
     }
-    int rc = r->d.bad ? LDB_CORRUPT : index_build_sorted(ix, order, n);
+    rc = r->d.bad ? LDB_CORRUPT : index_build_sorted(ix, order, n);
     if (mode == 1)
         mem_free(order);
     if (rc == LDB_NOMEM)
@@ -387,11 +418,14 @@ static int index_order(struct replay *r)
 
 static int index_fill(struct replay *r)
 {
-    struct table_index *ix = bulk_index(r);
+    int rc;
+    struct table_index *ix = bulk_index(r, &rc);
+    if (rc)
+        return rc;
     if (!ix || ix->kind != INDEX_HASH)
         return corrupt(r, "an index fill names no hash index of the table");
     row *conflict;
-    int rc = index_build(ix, r->rows.data, r->rows.len, &conflict);
+    rc = index_build(ix, r->rows.data, r->rows.len, &conflict);
     if (rc == LDB_NOMEM)
         return rc;
     return rc ? corrupt(r, "a hash index does not fit its rows") : LDB_OK;
@@ -402,6 +436,9 @@ static int bulk_end(struct replay *r)
     struct table *t = r->bulk;
     if (!t)
         return corrupt(r, "a bulk load ends that did not begin");
+    int rc = bulk_link(r); /* a table without indexes */
+    if (rc)
+        return rc;
     for (size_t i = 0; i < t->indexes.len; i++)
         if (index_count(t->indexes.data[i]) != table_count(t))
             return corrupt(r, "an index was not rebuilt");
@@ -443,7 +480,7 @@ static void settle_all(struct store *s)
 
 int recover_apply(struct store *s, const unsigned char *p, size_t n)
 {
-    struct replay r = { s, { p, p + n, false }, NULL, NULL, VEC_INIT };
+    struct replay r = { s, { p, p + n, false }, NULL, NULL, VEC_INIT, false };
     int rc = LDB_OK;
     while (rc == LDB_OK && r.d.p < r.d.end) {
         uint8_t op = *r.d.p;
@@ -457,6 +494,7 @@ int recover_apply(struct store *s, const unsigned char *p, size_t n)
     }
     if (rc == LDB_OK && r.bulk)
         rc = corrupt(&r, "a bulk load does not end");
+    bulk_drop(&r);
     vec_free(&r.rows);
     settle_all(s);
     if (rc == LDB_NOMEM)

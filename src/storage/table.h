@@ -234,10 +234,13 @@ int table_key_cmp(const struct table *t, const row *a, const row *b);
 int table_link(struct table *t, row *r, row **conflict, int *where);
 int table_relink(struct table *t, row *old, row *new_row, row **conflict,
                  int *where);
-/* table_link into the key table alone, for recovery, which then builds
- * every index of t over all its rows at once (index_build,
- * index_build_sorted): until it has, the indexes miss rows. */
-int table_link_unindexed(struct table *t, row *r, row **conflict);
+/* table_link of rows[0..n) into the key table alone, for recovery, which
+ * then builds every index of t over all its rows at once (index_build,
+ * index_build_sorted): until it has, the indexes miss rows. All or
+ * nothing: LDB_NOMEM, or LDB_CONSTRAINT with *conflict (a stored row, or
+ * one of rows: two with one key) links none, and the references stay the
+ * caller's. */
+int table_link_unindexed(struct table *t, row **rows, size_t n, row **conflict);
 void table_unlink(struct table *t, row *r);
 
 /*

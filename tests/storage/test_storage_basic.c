@@ -865,7 +865,44 @@ static void hook_check_drop(void)
     CHECK_INT(mem_live(), live);
 }
 
-TEST_MAIN(T(keys_and_lookup), T(hidden_rowid), T(affinity), T(type_error_messages),
+/* Recovery's batch link (table_link_unindexed): every row in, or with a
+ * key twice (among the rows or with a stored one) none, the rows still
+ * the caller's. Enough rows that the batch is sorted over several slots. */
+static void link_unindexed_all_or_nothing(void)
+{
+    int64_t live = mem_live();
+    struct store *s = open_store();
+    struct table *t = people(s);
+    enum { N = 3000 };
+    row *rows[N];
+    for (int i = 0; i < N; i++) {
+        value v[3] = { V_I(i), V_T("x"), V_R(i) };
+        CHECK((rows[i] = row_from(v, 3)) != NULL);
+    }
+    value dup[3] = { V_I(17), V_T("dup"), V_N() };
+    row *extra = row_from(dup, 3), *conflict;
+    row *last = rows[N - 1];
+    rows[N - 1] = extra; /* key 17 twice; the last row's own is left out */
+    CHECK_INT(table_link_unindexed(t, rows, N, &conflict), LDB_CONSTRAINT);
+    CHECK(conflict == extra || conflict->cols[0].h.u.i == 17);
+    CHECK_INT(table_count(t), 0);
+    value k = V_I(5);
+    CHECK(table_lookup(t, &k) == NULL);
+    CHECK_INT(table_link_unindexed(t, rows, N - 1, &conflict), LDB_OK);
+    CHECK_INT(table_count(t), N - 1);
+    for (int i = 0; i < N - 1; i++) {
+        k = V_I(i);
+        CHECK(table_lookup(t, &k) == rows[i]);
+    }
+    CHECK_INT(table_link_unindexed(t, &extra, 1, &conflict), LDB_CONSTRAINT); /* stored */
+    CHECK(conflict == rows[17]);
+    row_release(extra);
+    row_release(last);
+    store_close(s);
+    CHECK_INT(mem_live(), live);
+}
+
+TEST_MAIN(T(keys_and_lookup), T(link_unindexed_all_or_nothing), T(hidden_rowid), T(affinity), T(type_error_messages),
           T(unique_constraints), T(catalog), T(readonly_tables), T(savepoints),
           T(capture_api), T(hook_settled), T(hook_published), T(hook_index_dropped),
           T(hook_check_drop))
