@@ -1,0 +1,415 @@
+/*
+ * test_outbox_redteam.c - probes of the outbox (src/source/outbox.c).
+ */
+#include "nomem.h"
+#include "storage/durable_util.h"
+#include "test_db.h"
+
+static ldb *open_at(const char *path)
+{
+    ldb *db;
+    int rc = ldb_open(path, &db);
+    CHECKF(rc == LDB_OK, "open %s: %d %s", path, rc, ldb_errmsg(NULL));
+    return db;
+}
+
+static ldb *crash_reopen(ldb *db, const char *path)
+{
+    store_keep_files(db->store);
+    ldb_close(db);
+    return open_at(path);
+}
+
+struct sent {
+    ldb_optimistic *h[64];
+    int n;
+};
+
+static void collect(void *ctx, ldb_optimistic *o)
+{
+    struct sent *s = ctx;
+    CHECK(s->n < 64);
+    ldb_optimistic_ref(o);
+    s->h[s->n++] = o;
+}
+
+static void sent_free(struct sent *s)
+{
+    for (int i = 0; i < s->n; i++)
+        ldb_optimistic_free(s->h[i]);
+    s->n = 0;
+}
+
+static ldb_optimistic *commit_sql(ldb *db, const char *sql)
+{
+    CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
+    EXEC(db, sql);
+    ldb_optimistic *o = NULL;
+    CHECKF(ldb_optimistic_commit(db, NULL, NULL, &o) == LDB_OK, "%s", ldb_errmsg(db));
+    return o;
+}
+
+static const char *const T_ROWS = "SELECT id, name, n FROM t ORDER BY id";
+
+static ldb *fixture(const char *path)
+{
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER);"
+             "INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)");
+    return db;
+}
+
+/* Found: a transaction that wrote a TEMP table before a kept one could
+ * not resolve after a reopen. Its outbox rows kept their positions among
+ * all its mutations (seq 1 here), the reopened transaction has only the
+ * kept ones and looked its rows up by their new positions (seq 0): the
+ * step failed "the outbox lost transaction", ldb_source_poll still said
+ * LDB_OK, and the transaction stayed pending for good. */
+static void temp_mutation_first(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "t.ldb");
+    ldb *db = fixture(path);
+    EXEC(db, "CREATE TEMP TABLE a(id INTEGER PRIMARY KEY, v TEXT)");
+    ldb_optimistic_free(commit_sql(db, "INSERT INTO a VALUES (1, 'x'); "
+                                       "UPDATE t SET name = 'uno' WHERE id = 1"));
+    ldb_optimistic_free(commit_sql(db, "INSERT INTO a VALUES (2, 'y'); "
+                                       "UPDATE t SET n = 20 WHERE id = 2"));
+    for (int crash = 0; crash < 2; crash++)
+        db = crash ? crash_reopen(db, path) : (ldb_close(db), open_at(path));
+    struct sent s = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
+    CHECK_INT(s.n, 2);
+    CHECK_INT(ldb_optimistic_count(s.h[0]), 1);
+    CHECK_INT(ldb_optimistic_reject(s.h[0], "no"), LDB_OK);
+    CHECK_INT(ldb_optimistic_confirm(s.h[1]), LDB_OK);
+    CHECK_INT(ldb_source_poll(db), LDB_OK);
+    CHECK_INT(ldb_optimistic_state(s.h[0]), LDB_OPTIMISTIC_REJECTED);
+    CHECK_INT(ldb_optimistic_state(s.h[1]), LDB_OPTIMISTIC_CONFIRMED);
+    CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;2,two,20;3,three,3");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM livedb_outbox"), "0");
+    CHECK_STR(sql_rows(db, "SELECT count(*) FROM livedb_outbox_keys"), "0");
+    sent_free(&s);
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+static void try_sql(ldb *db, const char *sql)
+{
+    int rc = ldb_exec(db, sql, NULL, NULL);
+    printf("  %-70s -> %d %s\n", sql, rc, rc ? ldb_errmsg(db) : "");
+}
+
+static void schema_probe(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "s.ldb");
+    ldb *db = fixture(path);
+    EXEC(db, "CREATE TABLE u(id INTEGER PRIMARY KEY, v TEXT UNIQUE)");
+    ldb_optimistic_free(commit_sql(db, "UPDATE t SET name = 'uno' WHERE id = 1; INSERT INTO u VALUES (1, 'a')"));
+    try_sql(db, "ALTER TABLE t ADD COLUMN z INTEGER");
+    try_sql(db, "ALTER TABLE t RENAME TO t2");
+    try_sql(db, "ALTER TABLE t RENAME COLUMN name TO nm");
+    try_sql(db, "ALTER TABLE t DROP COLUMN n");
+    try_sql(db, "DROP TABLE u");
+    try_sql(db, "CREATE UNIQUE INDEX tn ON t(n)");
+    try_sql(db, "CREATE INDEX tn2 ON t(name)");
+    try_sql(db, "CREATE MATERIALIZED VIEW ov AS SELECT id, kind FROM livedb_outbox");
+    try_sql(db, "CREATE VIEW ov2 AS SELECT id, kind FROM livedb_outbox");
+    try_sql(db, "ALTER TABLE livedb_outbox RENAME TO x");
+    try_sql(db, "ALTER TABLE livedb_outbox_keys ADD COLUMN q INTEGER");
+    try_sql(db, "CREATE INDEX ox ON livedb_outbox(kind)");
+    try_sql(db, "UPDATE livedb_outbox_ids SET last = 0");
+    try_sql(db, "DROP TABLE livedb_outbox_ids");
+    try_sql(db, "DELETE FROM livedb_outbox_ids");
+    try_sql(db, "DROP MATERIALIZED VIEW livedb_outbox");
+    try_sql(db, "DROP VIEW livedb_outbox");
+    try_sql(db, "CREATE TABLE livedb_outbox2(x INTEGER PRIMARY KEY)");
+    try_sql(db, "DROP VIEW livedb_outbox_keys");
+    try_sql(db, "DROP INDEX ox");
+    try_sql(db, "DROP VIEW ov2");
+    try_sql(db, "DROP VIEW livedb_outbox_ids");
+    try_sql(db, "SELECT count(*) FROM livedb_outbox_keys");
+    ldb_close(db);
+    db = open_at(path);
+    printf("after reopen\n");
+    try_sql(db, "DELETE FROM livedb_outbox");
+    try_sql(db, "DROP TABLE livedb_outbox_keys");
+    try_sql(db, "UPDATE livedb_outbox_ids SET last = 0");
+    db = crash_reopen(db, path);
+    printf("after crash reopen\n");
+    try_sql(db, "DELETE FROM livedb_outbox");
+    try_sql(db, "DROP TABLE livedb_outbox_keys");
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+
+static void types_probe(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "y.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE x(id ANY PRIMARY KEY, a ANY, b REAL, c BLOB, d TEXT COLLATE NOCASE)");
+    EXEC(db, "INSERT INTO x VALUES (1.5, 1.0, 2, x'00ff', 'Ab'), ('k', -0.0, NULL, x'', 'é'), (x'01', 9223372036854775807, 1e308, NULL, '')");
+    int rc = ldb_exec(db, "INSERT INTO x VALUES (7, ARRAY(SELECT 1 UNION ALL SELECT 'a'), 0, NULL, 'arr')", NULL, NULL);
+    printf("array insert %d %s\n", rc, ldb_errmsg(db));
+    char *before = durable_query(db, "SELECT typeof(id), id, typeof(a), a, typeof(b), b, typeof(c), c, d FROM x");
+    ldb_optimistic_free(commit_sql(db, "UPDATE x SET a = 'z', d = 'q'; DELETE FROM x WHERE id = 'K'"));
+    char *mid = durable_query(db, "SELECT typeof(id), id, typeof(a), a, typeof(b), b, typeof(c), c, d FROM x");
+    db = crash_reopen(db, path);
+    char *mid2 = durable_query(db, "SELECT typeof(id), id, typeof(a), a, typeof(b), b, typeof(c), c, d FROM x");
+    CHECK_STR(mid2, mid);
+    ldb_close(db);
+    db = open_at(path);
+    struct sent s = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
+    CHECK_INT(s.n, 1);
+    CHECK_INT(ldb_optimistic_reject(s.h[0], "no"), LDB_OK);
+    CHECK_INT(ldb_source_poll(db), LDB_OK);
+    CHECK_INT(ldb_optimistic_state(s.h[0]), LDB_OPTIMISTIC_REJECTED);
+    char *after = durable_query(db, "SELECT typeof(id), id, typeof(a), a, typeof(b), b, typeof(c), c, d FROM x");
+    printf("%s\n", after);
+    CHECK_STR(after, before);
+    sent_free(&s);
+    free(before); free(after); free(mid); free(mid2);
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+
+/* ---- a world: the same operations on a durable database that reopens
+ * and on an in-memory one that does not ---- */
+
+struct world {
+    ldb *db;
+    ldb_source *src;
+    int mode; /* 0: no source */
+    char *dir;
+    char path[300];
+    ldb_request *eager;
+};
+
+static int keep_req(void *ctx, ldb_request *req)
+{
+    struct world *w = ctx;
+    if (w->eager)
+        ldb_request_unref(w->eager);
+    ldb_request_ref(req);
+    w->eager = req;
+    return LDB_OK;
+}
+
+static void w_attach(struct world *w)
+{
+    static const ldb_provider p = { .load_subset = keep_req };
+    if (w->mode)
+        CHECK_INT(ldb_source_attach(w->db, "t", w->mode, &p, w, &w->src), LDB_OK);
+}
+
+static void w_open(struct world *w, bool durable, int mode, const char *setup)
+{
+    memset(w, 0, sizeof *w);
+    w->mode = mode;
+    if (durable) {
+        w->dir = durable_tmpdir();
+        durable_path(w->path, sizeof w->path, w->dir, "w.ldb");
+    }
+    w->db = open_at(durable ? w->path : NULL);
+    EXEC(w->db, setup);
+    w_attach(w);
+}
+
+static void w_drop_req(struct world *w)
+{
+    if (w->eager)
+        ldb_request_unref(w->eager);
+    w->eager = NULL;
+}
+
+/* crash: the files as they are (no checkpoint at close). */
+static void w_reopen(struct world *w, bool crash)
+{
+    if (!w->dir)
+        return;
+    if (crash)
+        store_keep_files(w->db->store);
+    ldb_close(w->db);
+    w_drop_req(w);
+    w->db = open_at(w->path);
+    w_attach(w);
+}
+
+static void w_close(struct world *w)
+{
+    ldb_close(w->db);
+    w_drop_req(w);
+    if (w->dir)
+        durable_rmdir(w->dir);
+}
+
+struct find {
+    uint64_t id;
+    ldb_optimistic *h;
+};
+
+static void find_id(void *ctx, ldb_optimistic *o)
+{
+    struct find *f = ctx;
+    if (ldb_optimistic_id(o) == f->id) {
+        ldb_optimistic_ref(o);
+        f->h = o;
+    }
+}
+
+/* The current handle of pending transaction id (a reference), or NULL. */
+static ldb_optimistic *w_handle(struct world *w, uint64_t id)
+{
+    struct find f = { id, NULL };
+    CHECK_INT(ldb_optimistic_pending(w->db, find_id, &f), LDB_OK);
+    return f.h;
+}
+
+static void w_resolve(struct world *w, uint64_t id, bool confirm)
+{
+    ldb_optimistic *h = w_handle(w, id);
+    if (!h)
+        return;
+    CHECK_INT(confirm ? ldb_optimistic_confirm(h) : ldb_optimistic_reject(h, "no"), LDB_OK);
+    CHECK_INT(ldb_source_poll(w->db), LDB_OK);
+    ldb_optimistic_free(h);
+}
+
+static uint64_t w_commit(struct world *w, const char *sql)
+{
+    ldb_optimistic *o = commit_sql(w->db, sql);
+    uint64_t id = ldb_optimistic_id(o);
+    ldb_optimistic_free(o);
+    return id;
+}
+
+/* A sync row (id, name, n) of t: op 'u' upsert, 'd' delete, 't' truncate. */
+static void w_sync(struct world *w, const char *ops, const int64_t *ids, const char **names,
+                   uint64_t confirm)
+{
+    ldb_sync *t;
+    CHECK_INT(ldb_sync_begin(w->src, NULL, &t), LDB_OK);
+    for (int i = 0; ops[i]; i++) {
+        if (ops[i] == 't') {
+            CHECK_INT(ldb_sync_truncate(t), LDB_OK);
+            continue;
+        }
+        ldb_sync_int64(t, 0, ids[i]);
+        if (ops[i] == 'd') {
+            CHECK_INT(ldb_sync_delete(t), LDB_OK);
+            continue;
+        }
+        ldb_sync_text(t, 1, names[i], -1);
+        ldb_sync_int64(t, 2, ids[i] * 10);
+        CHECK_INT(ldb_sync_upsert(t), LDB_OK);
+    }
+    ldb_optimistic *h = confirm ? w_handle(w, confirm) : NULL;
+    if (h) {
+        CHECK_INT(ldb_sync_confirm(t, h), LDB_OK);
+        ldb_optimistic_free(h);
+    }
+    ldb_receipt *rc;
+    CHECK_INT(ldb_sync_commit(t, &rc), LDB_OK);
+    CHECK_INT(ldb_source_poll(w->db), LDB_OK);
+    CHECKF(ldb_receipt_state(rc) == LDB_RECEIPT_APPLIED, "receipt %d %s", ldb_receipt_state(rc),
+           ldb_receipt_error(rc));
+    ldb_receipt_free(rc);
+}
+
+/* Everything a program sees: the rows, the pending transactions. */
+static char *w_state(struct world *w)
+{
+    char *rows = durable_query(w->db, "SELECT * FROM t");
+    struct sent s = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(w->db, collect, &s), LDB_OK);
+    size_t len = strlen(rows) + 64 * 24 + 1;
+    char *out = malloc(len);
+    size_t at = (size_t)snprintf(out, len, "%s pending:", rows);
+    for (int i = 0; i < s.n; i++)
+        at += (size_t)snprintf(out + at, len - at, " %llu", (unsigned long long)ldb_optimistic_id(s.h[i]));
+    sent_free(&s);
+    free(rows);
+    return out;
+}
+
+typedef void (*scenario_fn)(struct world *w);
+
+static const char *const SOURCED =
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER);"
+    "INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)";
+
+/* Runs fn on a durable world and on an in-memory one; they must agree. */
+static void both_worlds(scenario_fn fn, int mode)
+{
+    struct world d, m;
+    w_open(&d, true, mode, SOURCED);
+    w_open(&m, false, mode, SOURCED);
+    fn(&d);
+    fn(&m);
+    char *a = w_state(&d), *b = w_state(&m);
+    printf("%s\n", a);
+    CHECK_STR(a, b);
+    free(a);
+    free(b);
+    w_reopen(&d, false);
+    a = w_state(&d);
+    b = w_state(&m);
+    CHECK_STR(a, b);
+    free(a);
+    free(b);
+    w_close(&d);
+    w_close(&m);
+}
+
+static void truncate_scenario(struct world *w)
+{
+    uint64_t a = w_commit(w, "UPDATE t SET name = 'a' WHERE id = 1");
+    uint64_t b = w_commit(w, "DELETE FROM t WHERE id = 2");
+    uint64_t c = w_commit(w, "INSERT INTO t VALUES (4, 'four', 4); UPDATE t SET n = 7 WHERE id = 3");
+    w_sync(w, "tu", (int64_t[]){ 0, 1 }, (const char *[]){ NULL, "srv" }, 0);
+    w_reopen(w, true);
+    uint64_t d = w_commit(w, "UPDATE t SET n = 99 WHERE id = 1");
+    w_reopen(w, false);
+    w_resolve(w, a, false);
+    w_reopen(w, true);
+    w_resolve(w, b, false);
+    w_resolve(w, c, false);
+    w_reopen(w, true);
+    (void)d;
+}
+
+static void truncate_probe(void) { both_worlds(truncate_scenario, LDB_SOURCE_ON_DEMAND); }
+
+static void eager_scenario(struct world *w)
+{
+    uint64_t a = w_commit(w, "UPDATE t SET name = 'a' WHERE id = 1");
+    uint64_t b = w_commit(w, "UPDATE t SET n = 5 WHERE id = 1; DELETE FROM t WHERE id = 3");
+    w_reopen(w, true);
+    w_sync(w, "u", (int64_t[]){ 1 }, (const char *[]){ "server" }, a);
+    w_reopen(w, false);
+    w_sync(w, "uu", (int64_t[]){ 1, 3 }, (const char *[]){ "s2", "s3" }, b);
+}
+
+static void eager_probe(void) { both_worlds(eager_scenario, LDB_SOURCE_EAGER); }
+
+static void unique_scenario(struct world *w)
+{
+    uint64_t a = w_commit(w, "UPDATE t SET name = 'x' WHERE id = 1");
+    uint64_t b = w_commit(w, "INSERT INTO t VALUES (5, 'y', 5)");
+    uint64_t c = w_commit(w, "UPDATE t SET name = 'z' WHERE id = 2");
+    w_reopen(w, true);
+    w_sync(w, "uu", (int64_t[]){ 3, 4 }, (const char *[]){ "y", "z" }, 0); /* collide */
+    w_reopen(w, true);
+    w_sync(w, "u", (int64_t[]){ 6 }, (const char *[]){ "x" }, 0);
+    w_reopen(w, false);
+    (void)a, (void)b, (void)c;
+}
+
+static void unique_probe(void) { both_worlds(unique_scenario, LDB_SOURCE_ON_DEMAND); }
+
+TEST_MAIN(T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
