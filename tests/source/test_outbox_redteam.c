@@ -2,6 +2,7 @@
  * test_outbox_redteam.c - probes of the outbox (src/source/outbox.c).
  */
 #include "nomem.h"
+#include "source/source_internal.h"
 #include "storage/durable_util.h"
 #include "test_db.h"
 
@@ -333,7 +334,7 @@ static char *w_state(struct world *w)
     for (int i = 0; i < s.n; i++)
         at += (size_t)snprintf(out + at, len - at, " %llu", (unsigned long long)ldb_optimistic_id(s.h[i]));
     sent_free(&s);
-    free(rows);
+    mem_free(rows); /* the library's allocator made it (strbuf) */
     return out;
 }
 
@@ -412,4 +413,210 @@ static void unique_scenario(struct world *w)
 
 static void unique_probe(void) { both_worlds(unique_scenario, LDB_SOURCE_ON_DEMAND); }
 
-TEST_MAIN(T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
+
+/* ---- allocation failure at every point of a step ---- */
+
+static const char *const SWEEP_SETUP =
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER);"
+    "INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3);"
+    "CREATE MATERIALIZED VIEW parity AS SELECT n % 2 AS p, count(*) AS c FROM t GROUP BY 1";
+
+/* Transactions 1..4; 2 updates the row 1 inserts (a rejection of 1
+ * cascades). */
+static void sweep_prep(struct world *w)
+{
+    w_commit(w, "INSERT INTO t VALUES (4, 'four', 4); UPDATE t SET name = 'uno' WHERE id = 1");
+    w_commit(w, "UPDATE t SET n = 44 WHERE id = 4; DELETE FROM t WHERE id = 2");
+    w_commit(w, "UPDATE t SET n = 30 WHERE id = 3");
+    w_commit(w, "INSERT INTO t VALUES (5, 'five', 5)");
+}
+
+/* An operation under allocation failure: whether it takes effect (maybe
+ * at a later dispatch point, once allocations work again). */
+typedef bool (*sweep_op)(struct world *w, int *rc);
+
+static bool op_sync(struct world *w, int *rc)
+{
+    ldb_sync *t;
+    *rc = ldb_sync_begin(w->src, NULL, &t);
+    if (*rc)
+        return false;
+    static const int64_t ids[] = { 1, 2, 3, 6 };
+    static const char *const names[] = { "srv1", NULL, "three", "six" };
+    for (int i = 0; i < 4 && !*rc; i++) {
+        *rc = ldb_sync_int64(t, 0, ids[i]);
+        if (!*rc && names[i])
+            *rc = ldb_sync_text(t, 1, names[i], -1);
+        if (!*rc && names[i])
+            *rc = ldb_sync_int64(t, 2, ids[i] * 11);
+        if (!*rc)
+            *rc = names[i] ? ldb_sync_upsert(t) : ldb_sync_delete(t);
+    }
+    struct find f = { 4, NULL };
+    if (!*rc)
+        *rc = ldb_optimistic_pending(w->db, find_id, &f);
+    if (!*rc)
+        *rc = ldb_sync_confirm(t, f.h);
+    ldb_optimistic_free(f.h);
+    if (*rc) {
+        ldb_sync_abandon(t);
+        return false;
+    }
+    ldb_receipt *r = NULL;
+    *rc = ldb_sync_commit(t, &r);
+    bool applied = r && ldb_receipt_state(r) == LDB_RECEIPT_APPLIED;
+    ldb_receipt_free(r);
+    return applied;
+}
+
+static bool resolve_op(struct world *w, uint64_t id, bool confirm, int *rc)
+{
+    struct find f = { id, NULL };
+    *rc = ldb_optimistic_pending(w->db, find_id, &f);
+    if (*rc)
+        return false;
+    CHECK(f.h != NULL);
+    *rc = confirm ? ldb_optimistic_confirm(f.h) : ldb_optimistic_reject(f.h, "no");
+    ldb_optimistic_free(f.h);
+    return *rc == LDB_OK; /* queued: it applies, maybe at a later dispatch */
+}
+
+static bool op_reject_cascade(struct world *w, int *rc) { return resolve_op(w, 1, false, rc); }
+static bool op_confirm(struct world *w, int *rc) { return resolve_op(w, 2, true, rc); }
+
+static bool op_pending(struct world *w, int *rc)
+{
+    struct sent s = { .n = 0 };
+    *rc = ldb_optimistic_pending(w->db, collect, &s);
+    CHECK(*rc ? s.n == 0 : s.n == 4);
+    sent_free(&s);
+    return false;
+}
+
+static char *w_picture(struct world *w)
+{
+    char *dump = durable_dump(w->db), *st = w_state(w);
+    size_t n = strlen(dump) + strlen(st) + 2;
+    char *out = malloc(n);
+    snprintf(out, n, "%s\n%s", dump, st);
+    mem_free(dump);
+    free(st);
+    return out;
+}
+
+static void w_load(struct world *w, const struct dur_files *fs)
+{
+    dur_files_write(w->path, fs);
+    w->db = open_at(w->path);
+    EXEC(w->db, "PRAGMA synchronous = OFF");
+    w_attach(w);
+    CHECK_INT(ldb_source_poll(w->db), LDB_OK);
+}
+
+static void w_unload(struct world *w)
+{
+    ldb_close(w->db);
+    w->db = NULL;
+    w_drop_req(w);
+}
+
+static void nomem_step(sweep_op op, int persistent)
+{
+    struct world w;
+    w_open(&w, true, LDB_SOURCE_EAGER, SWEEP_SETUP);
+    sweep_prep(&w);
+    w_unload(&w);
+    struct dur_files fs = dur_files_read(w.path);
+    w_load(&w, &fs);
+    char *before = w_picture(&w), *dump_before = durable_dump(w.db);
+    int rc;
+    op(&w, &rc);
+    CHECK_INT(rc, LDB_OK);
+    CHECK_INT(ldb_source_poll(w.db), LDB_OK);
+    char *want = w_picture(&w), *dump_want = durable_dump(w.db);
+    w_unload(&w);
+    bool done = false;
+    uint64_t n = 1;
+    for (; !done; n++) {
+        int64_t live0 = mem_live();
+        w_load(&w, &fs);
+        mem_fail_at(n, persistent);
+        bool effect = op(&w, &rc);
+        done = mem_failed_count() == 0;
+        mem_fail_at(0, 0);
+        CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "n %llu: rc %d %s", (unsigned long long)n, rc,
+               ldb_errmsg(w.db));
+        /* storage as the failure left it (a dump dispatches nothing) */
+        char *dump = durable_dump(w.db);
+        CHECKF(strcmp(dump, dump_before) == 0 || (effect && strcmp(dump, dump_want) == 0),
+               "n %llu%s: effect %d, storage:\n%s\nbefore:\n%s", (unsigned long long)n,
+               persistent ? " on" : "", effect, dump, dump_before);
+        mem_free(dump);
+        CHECK_INT(ldb_source_poll(w.db), LDB_OK); /* a resolution queued again applies */
+        char *settled = w_picture(&w);
+        CHECKF(strcmp(settled, effect ? want : before) == 0, "n %llu%s: effect %d:\n%s\nwanted:\n%s",
+               (unsigned long long)n, persistent ? " on" : "", effect, settled,
+               effect ? want : before);
+        store_keep_files(w.db->store);
+        w_unload(&w);
+        w.db = open_at(w.path);
+        w_attach(&w);
+        char *reopened = w_picture(&w);
+        CHECKF(strcmp(reopened, settled) == 0, "n %llu: reopened:\n%s\nwas:\n%s",
+               (unsigned long long)n, reopened, settled);
+        free(reopened);
+        free(settled);
+        w_unload(&w);
+        CHECKF(mem_live() == live0, "n %llu%s: %lld blocks leaked", (unsigned long long)n,
+               persistent ? " on" : "", (long long)(mem_live() - live0));
+    }
+    free(before);
+    free(want);
+    mem_free(dump_before);
+    mem_free(dump_want);
+    dur_files_free(&fs);
+    durable_rmdir(w.dir);
+}
+
+static void nomem_sync_under_pending(void) { nomem_step(op_sync, 0); nomem_step(op_sync, 1); }
+static void nomem_reject_cascade(void) { nomem_step(op_reject_cascade, 0); nomem_step(op_reject_cascade, 1); }
+static void nomem_confirm(void) { nomem_step(op_confirm, 0); nomem_step(op_confirm, 1); }
+static void nomem_pending(void) { nomem_step(op_pending, 0); nomem_step(op_pending, 1); }
+
+
+/* Found: an allocation failure while a durable database encoded a
+ * commit's log record left the record's builder failed for good (its
+ * error stayed set), so every later write of the handle failed "out of
+ * memory" until it was closed: a sync transaction or resolution that
+ * met one failure was never applied. */
+static void log_record_after_nomem(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "l.ldb");
+    ldb *db = open_at(path);
+    EXEC(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)");
+    char big[3000]; /* a record larger than any before: its builder grows */
+    int at = snprintf(big, sizeof big, "INSERT INTO t VALUES (1, '");
+    memset(big + at, 'x', sizeof big - (size_t)at - 4);
+    memcpy(big + sizeof big - 4, "')", 3);
+    int ok = 0;
+    for (uint64_t n = 1; ok == 0; n++) {
+        mem_fail_at(n, 0);
+        int rc = ldb_exec(db, big, NULL, NULL);
+        ok = mem_failed_count() == 0;
+        mem_fail_at(0, 0);
+        CHECKF(rc == LDB_OK || rc == LDB_NOMEM, "n %llu: %d", (unsigned long long)n, rc);
+        if (rc == LDB_OK) {
+            EXEC(db, "DELETE FROM t");
+            continue;
+        }
+        int again = ldb_exec(db, "INSERT INTO t VALUES (2, 'b')", NULL, NULL);
+        CHECKF(again == LDB_OK, "n %llu: the next write: %d %s", (unsigned long long)n, again,
+               ldb_errmsg(db));
+        EXEC(db, "DELETE FROM t");
+    }
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+TEST_MAIN(T(log_record_after_nomem), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
