@@ -6,6 +6,8 @@
 #include "storage/durable_util.h"
 #include "test_db.h"
 
+#include <pthread.h>
+
 static ldb *open_at(const char *path)
 {
     ldb *db;
@@ -619,4 +621,58 @@ static void log_record_after_nomem(void)
     durable_rmdir(dir);
 }
 
-TEST_MAIN(T(log_record_after_nomem), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
+
+/* ---- threads and closing ---- */
+
+/* Returns the blocks it allocated (the counters are per thread). */
+static void *confirm_elsewhere(void *o)
+{
+    if (ldb_optimistic_confirm(o) != LDB_OK) /* not its home thread: queued */
+        return (void *)(intptr_t)-1;
+    return (void *)(intptr_t)mem_live();
+}
+
+/* Found: resolutions queued from another thread and not yet applied when
+ * the database closed were never freed (the queue item, and through it the
+ * transaction's handle with its mutations). They lapse: the transaction
+ * comes back pending, and resolves when the reopened handle is used. */
+static void close_with_queued_resolution(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "q.ldb");
+    int64_t live0 = mem_live();
+    ldb *db = fixture(path);
+    ldb_optimistic *a = commit_sql(db, "UPDATE t SET name = 'uno' WHERE id = 1");
+    ldb_optimistic *b = commit_sql(db, "DELETE FROM t WHERE id = 2");
+    ldb_live *q;
+    CHECK_INT(ldb_live_open(db, T_ROWS, NULL, NULL, &q), LDB_OK);
+    ldb_optimistic *both[2] = { a, b };
+    for (int i = 0; i < 2; i++) { /* its blocks are freed here: count them */
+        pthread_t th;
+        void *blocks;
+        CHECK(pthread_create(&th, NULL, confirm_elsewhere, both[i]) == 0);
+        CHECK(pthread_join(th, &blocks) == 0);
+        CHECK((intptr_t)blocks > 0);
+        live0 -= (intptr_t)blocks;
+    }
+    ldb_close(db); /* the live query open, the confirmations queued */
+    CHECK_INT(ldb_optimistic_state(a), LDB_OPTIMISTIC_PENDING);
+    CHECK_INT(ldb_optimistic_confirm(a), LDB_MISUSE);
+    ldb_optimistic_free(a);
+    ldb_optimistic_free(b);
+    CHECKF(mem_live() == live0, "%lld blocks leaked", (long long)(mem_live() - live0));
+    db = open_at(path);
+    CHECK_STR(sql_rows(db, T_ROWS), "1,uno,1;3,three,3");
+    struct sent s = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
+    CHECK_INT(s.n, 2);
+    CHECK_INT(ldb_optimistic_reject(s.h[0], "no"), LDB_OK);
+    CHECK_INT(ldb_optimistic_confirm(s.h[1]), LDB_OK);
+    CHECK_STR(sql_rows(db, T_ROWS), "1,one,1;3,three,3");
+    sent_free(&s);
+    ldb_close(db);
+    CHECKF(mem_live() == live0, "%lld blocks leaked", (long long)(mem_live() - live0));
+    durable_rmdir(dir);
+}
+
+TEST_MAIN(T(close_with_queued_resolution), T(log_record_after_nomem), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
