@@ -1,11 +1,13 @@
 /*
  * test_outbox_redteam.c - probes of the outbox (src/source/outbox.c).
  */
+#include "base/file.h"
 #include "nomem.h"
 #include "source/source_internal.h"
 #include "storage/durable_util.h"
 #include "test_db.h"
 
+#include <errno.h>
 #include <pthread.h>
 
 static ldb *open_at(const char *path)
@@ -191,6 +193,7 @@ struct world {
     char *dir;
     char path[300];
     ldb_request *eager;
+    const char *each_open; /* SQL run at every open (PRAGMAs are per handle) */
 };
 
 static int keep_req(void *ctx, ldb_request *req)
@@ -210,7 +213,8 @@ static void w_attach(struct world *w)
         CHECK_INT(ldb_source_attach(w->db, "t", w->mode, &p, w, &w->src), LDB_OK);
 }
 
-static void w_open(struct world *w, bool durable, int mode, const char *setup)
+static void w_open(struct world *w, bool durable, int mode, const char *setup,
+                   const char *each_open)
 {
     memset(w, 0, sizeof *w);
     w->mode = mode;
@@ -220,6 +224,9 @@ static void w_open(struct world *w, bool durable, int mode, const char *setup)
     }
     w->db = open_at(durable ? w->path : NULL);
     EXEC(w->db, setup);
+    w->each_open = durable ? each_open : NULL;
+    if (w->each_open)
+        EXEC(w->db, w->each_open);
     w_attach(w);
 }
 
@@ -240,6 +247,8 @@ static void w_reopen(struct world *w, bool crash)
     ldb_close(w->db);
     w_drop_req(w);
     w->db = open_at(w->path);
+    if (w->each_open)
+        EXEC(w->db, w->each_open);
     w_attach(w);
 }
 
@@ -347,11 +356,11 @@ static const char *const SOURCED =
     "INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)";
 
 /* Runs fn on a durable world and on an in-memory one; they must agree. */
-static void both_worlds(scenario_fn fn, int mode)
+static void both_worlds(scenario_fn fn, int mode, const char *each_open)
 {
     struct world d, m;
-    w_open(&d, true, mode, SOURCED);
-    w_open(&m, false, mode, SOURCED);
+    w_open(&d, true, mode, SOURCED, each_open);
+    w_open(&m, false, mode, SOURCED, NULL);
     fn(&d);
     fn(&m);
     char *a = w_state(&d), *b = w_state(&m);
@@ -386,7 +395,7 @@ static void truncate_scenario(struct world *w)
     (void)d;
 }
 
-static void truncate_probe(void) { both_worlds(truncate_scenario, LDB_SOURCE_ON_DEMAND); }
+static void truncate_probe(void) { both_worlds(truncate_scenario, LDB_SOURCE_ON_DEMAND, NULL); }
 
 static void eager_scenario(struct world *w)
 {
@@ -398,7 +407,7 @@ static void eager_scenario(struct world *w)
     w_sync(w, "uu", (int64_t[]){ 1, 3 }, (const char *[]){ "s2", "s3" }, b);
 }
 
-static void eager_probe(void) { both_worlds(eager_scenario, LDB_SOURCE_EAGER); }
+static void eager_probe(void) { both_worlds(eager_scenario, LDB_SOURCE_EAGER, NULL); }
 
 static void unique_scenario(struct world *w)
 {
@@ -413,7 +422,7 @@ static void unique_scenario(struct world *w)
     (void)a, (void)b, (void)c;
 }
 
-static void unique_probe(void) { both_worlds(unique_scenario, LDB_SOURCE_ON_DEMAND); }
+static void unique_probe(void) { both_worlds(unique_scenario, LDB_SOURCE_ON_DEMAND, NULL); }
 
 
 /* ---- allocation failure at every point of a step ---- */
@@ -525,7 +534,7 @@ static void w_unload(struct world *w)
 static void nomem_step(sweep_op op, int persistent)
 {
     struct world w;
-    w_open(&w, true, LDB_SOURCE_EAGER, SWEEP_SETUP);
+    w_open(&w, true, LDB_SOURCE_EAGER, SWEEP_SETUP, NULL);
     sweep_prep(&w);
     w_unload(&w);
     struct dur_files fs = dur_files_read(w.path);
@@ -559,6 +568,14 @@ static void nomem_step(sweep_op op, int persistent)
         CHECKF(strcmp(settled, effect ? want : before) == 0, "n %llu%s: effect %d:\n%s\nwanted:\n%s",
                (unsigned long long)n, persistent ? " on" : "", effect, settled,
                effect ? want : before);
+        if (!effect && op != op_pending) { /* nothing was left half done: it works now */
+            op(&w, &rc);
+            CHECK_INT(ldb_source_poll(w.db), LDB_OK);
+            free(settled);
+            settled = w_picture(&w);
+            CHECKF(strcmp(settled, want) == 0, "n %llu: tried again:\n%s", (unsigned long long)n,
+                   settled);
+        }
         store_keep_files(w.db->store);
         w_unload(&w);
         w.db = open_at(w.path);
@@ -675,4 +692,142 @@ static void close_with_queued_resolution(void)
     durable_rmdir(dir);
 }
 
-TEST_MAIN(T(close_with_queued_resolution), T(log_record_after_nomem), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
+
+/* ---- dormant views ---- */
+
+static int addup_step(void *ctx, void *state, const ldb_row *args)
+{
+    (void)ctx;
+    *(int64_t *)state += ldb_row_int64(args, 0);
+    return LDB_OK;
+}
+
+static int addup_final(void *ctx, const void *state, ldb_result *out)
+{
+    (void)ctx;
+    ldb_result_int64(out, *(const int64_t *)state);
+    return LDB_OK;
+}
+
+static const ldb_aggregate ADDUP = { .state_size = sizeof(int64_t), .flags = LDB_DETERMINISTIC,
+                                     .step = addup_step, .finalize = addup_final };
+
+static void dormant_probe(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "d.ldb");
+    ldb *db = fixture(path);
+    CHECK_INT(ldb_create_aggregate(db, "addup", 1, &ADDUP), LDB_OK);
+    EXEC(db, "CREATE MATERIALIZED VIEW s AS SELECT addup(n) AS total FROM t");
+    ldb_optimistic_free(commit_sql(db, "UPDATE t SET n = 10 WHERE id = 1"));
+    ldb_optimistic_free(commit_sql(db, "DELETE FROM t WHERE id = 2"));
+    CHECK_STR(sql_rows(db, "SELECT total FROM s"), "13");
+    db = crash_reopen(db, path);
+    CHECK_STR(sql_rows(db, "SELECT total FROM s"), "13");
+    struct sent s = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(db, collect, &s), LDB_OK);
+    CHECK_INT(s.n, 2);
+    CHECK_INT(ldb_optimistic_reject(s.h[0], "no"), LDB_OK);
+    int rc = ldb_source_poll(db);
+    printf("poll while dormant: %d %s; state %d\n", rc, ldb_errmsg(db), ldb_optimistic_state(s.h[0]));
+    rc = ldb_optimistic_begin(db);
+    printf("begin while dormant: %d %s\n", rc, ldb_errmsg(db));
+    if (!rc) {
+        rc = ldb_exec(db, "UPDATE t SET n = 7 WHERE id = 3", NULL, NULL);
+        printf("  write %d %s\n", rc, ldb_errmsg(db));
+        rc = ldb_optimistic_commit(db, NULL, NULL, NULL);
+        printf("  commit %d %s\n", rc, ldb_errmsg(db));
+        if (rc)
+            EXEC(db, "ROLLBACK");
+    }
+    CHECK_INT(ldb_create_aggregate(db, "addup", 1, &ADDUP), LDB_OK);
+    rc = ldb_source_poll(db);
+    printf("poll after register: %d %s; state %d\n", rc, ldb_errmsg(db), ldb_optimistic_state(s.h[0]));
+    printf("%s | %s\n", sql_rows(db, T_ROWS), sql_rows(db, "SELECT total FROM s"));
+    sent_free(&s);
+    ldb_close(db);
+    durable_rmdir(dir);
+}
+
+
+/* A checkpoint at every commit, and crashes between steps. */
+static void checkpoint_every_commit(void)
+{
+    static const char *const every = "PRAGMA checkpoint_threshold = 1";
+    both_worlds(truncate_scenario, LDB_SOURCE_ON_DEMAND, every);
+    both_worlds(eager_scenario, LDB_SOURCE_EAGER, every);
+    both_worlds(unique_scenario, LDB_SOURCE_ON_DEMAND, every);
+}
+
+
+/* ---- disk failure during a step that writes the outbox ---- */
+
+/* The n-th disk write from the op on fails (once, or from there on):
+ * the step is applied, or not at all, and a reopen finds what the handle
+ * showed (or, when even taking a failed record back failed and the handle
+ * refused writes, the step whole or not at all). */
+static void fault_step(sweep_op op, int persistent)
+{
+    struct world w;
+    w_open(&w, true, LDB_SOURCE_EAGER, SWEEP_SETUP, NULL);
+    sweep_prep(&w);
+    w_unload(&w);
+    struct dur_files fs = dur_files_read(w.path);
+    w_load(&w, &fs);
+    EXEC(w.db, "PRAGMA synchronous = FULL");
+    char *before = w_picture(&w);
+    int rc;
+    op(&w, &rc);
+    CHECK_INT(ldb_source_poll(w.db), LDB_OK);
+    char *want = w_picture(&w);
+    w_unload(&w);
+    bool done = false;
+    uint64_t n = 1, failed_steps = 0;
+    for (; !done; n++) {
+        w_load(&w, &fs);
+        EXEC(w.db, "PRAGMA synchronous = FULL");
+        file_fail_at(n, persistent, EIO);
+        op(&w, &rc);
+        ldb_source_poll(w.db);
+        done = file_failed_count() == 0;
+        char *settled = w_picture(&w);
+        file_fail_at(0, 0, 0);
+        bool applied = strcmp(settled, want) == 0;
+        failed_steps += !done && !applied;
+        CHECKF(applied || strcmp(settled, before) == 0, "n %llu%s: rc %d:\n%s",
+               (unsigned long long)n, persistent ? " on" : "", rc, settled);
+        bool broken = ldb_exec(w.db, "PRAGMA wal_checkpoint", NULL, NULL) != LDB_OK;
+        if (!applied && !broken) { /* the layer and the outbox still agree: it works now */
+            op(&w, &rc);
+            CHECK_INT(ldb_source_poll(w.db), LDB_OK);
+            free(settled);
+            settled = w_picture(&w);
+            CHECKF(strcmp(settled, want) == 0, "n %llu: tried again:\n%s", (unsigned long long)n,
+                   settled);
+        }
+        store_keep_files(w.db->store);
+        w_unload(&w);
+        w.db = open_at(w.path);
+        w_attach(&w);
+        char *reopened = w_picture(&w);
+        CHECKF(strcmp(reopened, settled) == 0 ||
+                   (broken && (strcmp(reopened, want) == 0 || strcmp(reopened, before) == 0)),
+               "n %llu%s: broken %d, reopened:\n%s\nwas:\n%s", (unsigned long long)n,
+               persistent ? " on" : "", broken, reopened, settled);
+        free(reopened);
+        free(settled);
+        w_unload(&w);
+    }
+    printf("fault: %llu runs, %llu failed\n", (unsigned long long)n, (unsigned long long)failed_steps);
+    CHECK(failed_steps > 0); /* the faults met the step */
+    free(before);
+    free(want);
+    dur_files_free(&fs);
+    durable_rmdir(w.dir);
+}
+
+static void fault_sync_under_pending(void) { fault_step(op_sync, 0); fault_step(op_sync, 1); }
+static void fault_reject_cascade(void) { fault_step(op_reject_cascade, 0); fault_step(op_reject_cascade, 1); }
+static void fault_confirm(void) { fault_step(op_confirm, 0); fault_step(op_confirm, 1); }
+
+TEST_MAIN(T(fault_sync_under_pending), T(fault_reject_cascade), T(fault_confirm), T(checkpoint_every_commit), T(dormant_probe), T(close_with_queued_resolution), T(log_record_after_nomem), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(truncate_probe), T(eager_probe), T(unique_probe), T(types_probe), T(temp_mutation_first), T(schema_probe))
