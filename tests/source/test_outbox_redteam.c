@@ -5,7 +5,8 @@
  * "found") or a probe that held:
  *
  *   found: temp_mutation_first, log_record_after_nomem,
- *          close_with_queued_resolution, hostile_sql (UNIQUE indexes);
+ *          close_with_queued_resolution, sync_confirm_foreign_handle,
+ *          hostile_sql (UNIQUE indexes);
  *   held:  allocation failure at every point of a sync step under pending
  *          keys, a cascading rejection, a confirmation, ldb_optimistic_pending
  *          and a reopen with many pending transactions (the database and
@@ -203,6 +204,50 @@ static void close_with_queued_resolution(void)
     durable_rmdir(dir);
 }
 
+
+static int load_nothing(void *ctx, ldb_request *req)
+{
+    (void)ctx, (void)req;
+    return LDB_OK;
+}
+
+/* Found: ldb_sync_confirm took a handle of another database, whose
+ * transaction the step then resolved and unlinked from the wrong layer
+ * (a use after free at the next close), and silently took the orphaned
+ * handle of a closed (reopened) database. Both are LDB_MISUSE now. */
+static void sync_confirm_foreign_handle(void)
+{
+    char *dir = durable_tmpdir(), path[300];
+    durable_path(path, sizeof path, dir, "f.ldb");
+    ldb *a = fixture(path), *b = open_at(NULL);
+    EXEC(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER)");
+    ldb_optimistic *o = commit_sql(a, "UPDATE t SET name = 'mine' WHERE id = 1");
+    static const ldb_provider p = { .load_subset = load_nothing };
+    ldb_source *s;
+    CHECK_INT(ldb_source_attach(b, "t", LDB_SOURCE_ON_DEMAND, &p, NULL, &s), LDB_OK);
+    ldb_sync *t;
+    CHECK_INT(ldb_sync_begin(s, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_confirm(t, o), LDB_MISUSE);
+    ldb_close(a); /* o is an orphan now; its transaction comes back with a new handle */
+    a = open_at(path);
+    CHECK_INT(ldb_source_attach(a, "t", LDB_SOURCE_ON_DEMAND, &p, NULL, &s), LDB_OK);
+    ldb_sync_abandon(t);
+    CHECK_INT(ldb_sync_begin(s, NULL, &t), LDB_OK);
+    CHECK_INT(ldb_sync_confirm(t, o), LDB_MISUSE);
+    struct sent sent = { .n = 0 };
+    CHECK_INT(ldb_optimistic_pending(a, collect, &sent), LDB_OK);
+    CHECK_INT(sent.n, 1);
+    CHECK_INT(ldb_sync_confirm(t, sent.h[0]), LDB_OK);
+    CHECK_INT(ldb_sync_commit(t, NULL), LDB_OK);
+    CHECK_INT(ldb_optimistic_state(sent.h[0]), LDB_OPTIMISTIC_CONFIRMED);
+    CHECK_STR(sql_rows(a, T_ROWS), "1,mine,1;2,two,2;3,three,3");
+    CHECK_STR(sql_rows(a, "SELECT count(*) FROM livedb_outbox_keys"), "0");
+    sent_free(&sent);
+    ldb_optimistic_free(o);
+    ldb_close(b);
+    ldb_close(a);
+    durable_rmdir(dir);
+}
 
 /* Found: a user could put a UNIQUE index on the outbox's tables, and
  * then every optimistic commit (or a sync transaction that moves bases)
@@ -1034,8 +1079,9 @@ static void huge_transaction(void)
 }
 
 TEST_MAIN(T(temp_mutation_first), T(log_record_after_nomem), T(close_with_queued_resolution),
-          T(hostile_sql), T(nomem_sync_under_pending), T(nomem_reject_cascade), T(nomem_confirm),
-          T(nomem_pending), T(reopen_many_nomem), T(fault_sync_under_pending),
-          T(fault_reject_cascade), T(fault_confirm), T(truncate_then_reopen),
-          T(eager_confirm_after_reopen), T(unique_after_reopen), T(checkpoint_every_commit),
-          T(types_survive), T(composite_key), T(dormant_view_waits), T(huge_transaction))
+          T(sync_confirm_foreign_handle), T(hostile_sql), T(nomem_sync_under_pending),
+          T(nomem_reject_cascade), T(nomem_confirm), T(nomem_pending), T(reopen_many_nomem),
+          T(fault_sync_under_pending), T(fault_reject_cascade), T(fault_confirm),
+          T(truncate_then_reopen), T(eager_confirm_after_reopen), T(unique_after_reopen),
+          T(checkpoint_every_commit), T(types_survive), T(composite_key), T(dormant_view_waits),
+          T(huge_transaction))
