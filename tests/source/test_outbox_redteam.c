@@ -768,11 +768,12 @@ static void nomem_pending(void)
 
 /* ---- disk failure during a step that writes the outbox ---- */
 
-/* The n-th disk write from the op on fails (once, or from there on):
- * the step is applied, or not at all, and a reopen finds what the handle
- * showed (or, when even taking a failed record back failed and the handle
- * refused writes, the step whole or not at all). */
-static void fault_step(sweep_op op, int persistent)
+/* The n-th disk write from the op on fails (once, or from there on; also
+ * in the checkpoint after each step under pragma): the step is applied,
+ * or not at all and it works when tried again, and a reopen finds what
+ * the handle showed (or, when even taking a failed record back failed
+ * and the handle refused writes, the step whole or not at all). */
+static void fault_step(sweep_op op, int persistent, const char *pragma)
 {
     struct world w;
     w_open(&w, true, LDB_SOURCE_EAGER, SWEEP_SETUP, NULL);
@@ -780,7 +781,7 @@ static void fault_step(sweep_op op, int persistent)
     w_unload(&w);
     struct dur_files fs = dur_files_read(w.path);
     w_load(&w, &fs);
-    EXEC(w.db, "PRAGMA synchronous = FULL");
+    EXEC(w.db, pragma);
     char *before = w_picture(&w);
     int rc;
     op(&w, &rc);
@@ -791,7 +792,7 @@ static void fault_step(sweep_op op, int persistent)
     uint64_t n = 1, failed_steps = 0;
     for (; !done; n++) {
         w_load(&w, &fs);
-        EXEC(w.db, "PRAGMA synchronous = FULL");
+        EXEC(w.db, pragma);
         file_fail_at(n, persistent, EIO);
         op(&w, &rc);
         ldb_source_poll(w.db);
@@ -831,23 +832,22 @@ static void fault_step(sweep_op op, int persistent)
     durable_rmdir(w.dir);
 }
 
-static void fault_sync_under_pending(void)
+static const char *const FAULT_MODES[] = {
+    "PRAGMA synchronous = FULL",
+    "PRAGMA synchronous = FULL; PRAGMA checkpoint_threshold = 1", /* a checkpoint per step */
+};
+
+static void fault_each(sweep_op op)
 {
-    fault_step(op_sync, 0);
-    fault_step(op_sync, 1);
+    for (int m = 0; m < 2; m++) {
+        fault_step(op, 0, FAULT_MODES[m]);
+        fault_step(op, 1, FAULT_MODES[m]);
+    }
 }
 
-static void fault_reject_cascade(void)
-{
-    fault_step(op_reject_cascade, 0);
-    fault_step(op_reject_cascade, 1);
-}
-
-static void fault_confirm(void)
-{
-    fault_step(op_confirm, 0);
-    fault_step(op_confirm, 1);
-}
+static void fault_sync_under_pending(void) { fault_each(op_sync); }
+static void fault_reject_cascade(void) { fault_each(op_reject_cascade); }
+static void fault_confirm(void) { fault_each(op_confirm); }
 
 /* ---- reopening with many pending transactions ---- */
 
