@@ -1157,7 +1157,9 @@ LDB_API const ldb_value *ldb_optimistic_after(const ldb_optimistic *o, int i, in
 LDB_API int ldb_optimistic_confirm(ldb_optimistic *o);
 LDB_API int ldb_optimistic_reject(ldb_optimistic *o, const char *msg);
 /* When t is applied, o is confirmed by it in the same commit (see above);
- * if t fails or is dropped, o stays pending. Takes a reference to o. */
+ * if t fails or is dropped, o stays pending. Takes a reference to o.
+ * LDB_MISUSE for NULL, or a handle of another database or of a closed
+ * one (a durable database's reopened transactions have new handles). */
 LDB_API int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o);
 
 /* Called once per optimistic transaction of db when it resolves

@@ -15,7 +15,9 @@
  *       of table tbl: a row with the key, its synced row (NULL: none) and
  *       whether a truncate voided that;
  *   livedb_outbox (id, seq, kid, kind, before, after): mutation seq of
- *       pending transaction id, on key kid;
+ *       pending transaction id, on key kid (seq counts the mutations the
+ *       outbox keeps, so that a reopened transaction, which has only
+ *       those, finds its rows by its own mutations' positions);
  *   livedb_outbox_ids (name, last): the last transaction id given
  *       ('transaction'), so that ids stay unique across reopens.
  *
@@ -182,7 +184,7 @@ static int commit_rows(struct src_registry *r, struct opt_txn *x, uint64_t id)
     int rc = outbox_tables(r, &keys, &muts, &ids);
     if (!rc)
         rc = set_last_txn(r, ids, id);
-    for (uint32_t i = 0; !rc && i < x->nmut; i++) {
+    for (uint32_t i = 0, seq = 0; !rc && i < x->nmut; i++) {
         struct opt_key *k = x->muts[i].key;
         if (k->ot->t->temp)
             continue; /* its table ends with the handle, and so does the mutation */
@@ -191,7 +193,7 @@ static int commit_rows(struct src_registry *r, struct opt_txn *x, uint64_t id)
             rc = put_key(r, keys, k);
         }
         if (!rc)
-            rc = put_mut(r, muts, id, i, &x->muts[i]);
+            rc = put_mut(r, muts, id, seq++, &x->muts[i]);
     }
     return rc;
 }
@@ -268,10 +270,10 @@ static int step_key(struct src_registry *r, struct table *keys, struct opt_key *
 
 static int step_txn(struct src_registry *r, struct table *muts, const struct opt_txn *x)
 {
-    for (uint32_t i = 0; i < x->nmut; i++) {
+    for (uint32_t i = 0, seq = 0; i < x->nmut; i++) {
         if (!x->muts[i].key->kid)
             continue; /* a TEMP table's: not in the outbox */
-        value key[2] = { value_int((int64_t)x->h->id), value_int(i) };
+        value key[2] = { value_int((int64_t)x->h->id), value_int(seq++) };
         row *w = table_lookup(muts, key);
         int rc = w ? table_delete(r->env.store, muts, w)
                    : store_error(r->env.store, LDB_CORRUPT, "the outbox lost transaction %llu",
@@ -379,8 +381,7 @@ static int mut_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* Transaction of rows ws[0..n) (its mutations in seq order; a TEMP
- * table's left gaps). */
+/* Transaction of rows ws[0..n) (its mutations in seq order). */
 static int restore_txn(struct src_registry *r, row **ws, uint32_t n, const struct kid_map *map,
                        size_t nkeys, struct opt_restored_mut *muts)
 {

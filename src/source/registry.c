@@ -62,6 +62,8 @@ static void item_free(struct src_item *it)
     mem_free(it);
 }
 
+static struct src_item *queue_take(struct src_registry *r);
+
 void src_registry_free(struct src_registry *r)
 {
     if (!r)
@@ -69,6 +71,12 @@ void src_registry_free(struct src_registry *r)
     while (r->sources.len)
         src_detach(vec_last(&r->sources));
     vec_free(&r->sources);
+    /* resolutions queued and never applied (from other threads): they
+     * lapse, and a durable database keeps their transactions pending */
+    for (struct src_item *it = queue_take(r), *next; it; it = next) {
+        next = it->next;
+        item_free(it);
+    }
     opt_free(r);
     if (r->fd >= 0)
         close(r->fd);

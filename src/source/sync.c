@@ -224,7 +224,9 @@ int ldb_sync_truncate(ldb_sync *t)
 
 int ldb_sync_confirm(ldb_sync *t, ldb_optimistic *o)
 {
-    if (!t || !o)
+    /* a handle of another database (its step would unlink that one's
+     * transaction from this one's layer), or of a closed one */
+    if (!t || !o || o->reg != t->src->reg || atomic_load(&o->orphan))
         return LDB_MISUSE;
     if (vec_push(&t->confirms, o))
         return LDB_NOMEM;

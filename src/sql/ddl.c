@@ -471,6 +471,10 @@ static int create_index(const struct ddl_env *e, const sql_ast *ast)
     struct table *t = store_find_table(e->store, ci->table.str);
     if (!t || table_is_view(t))
         return fail(e, LDB_ERROR, ci->table.off, "no such table: %s", ci->table.str);
+    if (ci->unique && table_is_view_store(t) && !table_sql(t))
+        /* a layer's own table without a body (the optimistic outbox): a
+         * constraint it does not know would refuse its writes */
+        return fail(e, LDB_ERROR, ci->table.off, "cannot create a UNIQUE index on %s", t->name);
     if (ci->cols.n > INDEX_MAX_PARTS)
         return fail(e, LDB_ERROR, ci->table.off, "too many columns in an index (at most %d)",
                     INDEX_MAX_PARTS);

@@ -382,6 +382,8 @@ static int encode_transaction(struct store *s, struct journal *j)
     VEC(struct table *) touched = VEC_INIT; /* a few tables: searched */
     const struct table *cur = NULL;
     int rc = LDB_OK;
+    if (sb_error(&j->rec)) /* a builder that failed takes nothing more: a new one */
+        sb_free(&j->rec);
     sb_truncate(&j->rec, 0);
     sb_put(&j->rec, "\0\0\0\0\0\0\0\0", JOURNAL_RECORD_HEAD);
     for (size_t i = 0; i < s->undo.len && rc == LDB_OK; i++) {

@@ -254,7 +254,7 @@ static void commit_disk_fault(void)
         CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
         EXEC(db, "UPDATE t SET name = 'x' WHERE id = 1");
         ldb_optimistic *o = NULL;
-        file_fail_at(file_call_count() + n, 0, EIO);
+        file_fail_at(n, 0, EIO); /* the n-th disk write from now */
         int rc = ldb_optimistic_commit(db, NULL, NULL, &o);
         done = file_failed_count() == 0;
         file_fail_at(0, 0, 0);
