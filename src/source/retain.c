@@ -126,17 +126,52 @@ static int sweep(struct src_registry *r, ldb_source *s)
     return delete_rows(r, s, &gone, rc);
 }
 
-/* Deletes the rows whose keys a revalidation did not bring back (those
- * under pending optimistic writes stay: their fate is the writes'). */
+/* The synced rows of overlaid keys that a revalidation did not bring
+ * back, deleted beneath their pending writes as a sync delete would be:
+ * one step (a pending UPDATE over such a row is rejected, and no
+ * rejection can bring the row back). */
+static int delete_beneath(struct src_registry *r, ldb_source *s, const row_vec *keys)
+{
+    struct store *st = r->env.store;
+    char msg[200];
+    int rc = keys->len ? store_stmt_begin(st) : LDB_OK;
+    if (rc || !keys->len)
+        return rc;
+    store_enter_internal(st);
+    for (size_t i = 0; !rc && i < keys->len; i++) {
+        struct opt_key *k = opt_find(r, s->table, keys->data[i]->cols);
+        if (k)
+            rc = opt_sync_write(r, k, SYNC_DELETE, keys->data[i]->cols, msg, sizeof msg);
+    }
+    if (!rc)
+        rc = opt_settle(r, msg, sizeof msg);
+    store_leave_internal(st);
+    struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
+    int end = store_stmt_end(st, rc);
+    intr_swap(scope);
+    r->env.wrote(r->env.ctx);
+    opt_step_end(r, !rc && !end);
+    opt_notify(r);
+    return rc ? rc : end;
+}
+
+/* Deletes the rows whose keys a revalidation did not bring back; under
+ * pending optimistic writes, their synced rows. */
 static int sweep_persisted(struct src_registry *r, ldb_source *s)
 {
-    row_vec gone = VEC_INIT;
+    row_vec gone = VEC_INIT, beneath = VEC_INIT;
     int rc = LDB_OK;
     for (size_t i = 0; i < s->persist_gone.len && !rc; i++) {
         row *w = table_lookup_row(s->table, s->persist_gone.data[i]);
-        if (w && !opt_find(r, s->table, w->cols) && !(rc = vec_push(&gone, w)))
+        row_vec *v = w && opt_find(r, s->table, w->cols) ? &beneath : &gone;
+        if (w && !(rc = vec_push(v, w)))
             row_retain(w);
     }
+    if (!rc)
+        rc = delete_beneath(r, s, &beneath);
+    for (size_t i = 0; i < beneath.len; i++)
+        row_release(beneath.data[i]);
+    vec_free(&beneath);
     rc = delete_rows(r, s, &gone, rc);
     if (rc != LDB_NOMEM) { /* NOMEM: tried again at the next pump */
         for (size_t i = 0; i < s->persist_gone.len; i++)

@@ -6,8 +6,7 @@
  *
  *   found: temp_mutation_first, log_record_after_nomem,
  *          close_with_queued_resolution, sync_confirm_foreign_handle,
- *          hostile_sql (UNIQUE indexes); not fixed, under #if 0:
- *          persisted_gone_under_pending;
+ *          hostile_sql (UNIQUE indexes), persisted_gone_under_pending;
  *   held:  allocation failure at every point of a sync step under pending
  *          keys, a cascading rejection, a confirmation, ldb_optimistic_pending
  *          and a reopen with many pending transactions (the database and
@@ -1079,8 +1078,7 @@ static void huge_transaction(void)
     durable_rmdir(dir);
 }
 
-#if 0
-/* Found, not fixed: after a reopen a RETAIN_OWNED source revalidates the
+/* Found: after a reopen a RETAIN_OWNED source revalidates the
  * rows the table holds (persisted retention), and a row the source no
  * longer has is deleted as gone, but not a row under pending writes
  * (retain.c sweep_persisted skips them: "their fate is the writes'").
@@ -1089,9 +1087,8 @@ static void huge_transaction(void)
  * where a sync delete beneath it rejects it at once ("the row it updates
  * no longer exists"), and a rejection brings the deleted row back, for
  * good (no demand owns it, yet no sweep removes it; it survives reopens).
- * The fix would treat "gone" beneath an overlaid key as a sync delete in
- * the sweep's statement (opt_sync_write SYNC_DELETE, opt_settle,
- * opt_step_end). */
+ * Now "gone" beneath an overlaid key is a sync delete of its synced row,
+ * in a step (retain.c delete_beneath). */
 static void persisted_gone_under_pending(void)
 {
     struct world w;
@@ -1111,11 +1108,10 @@ static void persisted_gone_under_pending(void)
     CHECK_INT(ldb_request_settle(w.eager, LDB_OK, NULL), LDB_OK);
     CHECK_INT(ldb_source_poll(w.db), LDB_OK);
     ldb_optimistic *h = w_handle(&w, a);
-    CHECK(h == NULL); /* rejected: the row it updates is gone (fails: still pending) */
-    CHECK_STR(sql_rows(w.db, T_ROWS), "2,mine2,2"); /* (fails: 1,mine,1 too) */
+    CHECK(h == NULL); /* rejected: the row it updates is gone */
+    CHECK_STR(sql_rows(w.db, T_ROWS), "2,mine2,2");
     w_close(&w);
 }
-#endif
 
 TEST_MAIN(T(temp_mutation_first), T(log_record_after_nomem), T(close_with_queued_resolution),
           T(sync_confirm_foreign_handle), T(hostile_sql), T(nomem_sync_under_pending),
@@ -1123,4 +1119,4 @@ TEST_MAIN(T(temp_mutation_first), T(log_record_after_nomem), T(close_with_queued
           T(fault_sync_under_pending), T(fault_reject_cascade), T(fault_confirm),
           T(truncate_then_reopen), T(eager_confirm_after_reopen), T(unique_after_reopen),
           T(checkpoint_every_commit), T(types_survive), T(composite_key), T(dormant_view_waits),
-          T(huge_transaction))
+          T(huge_transaction), T(persisted_gone_under_pending))
