@@ -941,18 +941,15 @@ void opt_notify(struct src_registry *r)
 
 /* ---- resolutions from the queue, and closing ------------------------------------------- */
 
-int opt_resolve(struct src_registry *r, struct src_item *it)
+int opt_step(struct src_registry *r, opt_propose_fn proposal, void *ctx)
 {
-    struct opt_txn *x = it->opt->txn;
-    if (!x)
-        return LDB_OK; /* resolved meanwhile */
     struct store *st = r->env.store;
     char msg[200];
     int rc = store_stmt_begin(st);
     if (rc)
         return rc;
     store_enter_internal(st);
-    rc = opt_mark(r, it->opt, (enum opt_fate)it->rc, it->msg);
+    rc = proposal(r, ctx, msg, sizeof msg);
     if (!rc)
         rc = opt_settle(r, msg, sizeof msg);
     store_leave_internal(st);
@@ -963,6 +960,20 @@ int opt_resolve(struct src_registry *r, struct src_item *it)
     opt_step_end(r, !rc && !end);
     opt_notify(r);
     return rc ? rc : end;
+}
+
+static int mark_item(struct src_registry *r, void *ctx, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    struct src_item *it = ctx;
+    return opt_mark(r, it->opt, (enum opt_fate)it->rc, it->msg);
+}
+
+int opt_resolve(struct src_registry *r, struct src_item *it)
+{
+    if (!it->opt->txn)
+        return LDB_OK; /* resolved meanwhile */
+    return opt_step(r, mark_item, it);
 }
 
 /* ---- a durable database reopened (outbox.c) ---------------------------------------------- */

@@ -130,29 +130,27 @@ static int sweep(struct src_registry *r, ldb_source *s)
  * back, deleted beneath their pending writes as a sync delete would be:
  * one step (a pending UPDATE over such a row is rejected, and no
  * rejection can bring the row back). */
+struct beneath {
+    ldb_source *s;
+    const row_vec *keys;
+};
+
+static int propose_deletes(struct src_registry *r, void *ctx, char *msg, size_t n)
+{
+    const struct beneath *b = ctx;
+    int rc = LDB_OK;
+    for (size_t i = 0; !rc && i < b->keys->len; i++) {
+        struct opt_key *k = opt_find(r, b->s->table, b->keys->data[i]->cols);
+        if (k)
+            rc = opt_sync_write(r, k, SYNC_DELETE, b->keys->data[i]->cols, msg, n);
+    }
+    return rc;
+}
+
 static int delete_beneath(struct src_registry *r, ldb_source *s, const row_vec *keys)
 {
-    struct store *st = r->env.store;
-    char msg[200];
-    int rc = keys->len ? store_stmt_begin(st) : LDB_OK;
-    if (rc || !keys->len)
-        return rc;
-    store_enter_internal(st);
-    for (size_t i = 0; !rc && i < keys->len; i++) {
-        struct opt_key *k = opt_find(r, s->table, keys->data[i]->cols);
-        if (k)
-            rc = opt_sync_write(r, k, SYNC_DELETE, keys->data[i]->cols, msg, sizeof msg);
-    }
-    if (!rc)
-        rc = opt_settle(r, msg, sizeof msg);
-    store_leave_internal(st);
-    struct intr *scope = intr_swap(NULL); /* maintenance must not stop halfway */
-    int end = store_stmt_end(st, rc);
-    intr_swap(scope);
-    r->env.wrote(r->env.ctx);
-    opt_step_end(r, !rc && !end);
-    opt_notify(r);
-    return rc ? rc : end;
+    struct beneath b = { s, keys };
+    return keys->len ? opt_step(r, propose_deletes, &b) : LDB_OK;
 }
 
 /* Deletes the rows whose keys a revalidation did not bring back; under

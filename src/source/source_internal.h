@@ -473,6 +473,11 @@ void opt_step_end(struct src_registry *r, bool ok);
 void opt_notify(struct src_registry *r);
 /* A queued resolution (item from the queue); LDB_NOMEM: queue it again. */
 int opt_resolve(struct src_registry *r, struct src_item *it);
+/* A step of its own: proposal(r, ctx, msg, n) (opt_sync_write, opt_mark...)
+ * then the recomputation, in one internal storage statement; installed
+ * or forgotten as it went, and what resolved reported. */
+typedef int (*opt_propose_fn)(struct src_registry *r, void *ctx, char *msg, size_t n);
+int opt_step(struct src_registry *r, opt_propose_fn proposal, void *ctx);
 /* Reopening a durable database's pending layer (outbox.c): the overlaid
  * key of t with keyrow's key, made with base and unknown (references
  * passed in either way); LDB_CORRUPT if t has it already. */

@@ -12,46 +12,10 @@
 #include "nomem.h"
 #include "storage/durable_util.h"
 #include "test_db.h"
+#include "optimistic_util.h"
 
 #include <errno.h>
 #include <sys/wait.h>
-
-static ldb *open_at(const char *path)
-{
-    ldb *db;
-    int rc = ldb_open(path, &db);
-    CHECKF(rc == LDB_OK, "open %s: %d %s", path, rc, ldb_errmsg(NULL));
-    return db;
-}
-
-struct sent {
-    ldb_optimistic *h[8];
-    int n;
-};
-
-static void collect(void *ctx, ldb_optimistic *o)
-{
-    struct sent *s = ctx;
-    CHECK(s->n < 8);
-    ldb_optimistic_ref(o);
-    s->h[s->n++] = o;
-}
-
-static void sent_free(struct sent *s)
-{
-    for (int i = 0; i < s->n; i++)
-        ldb_optimistic_free(s->h[i]);
-    s->n = 0;
-}
-
-static ldb_optimistic *commit_sql(ldb *db, const char *sql)
-{
-    CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
-    EXEC(db, sql);
-    ldb_optimistic *o = NULL;
-    CHECKF(ldb_optimistic_commit(db, NULL, NULL, &o) == LDB_OK, "%s", ldb_errmsg(db));
-    return o;
-}
 
 /* t with three rows, and a materialized view over it unless sourced (a
  * source cannot be attached to a table a view reads). */

@@ -22,17 +22,10 @@
 #include "nomem.h"
 #include "storage/durable_util.h"
 #include "test_db.h"
+#include "optimistic_util.h"
 
 #include <errno.h>
 #include <pthread.h>
-
-static ldb *open_at(const char *path)
-{
-    ldb *db;
-    int rc = ldb_open(path, &db);
-    CHECKF(rc == LDB_OK, "open %s: %d %s", path ? path : "(memory)", rc, ldb_errmsg(NULL));
-    return db;
-}
 
 /* Closes db as a crash would leave its files (no checkpoint), reopens. */
 static ldb *crash_reopen(ldb *db, const char *path)
@@ -40,35 +33,6 @@ static ldb *crash_reopen(ldb *db, const char *path)
     store_keep_files(db->store);
     ldb_close(db);
     return open_at(path);
-}
-
-struct sent {
-    ldb_optimistic *h[64];
-    int n;
-};
-
-static void collect(void *ctx, ldb_optimistic *o)
-{
-    struct sent *s = ctx;
-    CHECK(s->n < 64);
-    ldb_optimistic_ref(o);
-    s->h[s->n++] = o;
-}
-
-static void sent_free(struct sent *s)
-{
-    for (int i = 0; i < s->n; i++)
-        ldb_optimistic_free(s->h[i]);
-    s->n = 0;
-}
-
-static ldb_optimistic *commit_sql(ldb *db, const char *sql)
-{
-    CHECK_INT(ldb_optimistic_begin(db), LDB_OK);
-    EXEC(db, sql);
-    ldb_optimistic *o = NULL;
-    CHECKF(ldb_optimistic_commit(db, NULL, NULL, &o) == LDB_OK, "%s", ldb_errmsg(db));
-    return o;
 }
 
 static const char *const T_ROWS = "SELECT id, name, n FROM t ORDER BY id";
