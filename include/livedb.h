@@ -1150,9 +1150,11 @@ LDB_API const ldb_value *ldb_optimistic_after(const ldb_optimistic *o, int i, in
 /*
  * Resolution (see above). Any thread. LDB_OK once queued (the outcome is
  * ldb_optimistic_state, and the resolution callback); a transaction already
- * resolved when the item is applied stays as it is. LDB_MISUSE for NULL
- * or a handle whose database is closed; LDB_NOMEM (nothing queued).
- * msg (copied; may be NULL) is what ldb_optimistic_error will say.
+ * resolved when the item is applied stays as it is; one that cannot be
+ * applied for lack of memory or a disk error (LDB_IOERR, LDB_FULL) is
+ * tried again at the next dispatch point. LDB_MISUSE for NULL or a handle
+ * whose database is closed; LDB_NOMEM (nothing queued). msg (copied; may
+ * be NULL) is what ldb_optimistic_error will say.
  */
 LDB_API int ldb_optimistic_confirm(ldb_optimistic *o);
 LDB_API int ldb_optimistic_reject(ldb_optimistic *o, const char *msg);

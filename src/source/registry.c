@@ -204,8 +204,9 @@ static bool drain(struct src_registry *r)
             sync_apply(r, it->txn);
             it->txn = NULL;
         } else if (it->opt) {
-            if (opt_resolve(r, it) == LDB_NOMEM) {
-                queue_append(r, it); /* tried again at the next round */
+            int rc = opt_resolve(r, it);
+            if (rc == LDB_NOMEM || rc == LDB_IOERR || rc == LDB_FULL) {
+                queue_append(r, it); /* tried again at the next round, not lost */
                 it = next;
                 continue;
             }
