@@ -1030,7 +1030,8 @@ static void check_diff(struct world *w, struct lq *l, mtable *before)
     else
         batches = model_diff(tab, before, w->vis, want, &n);
     qsort(want, (size_t)n, sizeof *want, strp_cmp);
-    qsort(l->chg, (size_t)l->nchg, sizeof *l->chg, strp_cmp);
+    if (l->nchg) /* chg is NULL for a query reopened with no change yet */
+        qsort(l->chg, (size_t)l->nchg, sizeof *l->chg, strp_cmp);
     bool same = n == l->nchg && l->batches == batches;
     for (int i = 0; same && i < n; i++)
         same = strcmp(want[i], l->chg[i]) == 0;
