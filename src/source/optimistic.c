@@ -397,6 +397,26 @@ static int prepare_all(struct src_registry *r, struct opt_txn *x, const struct d
     return LDB_OK;
 }
 
+/* A pending transaction's record and its handle (one reference, the
+ * core's), or NULL. */
+static struct opt_txn *txn_new(struct src_registry *r)
+{
+    struct opt_txn *x = mem_calloc(1, sizeof *x);
+    ldb_optimistic *h = mem_calloc(1, sizeof *h);
+    if (!x || !h) {
+        mem_free(x);
+        mem_free(h);
+        return NULL;
+    }
+    atomic_init(&h->refs, 1);
+    atomic_init(&h->state, LDB_OPTIMISTIC_PENDING);
+    atomic_init(&h->orphan, false);
+    h->reg = r;
+    h->home = pthread_self();
+    x->h = h;
+    return x;
+}
+
 int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, size_t n)
 {
     *out = NULL;
@@ -410,21 +430,12 @@ int src_opt_prepare(struct src_registry *r, struct opt_txn **out, char *msg, siz
         delta_free(d);
         return rc;
     }
-    struct opt_txn *x = mem_calloc(1, sizeof *x);
-    ldb_optimistic *h = mem_calloc(1, sizeof *h);
-    if (!x || !h) {
-        mem_free(x);
-        mem_free(h);
+    struct opt_txn *x = txn_new(r);
+    if (!x) {
         delta_free(d);
         snprintf(msg, n, "out of memory");
         return LDB_NOMEM;
     }
-    atomic_init(&h->refs, 1);
-    atomic_init(&h->state, LDB_OPTIMISTIC_PENDING);
-    atomic_init(&h->orphan, false);
-    h->reg = r;
-    h->home = pthread_self();
-    x->h = h;
     rc = prepare_all(r, x, d);
     delta_free(d);
     if (rc)
@@ -1028,42 +1039,35 @@ static int restored_pubmut(struct opt_pubmut *pm, const struct opt_restored_mut 
 int opt_restore_txn(struct src_registry *r, uint64_t id, struct opt_restored_mut *muts,
                     uint32_t n)
 {
-    struct opt_txn *x = mem_calloc(1, sizeof *x);
-    ldb_optimistic *h = mem_calloc(1, sizeof *h);
-    int rc = x && h ? LDB_OK : LDB_NOMEM;
-    if (h)
-        atomic_init(&h->refs, 1); /* handle_unref frees it on failure */
-    if (!rc) {
-        atomic_init(&h->state, LDB_OPTIMISTIC_PENDING);
-        atomic_init(&h->orphan, false);
-        h->reg = r;
-        h->home = pthread_self();
-        x->h = h;
-        h->muts = mem_calloc(n, sizeof *h->muts);
+    struct opt_txn *x = txn_new(r);
+    int rc = x ? LDB_OK : LDB_NOMEM;
+    if (x) {
+        x->h->muts = mem_calloc(n, sizeof *x->h->muts);
         x->muts = mem_calloc(n, sizeof *x->muts);
-        rc = h->muts && x->muts ? LDB_OK : LDB_NOMEM;
+        rc = x->h->muts && x->muts ? LDB_OK : LDB_NOMEM;
     }
-    for (uint32_t i = 0; !rc && i < n; i++) {
-        rc = vec_reserve(&muts[i].key->chain, 1);
-        if (!rc)
-            rc = restored_pubmut(&h->muts[h->nmut++], &muts[i]);
-    }
-    for (uint32_t i = 0; x && x->muts && i < n; i++) { /* x owns the rows from here */
-        x->muts[i] = (struct opt_mut){ x, muts[i].key, (uint8_t)muts[i].kind, muts[i].before,
-                                       muts[i].after };
+    if (x && x->muts) { /* x owns the rows from here */
+        for (uint32_t i = 0; i < n; i++)
+            x->muts[i] = (struct opt_mut){ x, muts[i].key, (uint8_t)muts[i].kind,
+                                           muts[i].before, muts[i].after };
         x->nmut = n;
-    }
-    if (!x || !x->muts) {
+    } else {
         for (uint32_t i = 0; i < n; i++) {
             row_release(muts[i].before);
             row_release(muts[i].after);
         }
     }
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        rc = vec_reserve(&muts[i].key->chain, 1);
+        if (!rc)
+            rc = restored_pubmut(&x->h->muts[x->h->nmut++], &muts[i]);
+    }
     if (rc) {
-        if (x)
+        if (x) {
+            ldb_optimistic *h = x->h;
             txn_free(x);
-        if (h)
             handle_unref(h);
+        }
         return rc;
     }
     uint64_t next = r->opt.next_id;

@@ -160,13 +160,12 @@ static bool put_scalars(strbuf *sb, const value *vals, uint32_t n)
             return false;
         room += r;
     }
-    size_t at = sb->len;
     unsigned char *p = (unsigned char *)sb_extend(sb, room);
     if (!p)
         return true; /* the error is the builder's */
     for (uint32_t i = 0; i < n; i++)
         p = put_scalar(p, &vals[i]);
-    sb_truncate(sb, at + (size_t)((char *)p - (sb->p + at)));
+    sb_truncate(sb, (size_t)((char *)p - sb->p));
     return true;
 }
 

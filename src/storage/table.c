@@ -169,33 +169,6 @@ static int add_to_indexes(struct table *t, row *new_row, const row *old,
     return LDB_OK;
 }
 
-/* Adds r to the key table alone (room reserved, no conflict) or says why
- * not; *h is its key hash. */
-static int key_slot_free(struct table *t, const row *r, uint64_t *h, row **conflict)
-{
-    *conflict = NULL;
-    *h = table_key_hash(t, r);
-    int rc = hmap_reserve(&t->rows, 1);
-    if (rc != LDB_OK)
-        return rc;
-    uint64_t *v = find_slot(t, r, *h);
-    if (v) {
-        *conflict = (row *)(uintptr_t)*v;
-        return LDB_CONSTRAINT;
-    }
-    return LDB_OK;
-}
-
-static void key_put(struct table *t, row *r, uint64_t h)
-{
-    uint64_t *v;
-    bool found;
-    hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved */
-    *v = (uint64_t)(uintptr_t)r;
-    t->row_bytes += row_mem(r);
-    t->changes++;
-}
-
 /* Puts rows into the key table in the order of the slots their hashes
  * take once it has room for all: the puts walk the table instead of
  * missing the cache once per row (a million rows at recovery). */
@@ -245,15 +218,25 @@ int table_link_unindexed(struct table *t, row **rows, size_t n, row **conflict)
 
 int table_link(struct table *t, row *r, row **conflict, int *where)
 {
+    *conflict = NULL;
     *where = -1;
-    uint64_t h;
-    int rc = key_slot_free(t, r, &h, conflict);
+    uint64_t h = table_key_hash(t, r);
+    int rc = hmap_reserve(&t->rows, 1);
     if (rc != LDB_OK)
         return rc;
+    uint64_t *v = find_slot(t, r, h);
+    if (v) {
+        *conflict = (row *)(uintptr_t)*v;
+        return LDB_CONSTRAINT;
+    }
     rc = add_to_indexes(t, r, NULL, false, conflict, where);
     if (rc != LDB_OK)
         return rc;
-    key_put(t, r, h);
+    bool found;
+    hmap_put(&t->rows, h, NULL, NULL, &v, &found); /* room reserved above */
+    *v = (uint64_t)(uintptr_t)r;
+    t->row_bytes += row_mem(r);
+    t->changes++;
     return LDB_OK;
 }
 
